@@ -1,0 +1,18 @@
+# offload-repro: every row of the source's two tables, run, compiled, checked and reported.
+# Rules are thin: each calls one subcommand of the tested package in workflow/offload_repro.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "experiments/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/run.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        f"results/{TARGET.name}/table.csv",

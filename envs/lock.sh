@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Re-resolve envs/requirements.lock from envs/requirements.in (exact pins, with hashes).
+set -euo pipefail
+cd "$(dirname "$0")"
+../.venv/bin/uv pip compile requirements.in --python-version 3.12 --generate-hashes \
+    --output-file requirements.lock --quiet
+../.venv/bin/uv pip compile requirements-gpu-compile.txt --python-version 3.12 --generate-hashes \
+    --no-deps --output-file requirements-gpu-compile.lock --quiet

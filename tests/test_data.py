@@ -1,0 +1,82 @@
+"""Rows and targets load from the repository's YAML; malformed files name file, row and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from offload_repro.data import DataError, load_rows, load_target
+
+ROWS_FILE = Path(__file__).resolve().parents[1] / "experiments" / "rows" / "llama3.1-405b.yaml"
+
+
+def test_every_row_of_both_tables_is_data(tables):
+    rows = {row.id: row for row in load_rows(tables)}
+    assert len(rows) == 9
+    assert sum(row.table == "llama3.1-405b" for row in rows.values()) == 4
+    assert sum(row.table == "deepseek-v3-671b" for row in rows.values()) == 5
+    assert rows["deepseek-device-mb8"].published["outcome"] == "oom"
+    assert rows["deepseek-device-mb2"].global_batch_size == 256
+    assert rows["deepseek-offload-optimized"].published["tflops_per_device"] == 908.2
+
+
+def test_lhs_off_is_written_out(tables):
+    rows = {row.id: row for row in load_rows(tables)}
+    assert "--xla_gpu_enable_latency_hiding_scheduler=false" in rows["llama-qkv-offload-nolhs"].xla_flags
+    assert "--xla_gpu_enable_latency_hiding_scheduler=false" in rows["deepseek-offload-plain"].xla_flags
+
+
+def test_row_placement_merges_over_defaults(tables):
+    row = next(r for r in load_rows(tables) if r.id == "llama-qkv-offload-lhs")
+    assert row.tensors("offload") == ["query_proj", "key_proj", "value_proj"]
+    assert row.citation["url"].startswith("https://developer.nvidia.com/")
+
+
+def broken_copy(tmp_path: Path, mutate) -> Path:
+    data = yaml.safe_load(ROWS_FILE.read_text())
+    mutate(data)
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d["rows"][1]["placement"].update(query_proj="hbm"), ["row 2 (id 'llama-qkv-offload-lhs')", "placement.query_proj", "'hbm'"]),
+        (lambda d: d["rows"][0]["published"].pop("outcome"), ["row 1 (id 'llama-baseline')", "published", "'outcome' is a required property"]),
+        (lambda d: d["rows"][2].update(xla_flags=["xla_gpu_foo"]), ["row 3", "xla_flags.0"]),
+        (lambda d: d["rows"][3].update(per_device_batch_size="two"), ["row 4", "per_device_batch_size"]),
+        (lambda d: d["rows"][0].update(colour="red"), ["row 1", "'colour' was unexpected"]),
+        (lambda d: d["defaults"].pop("model"), ["field 'defaults'", "'model' is a required property"]),
+    ],
+)
+def test_malformed_rows_name_file_row_and_field(tmp_path, mutate, expected):
+    path = broken_copy(tmp_path, mutate)
+    with pytest.raises(DataError) as raised:
+        load_rows([path])
+    message = str(raised.value)
+    assert str(path) in message
+    for part in expected:
+        assert part in message
+
+
+def test_duplicate_row_ids_are_refused(tmp_path):
+    path = broken_copy(tmp_path, lambda d: d["rows"][1].update(id="llama-baseline"))
+    with pytest.raises(DataError, match="row id 'llama-baseline': field 'id': already used"):
+        load_rows([path])
+
+
+def test_yaml_syntax_error_names_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("rows: [\n")
+    with pytest.raises(DataError, match="bad.yaml: not valid YAML"):
+        load_rows([path])
+
+
+def test_targets_load_and_unknown_target_lists_known_ones():
+    assert load_target("cpu").scale["devices"] == 1
+    with pytest.raises(DataError, match="no such target .*known: .*cpu"):
+        load_target("gb999")

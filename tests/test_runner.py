@@ -1,0 +1,79 @@
+"""Outcome classification and metric summaries, on recorded text and synthetic metric files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from offload_repro import metrics
+from offload_repro.runner import classify
+
+GPU_OOM = (
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+    "34359738368 bytes.\nBufferAssignment OOM Debugging."
+)
+
+
+def test_complete_run_is_ok():
+    assert classify(0, None, "completed step: 9", steps_done=10, steps=10) == ("ok", None)
+
+
+def test_out_of_memory_is_an_outcome_not_a_crash():
+    status, message = classify(1, {"type": "XlaRuntimeError", "message": GPU_OOM}, "", steps_done=0, steps=10)
+    assert status == "oom"
+    assert "RESOURCE_EXHAUSTED" in message
+
+
+def test_oom_found_in_the_log_when_no_exception_was_recorded():
+    status, _ = classify(1, None, "...\n" + GPU_OOM + "\n", steps_done=0, steps=10)
+    assert status == "oom"
+
+
+def test_other_exceptions_are_errors_with_their_message():
+    status, message = classify(1, {"type": "ValueError", "message": "bad mesh"}, "", steps_done=0, steps=10)
+    assert (status, message) == ("error", "ValueError: bad mesh")
+
+
+def test_killed_process_is_an_error():
+    assert classify(-9, None, "", steps_done=3, steps=10) == ("error", "killed by signal 9")
+
+
+def test_short_run_is_an_error_even_with_status_zero():
+    status, message = classify(0, None, "", steps_done=4, steps=10)
+    assert status == "error" and "4 of 10" in message
+
+
+def test_error_line_is_taken_from_the_log():
+    log = "I1129 something\nTraceback (most recent call last):\nValueError: unknown model_name\n"
+    assert classify(1, None, log, steps_done=0, steps=10) == ("error", "ValueError: unknown model_name")
+
+
+def step(n: int, seconds: float, loss: float) -> dict:
+    return {
+        "step": float(n),
+        metrics.STEP_TIME: seconds,
+        metrics.TFLOPS: 1.0 / seconds,
+        metrics.TOKENS: 100.0 / seconds,
+        metrics.LOSS: loss,
+        "perf/per_device_tflops": 1.0,
+    }
+
+
+def test_summary_takes_medians_after_warmup(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    records = [step(0, 5.0, 3.0), step(1, 2.0, 2.9), step(2, 0.5, 2.8), step(3, 0.25, 2.7), step(4, 1.0, 2.6)]
+    path.write_text("\n".join(json.dumps(r) for r in reversed(records)) + "\n")
+    summary = metrics.summarize(metrics.read_steps(path), warmup_steps=2)
+    assert summary["steps_completed"] == 5
+    assert summary["steps_timed"] == 3
+    assert summary["step_time_s"] == 0.5
+    assert summary["tflops_per_device"] == pytest.approx(2.0)
+    assert summary["tokens_per_s_per_device"] == pytest.approx(200.0)
+    assert summary["losses"] == [3.0, 2.9, 2.8, 2.7, 2.6]
+
+
+def test_summary_of_a_run_that_never_got_past_warmup(tmp_path):
+    summary = metrics.summarize([step(0, 5.0, 3.0)], warmup_steps=2)
+    assert summary["steps_timed"] == 0 and "step_time_s" not in summary
+    assert metrics.read_steps(tmp_path / "missing.jsonl") == []

@@ -1,0 +1,1 @@
+"""offload-repro: reproduce NVIDIA's JAX activation host-offloading results with MaxText."""

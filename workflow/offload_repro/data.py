@@ -1,0 +1,136 @@
+"""Rows, tables and targets: loaded from YAML, validated by the schemas in workflow/schemas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from offload_repro.files import REPO_ROOT, read_yaml
+
+SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
+TARGET_DIR = REPO_ROOT / "experiments" / "targets"
+
+
+class DataError(ValueError):
+    """A data file is malformed; the message names the file, the row and the field."""
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    return read_yaml(SCHEMA_DIR / f"{name}.schema.yaml")
+
+
+def _where(data: Any, path: list[Any]) -> str:
+    """'row 3 (id 'x'), field a.b' for a jsonschema error path."""
+    parts: list[str] = []
+    rest = list(path)
+    if len(rest) >= 2 and rest[0] == "rows" and isinstance(rest[1], int):
+        index = rest[1]
+        row = data["rows"][index] if isinstance(data.get("rows"), list) else None
+        row_id = row.get("id") if isinstance(row, dict) else None
+        parts.append(f"row {index + 1}" + (f" (id '{row_id}')" if row_id else ""))
+        rest = rest[2:]
+    field_name = ".".join(str(p) for p in rest)
+    parts.append(f"field '{field_name}'" if field_name else "top level")
+    return ", ".join(parts)
+
+
+def validate(data: Any, schema_name: str, source: str | Path) -> None:
+    validator = jsonschema.Draft202012Validator(schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = [f"{source}: {_where(data, list(e.absolute_path))}: {e.message}" for e in errors]
+        raise DataError("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration of a published table, full-scale settings as published."""
+
+    id: str
+    table: str
+    label: str
+    model: str
+    family: str
+    steps: int
+    per_device_batch_size: float
+    global_batch_size: int
+    max_target_length: int
+    parallelism: dict[str, int]
+    devices: int
+    dtype: str
+    quantization: str
+    scan_layers: bool
+    remat_policy: str
+    placement: dict[str, str]
+    xla_flags: list[str]
+    published: dict[str, Any]
+    citation: dict[str, str]
+    assumptions: list[str] = field(default_factory=list)
+    source_file: str = ""
+
+    def tensors(self, placement: str) -> list[str]:
+        return [name for name, where in self.placement.items() if where == placement]
+
+
+def _load_table(path: Path) -> list[Row]:
+    try:
+        data = read_yaml(path)
+    except Exception as err:  # a YAML syntax error names the line itself
+        raise DataError(f"{path}: not valid YAML: {err}") from err
+    validate(data, "table", path)
+    defaults = data["defaults"]
+    rows = []
+    for entry in data["rows"]:
+        merged = {**defaults, **entry}
+        merged["placement"] = {**defaults["placement"], **entry.get("placement", {})}
+        merged["assumptions"] = [*defaults.get("assumptions", []), *entry.get("assumptions", [])]
+        merged.pop("dataset", None)
+        rows.append(Row(table=data["table"], source_file=str(path), **merged))
+    return rows
+
+
+def load_rows(paths: list[str | Path]) -> list[Row]:
+    rows: list[Row] = []
+    for path in paths:
+        rows.extend(_load_table(Path(path)))
+    seen: dict[str, str] = {}
+    for row in rows:
+        if row.id in seen:
+            raise DataError(f"{row.source_file}: row id '{row.id}': field 'id': already used in {seen[row.id]}")
+        seen[row.id] = row.source_file
+    return rows
+
+
+@dataclass(frozen=True)
+class Target:
+    """A hardware profile as data (see experiments/targets/)."""
+
+    name: str
+    kind: str
+    launcher: str
+    spec: dict[str, Any]
+
+    @property
+    def scale(self) -> dict[str, Any]:
+        return self.spec["scale"]
+
+    @property
+    def maxtext(self) -> dict[str, Any]:
+        return self.spec["maxtext"]
+
+
+def load_target(name: str, directory: Path = TARGET_DIR) -> Target:
+    path = directory / f"{name}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in directory.glob("*.yaml")))
+        raise DataError(f"{path}: no such target (known: {known})")
+    spec = read_yaml(path)
+    validate(spec, "target", path)
+    if spec["name"] != name:
+        raise DataError(f"{path}: field 'name': '{spec['name']}' differs from the file name '{name}'")
+    return Target(name=name, kind=spec["kind"], launcher=spec["launcher"], spec=spec)

@@ -1,0 +1,75 @@
+"""Row + target -> MaxText `key=value` overrides and XLA_FLAGS: the one place that mapping lives."""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from offload_repro.data import Row, Target
+
+TRAIN_MODULE = "maxtext.trainers.pre_train.train"
+
+
+def base_config() -> Path:
+    """MaxText's own defaults file, as shipped in the installed package."""
+    spec = find_spec("maxtext")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("maxtext is not installed in this Python environment")
+    return Path(spec.origin).parent / "configs" / "base.yml"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def full_scale_overrides(row: Row) -> dict[str, Any]:
+    """The row exactly as published: what a GB200 NVL72 run (or its AOT compile) is given."""
+    overrides: dict[str, Any] = {
+        "model_name": row.model,
+        "dataset_type": "synthetic",
+        "steps": row.steps,
+        "per_device_batch_size": row.per_device_batch_size,
+        "max_target_length": row.max_target_length,
+        "dtype": row.dtype,
+        "quantization": row.quantization,
+        "scan_layers": row.scan_layers,
+        "remat_policy": row.remat_policy,
+        **row.parallelism,
+        **row.placement,
+    }
+    return overrides
+
+
+def target_overrides(row: Row, target: Target) -> dict[str, Any]:
+    """Apply the target's declared scale rule and its fixed settings to a row."""
+    overrides = full_scale_overrides(row)
+    scale = target.scale
+    for key in scale.get("drop", []):
+        overrides.pop(key, None)
+    families = scale.get("families", {})
+    if families:
+        if row.family not in families:
+            raise ValueError(f"target '{target.name}' has no scale rule for model family '{row.family}'")
+        # MaxText refuses to override a named model's dimensions unless asked to.
+        overrides["override_model_config"] = True
+        overrides.update(families[row.family])
+    if "max_target_length" in scale:
+        overrides["max_target_length"] = scale["max_target_length"]
+    overrides["steps"] = scale["steps"]
+    if scale["devices"] != row.devices:
+        # Published parallelism is for the full device count; let MaxText fill the smaller mesh.
+        for key in row.parallelism:
+            overrides[key] = -1
+    overrides.update(target.maxtext)
+    return overrides
+
+
+def as_arguments(overrides: dict[str, Any]) -> list[str]:
+    return [f"{key}={_text(value)}" for key, value in overrides.items()]
+
+
+def xla_flags(row: Row, extra: list[str] | None = None) -> str:
+    return " ".join([*row.xla_flags, *(extra or [])])

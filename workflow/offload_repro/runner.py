@@ -1,0 +1,109 @@
+"""One row on one target: launch real MaxText training, classify the outcome, write its JSON.
+
+The JSON is the row's result whatever happened: `ok`, `oom` (out of memory is a published
+outcome, so it is recorded, not raised) or `error` with the message. It is written atomically
+and last, so an interrupted job never leaves a file that looks complete.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from offload_repro import maxtext_args, metrics, provenance
+from offload_repro.data import Row, Target
+from offload_repro.files import REPO_ROOT, read_json, write_json
+
+OOM_PATTERN = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_MEMORY", re.IGNORECASE)
+ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*Error: .*")
+
+
+def classify(
+    returncode: int, exception: dict[str, Any] | None, log_tail: str, steps_done: int, steps: int
+) -> tuple[str, str | None]:
+    """(status, message) from what the training process left behind."""
+    text = (exception or {}).get("message", "") + "\n" + log_tail
+    if returncode == 0 and exception is None and steps_done >= steps:
+        return "ok", None
+    if OOM_PATTERN.search(text):
+        match = OOM_PATTERN.search(text)
+        assert match is not None
+        line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
+        return "oom", line.strip()[:500]
+    if exception is not None:
+        return "error", f"{exception['type']}: {exception['message']}"[:2000]
+    if returncode < 0:
+        return "error", f"killed by signal {-returncode}"
+    errors = [line for line in log_tail.splitlines() if ERROR_LINE.match(line.strip())]
+    if errors:
+        return "error", errors[-1].strip()[:2000]
+    if returncode != 0:
+        return "error", f"training exited with status {returncode}"
+    return "error", f"training stopped after {steps_done} of {steps} steps"
+
+
+def environment(row: Row, target: Target) -> dict[str, str]:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = maxtext_args.xla_flags(row)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "workflow"), env.get("PYTHONPATH")]))
+    if target.kind == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})
+    return env
+
+
+def run_row(row: Row, target: Target, out_json: Path, work_dir: Path, python: str = sys.executable) -> dict[str, Any]:
+    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir.mkdir(parents=True)
+    metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"
+    overrides = maxtext_args.target_overrides(row, target)
+    overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
+    arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
+    command = [python, "-m", "offload_repro.launch", str(stats_file), "--", *arguments]
+    env = environment(row, target)
+
+    started = time.monotonic()
+    with open(log_file, "w", encoding="utf-8") as log:
+        returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work_dir).returncode
+    wall_s = time.monotonic() - started
+
+    launch = read_json(stats_file) if stats_file.exists() else {}
+    steps = metrics.read_steps(metrics_file)
+    log_tail = log_file.read_text(encoding="utf-8", errors="replace")[-20000:]
+    status, message = classify(returncode, launch.get("exception"), log_tail, len(steps), target.scale["steps"])
+
+    result: dict[str, Any] = {
+        "row": row.id,
+        "table": row.table,
+        "label": row.label,
+        "target": target.name,
+        "evidence": "measured",
+        "status": status,
+        "message": message,
+        "published_outcome": row.published["outcome"],
+        "scaled": target.scale["devices"] != row.devices or bool(target.scale.get("families")),
+        **metrics.summarize(steps, target.scale["warmup_steps"]),
+        "devices": launch.get("device_count"),
+        "compiled_memory": launch.get("compiled_memory"),
+        "runtime_memory": launch.get("runtime_memory"),
+        "host_peak_rss_bytes": launch.get("host_peak_rss_bytes"),
+        "provenance": {
+            "maxtext_arguments": arguments,
+            "xla_flags": env["XLA_FLAGS"],
+            "python": launch.get("python"),
+            "versions": launch.get("versions"),
+            "device_kind": launch.get("device_kind"),
+            "platform": launch.get("platform"),
+            "wall_time_s": round(wall_s, 2),
+            "train_log": str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file),
+            **provenance.stamp(),
+        },
+    }
+    write_json(out_json, result)
+    return result

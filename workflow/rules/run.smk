@@ -1,0 +1,32 @@
+# Measured evidence: one real MaxText training run per row on the chosen target.
+
+
+rule run_row:
+    input:
+        tables=config["tables"],
+        target=TARGET_FILE,
+    output:
+        "results/{target}/runs/{row}.json",
+    log:
+        "results/{target}/logs/run-{row}.log",
+    params:
+        work_dir="results/{target}/work/{row}",
+    resources:
+        runtime=30,
+    run:
+        run_logged(
+            ["run", "--tables", *input.tables, "--row", wildcards.row, "--target", wildcards.target]
+            + ["--out", output[0], "--work-dir", params.work_dir],
+            log[0],
+        )
+
+
+rule collect_runs:
+    input:
+        expand("results/{{target}}/runs/{row}.json", row=ROW_IDS),
+    output:
+        "results/{target}/table.csv",
+    log:
+        "results/{target}/logs/collect.log",
+    run:
+        run_logged(["collect", "--out", output[0], *input], log[0])
