@@ -10,9 +10,12 @@ configfile: "experiments/config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/run.smk"
+include: "workflow/rules/compile.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
         f"results/{TARGET.name}/table.csv",
+        "results/report/index.html",

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from offload_repro.data import DataError, load_rows, load_target
 
 ROWS_FILE = Path(__file__).resolve().parents[1] / "experiments" / "rows" / "llama3.1-405b.yaml"
@@ -45,8 +44,14 @@ def broken_copy(tmp_path: Path, mutate) -> Path:
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda d: d["rows"][1]["placement"].update(query_proj="hbm"), ["row 2 (id 'llama-qkv-offload-lhs')", "placement.query_proj", "'hbm'"]),
-        (lambda d: d["rows"][0]["published"].pop("outcome"), ["row 1 (id 'llama-baseline')", "published", "'outcome' is a required property"]),
+        (
+            lambda d: d["rows"][1]["placement"].update(query_proj="hbm"),
+            ["row 2 (id 'llama-qkv-offload-lhs')", "placement.query_proj", "'hbm'"],
+        ),
+        (
+            lambda d: d["rows"][0]["published"].pop("outcome"),
+            ["row 1 (id 'llama-baseline')", "published", "'outcome' is a required property"],
+        ),
         (lambda d: d["rows"][2].update(xla_flags=["xla_gpu_foo"]), ["row 3", "xla_flags.0"]),
         (lambda d: d["rows"][3].update(per_device_batch_size="two"), ["row 4", "per_device_batch_size"]),
         (lambda d: d["rows"][0].update(colour="red"), ["row 1", "'colour' was unexpected"]),

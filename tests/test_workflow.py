@@ -62,7 +62,10 @@ def test_malformed_table_fails_before_anything_runs(tmp_path):
     table.write_text(yaml.safe_dump(data))
     done = snakemake(directory, "-n")
     assert done.returncode != 0
-    assert "experiments/rows/deepseek-v3-671b.yaml: row 5 (id 'deepseek-device-mb8'), field 'published.outcome'" in done.stderr
+    assert (
+        "experiments/rows/deepseek-v3-671b.yaml: row 5 (id 'deepseek-device-mb8'), field 'published.outcome'"
+        in done.stderr
+    )
     assert not (directory / "results").exists()
 
 

@@ -17,6 +17,38 @@ def _row(tables: list[str], row_id: str):
     raise DataError(f"no row with id '{row_id}' in {', '.join(tables)}")
 
 
+def _check_or_report(args: argparse.Namespace) -> None:
+    from offload_repro import evidence
+    from offload_repro.check import check_claims, load_claims
+    from offload_repro.files import read_json, write_json
+
+    rows = load_rows(args.tables)
+    target = load_target(args.target)
+    compile_target = load_target(args.compile_target) if args.compile_target else None
+    claims = load_claims(args.claims)
+    if args.command == "check":
+        kinds = {"analytic": evidence.analytic(rows)}
+        if args.runs:
+            kinds["measured"] = evidence.measured(args.runs, target.name, target.spec["title"])
+        if args.compiled and compile_target:
+            kinds["compiled"] = evidence.compiled(args.compiled, compile_target.name)
+        verdicts = check_claims(claims, kinds)
+        verdicts = {
+            "target": target.name,
+            "compile_target": compile_target.name if compile_target else None,
+            "evidence": {kind: found.source for kind, found in kinds.items()},
+            **verdicts,
+        }
+        write_json(args.out, verdicts)
+        print(" ".join(f"{verdict}={count}" for verdict, count in verdicts["counts"].items()))
+    else:
+        from offload_repro.report import render
+
+        runs = {path.stem: read_json(path) for path in args.runs}
+        compiled = {path.stem: read_json(path) for path in args.compiled}
+        render(rows, target, compile_target, runs, compiled, read_json(args.verdicts), args.out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="offload_repro", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -32,9 +64,28 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", required=True, type=Path)
     run.add_argument("--work-dir", required=True, type=Path)
 
+    compile_ = sub.add_parser("compile", help="AOT-compile one row at full scale for a GPU target, write its JSON")
+    compile_.add_argument("--tables", nargs="+", required=True)
+    compile_.add_argument("--row", required=True)
+    compile_.add_argument("--target", required=True)
+    compile_.add_argument("--out", required=True, type=Path)
+    compile_.add_argument("--work-dir", required=True, type=Path)
+
     collect = sub.add_parser("collect", help="run JSONs -> one CSV table")
     collect.add_argument("--out", required=True, type=Path)
     collect.add_argument("runs", nargs="+", type=Path)
+
+    for name, help_text in (("check", "claims x evidence -> verdicts JSON"), ("report", "render the HTML report")):
+        command = sub.add_parser(name, help=help_text)
+        command.add_argument("--tables", nargs="+", required=True)
+        command.add_argument("--claims", required=True, type=Path)
+        command.add_argument("--target", required=True)
+        command.add_argument("--compile-target")
+        command.add_argument("--runs", nargs="*", default=[], type=Path)
+        command.add_argument("--compiled", nargs="*", default=[], type=Path)
+        command.add_argument("--out", required=True, type=Path)
+        if name == "report":
+            command.add_argument("--verdicts", required=True, type=Path)
 
     args = parser.parse_args(argv)
     try:
@@ -49,10 +100,18 @@ def main(argv: list[str] | None = None) -> int:
 
             result = run_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
             print(f"{result['row']}: {result['status']}" + (f" ({result['message']})" if result["message"] else ""))
+        elif args.command == "compile":
+            from offload_repro.compile import compile_row
+
+            result = compile_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
+            verdict = "fits" if result.get("fits") else "out of memory"
+            print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else ""))
         elif args.command == "collect":
             from offload_repro.collect import collect as collect_runs
 
             collect_runs(args.runs, args.out)
+        elif args.command in ("check", "report"):
+            _check_or_report(args)
     except DataError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -25,14 +25,14 @@ def schema(name: str) -> dict[str, Any]:
 
 
 def _where(data: Any, path: list[Any]) -> str:
-    """'row 3 (id 'x'), field a.b' for a jsonschema error path."""
+    """ "row 3 (id 'x'), field 'a.b'" for a jsonschema error path (rows and claims by number and id)."""
     parts: list[str] = []
     rest = list(path)
-    if len(rest) >= 2 and rest[0] == "rows" and isinstance(rest[1], int):
-        index = rest[1]
-        row = data["rows"][index] if isinstance(data.get("rows"), list) else None
-        row_id = row.get("id") if isinstance(row, dict) else None
-        parts.append(f"row {index + 1}" + (f" (id '{row_id}')" if row_id else ""))
+    if len(rest) >= 2 and rest[0] in ("rows", "claims") and isinstance(rest[1], int):
+        items = data.get(rest[0]) if isinstance(data, dict) else None
+        item = items[rest[1]] if isinstance(items, list) else None
+        item_id = item.get("id") if isinstance(item, dict) else None
+        parts.append(f"{rest[0][:-1]} {rest[1] + 1}" + (f" (id '{item_id}')" if item_id else ""))
         rest = rest[2:]
     field_name = ".".join(str(p) for p in rest)
     parts.append(f"field '{field_name}'" if field_name else "top level")

@@ -59,6 +59,7 @@ def environment(row: Row, target: Target) -> dict[str, str]:
 
 
 def run_row(row: Row, target: Target, out_json: Path, work_dir: Path, python: str = sys.executable) -> dict[str, Any]:
+    work_dir = work_dir.resolve()  # MaxText runs inside it; every path handed over is absolute
     shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True)
     metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"

@@ -16,6 +16,7 @@ validate(config, "../schemas/config.schema.yaml")
 try:
     ALL_ROWS = load_rows(config["tables"])
     TARGET = load_target(config["target"])
+    COMPILE_TARGET = load_target(config["compile_target"])
 except DataError as err:
     raise WorkflowError(str(err)) from None
 
@@ -25,8 +26,22 @@ if _unknown:
 ROWS = [row for row in ALL_ROWS if not config["rows"] or row.id in config["rows"]]
 ROW_IDS = [row.id for row in ROWS]
 TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
+CLAIMS_FILE = "experiments/claims.yaml"
+COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
+if "compile" not in COMPILE_TARGET.spec:
+    raise WorkflowError(f"{COMPILE_TARGET_FILE}: field 'compile': needed for config 'compile_target'")
+COMPILED = expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=ROW_IDS)
 
 
 wildcard_constraints:
     row="|".join(ROW_IDS),
     target=TARGET.name,
+    gpu_target=COMPILE_TARGET.name,
+
+
+def evidence_arguments(input, target):
+    """The command-line arguments naming every evidence file, shared by check and report."""
+    return [
+        "--tables", *input.tables, "--claims", input.claims, "--target", target,
+        "--compile-target", COMPILE_TARGET.name, "--compiled", *input.compiled, "--runs", *input.runs,
+    ]

@@ -10,15 +10,12 @@ rule run_row:
     log:
         "results/{target}/logs/run-{row}.log",
     params:
-        work_dir="results/{target}/work/{row}",
+        cli=lambda wildcards, input, output: ["run", "--tables", *input.tables, "--row", wildcards.row]
+        + ["--target", wildcards.target, "--out", output[0], "--work-dir", f"results/{wildcards.target}/work/{wildcards.row}"],
     resources:
         runtime=30,
     run:
-        run_logged(
-            ["run", "--tables", *input.tables, "--row", wildcards.row, "--target", wildcards.target]
-            + ["--out", output[0], "--work-dir", params.work_dir],
-            log[0],
-        )
+        run_logged(params.cli, log[0])
 
 
 rule collect_runs:
@@ -28,5 +25,7 @@ rule collect_runs:
         "results/{target}/table.csv",
     log:
         "results/{target}/logs/collect.log",
+    params:
+        cli=lambda wildcards, input, output: ["collect", "--out", output[0], *input],
     run:
-        run_logged(["collect", "--out", output[0], *input], log[0])
+        run_logged(params.cli, log[0])

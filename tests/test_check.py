@@ -1,0 +1,170 @@
+"""Claims and verdicts: every claim judged, by the right evidence, with honest reasons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from offload_repro.check import check_claims, judge_one, load_claims, overall, within
+from offload_repro.data import DataError, load_rows
+from offload_repro.evidence import Evidence, analytic
+
+CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
+
+
+@pytest.fixture(scope="module")
+def claims():
+    return load_claims(CLAIMS)
+
+
+def by_id(results):
+    return {claim["id"]: claim for claim in results["claims"]}
+
+
+def test_every_published_statement_is_a_claim(claims):
+    ids = {claim["id"] for claim in claims}
+    published = {claim.get("published") for claim in claims}
+    assert {908.2, 2669, 2746, 2569, 2718, 165.2, 145.6, 0.57, 0.677, 0.029, 576, 512, 32, 70.9} <= published
+    assert {"deepseek-device-save-fits-mb2", "deepseek-device-save-oom-mb8", "deepseek-offload-fits-mb8"} <= ids
+    assert {"llama-lhs-without-pipelining-fastest", "llama-lhs-off-slowest"} <= ids
+    assert "deepseek-optimized-uses-more-gpu-memory" in ids
+    for claim in claims:
+        assert claim["citation"]["quote"]
+        for rule in claim["judged_by"]:
+            tolerance = rule.get("tolerance", claim.get("tolerance"))
+            assert tolerance is None or tolerance["reason"]
+
+
+def test_claims_refer_to_rows_that_exist(claims, tables):
+    row_ids = {row.id for row in load_rows(tables)}
+    for claim in claims:
+        assert set(claim["check"]["rows"]) <= row_ids, claim["id"]
+
+
+def test_llama_accounting_passes_from_maxtext_configs(claims, tables):
+    results = by_id(check_claims(claims, {"analytic": analytic(load_rows(tables))}))
+    for claim_id, value in [
+        ("llama-qkv-mib-per-layer", 576),
+        ("llama-query-mib-per-layer", 512),
+        ("llama-key-mib-per-layer", 32),
+        ("llama-value-mib-per-layer", 32),
+    ]:
+        assert results[claim_id]["verdict"] == "pass"
+        assert results[claim_id]["judgements"][0]["observed"] == value
+    host = results["llama-qkv-host-gib"]
+    assert host["verdict"] == "pass"
+    assert host["judgements"][0]["observed"] == 70.875  # 126 x 576 MiB, exactly
+
+
+def test_no_claim_is_silently_missing(claims, tables):
+    results = check_claims(claims, {"analytic": analytic(load_rows(tables))})
+    assert len(results["claims"]) == len(claims)
+    assert sum(results["counts"].values()) == len(claims)
+
+
+def scaled_cpu(rows: dict) -> Evidence:
+    return Evidence("measured", "1 CPU", target="cpu", full_scale=False, rows=rows)
+
+
+def test_throughput_on_cpu_is_not_comparable_with_the_command_to_judge_it(claims):
+    claim = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
+    rows = {"deepseek-offload-optimized": {"status": "ok", "message": None, "tflops_per_device": 0.01}}
+    judgement = judge_one(claim, claim["judged_by"][0], scaled_cpu(rows))
+    assert judgement["verdict"] == "not-comparable"
+    assert "gb200-nvl72" in judgement["reason"] and "scaled down" in judgement["reason"]
+    assert judgement["command"] == ".venv/bin/snakemake --cores all --config target=gb200-nvl72"
+
+
+def full_scale(rows: dict, target="gb200-nvl72", kind="measured") -> Evidence:
+    return Evidence(kind, "GB200", target=target, full_scale=True, rows=rows)
+
+
+def ok(**metrics):
+    return {"status": "ok", "message": None, **metrics}
+
+
+def test_value_within_and_outside_tolerance(claims):
+    claim = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
+    rule = claim["judged_by"][0]
+    near = judge_one(claim, rule, full_scale({"deepseek-offload-optimized": ok(tflops_per_device=900.0)}))
+    far = judge_one(claim, rule, full_scale({"deepseek-offload-optimized": ok(tflops_per_device=700.0)}))
+    assert near["verdict"] == "pass" and near["deviation"] == pytest.approx(-8.2)
+    assert far["verdict"] == "fail" and far["relative_deviation"] == pytest.approx(-0.2292, abs=1e-4)
+
+
+def test_ratio_relation(claims):
+    claim = next(c for c in claims if c["id"] == "deepseek-optimized-vs-remat")
+    rows = {"deepseek-offload-optimized": ok(tflops_per_device=908.2), "deepseek-remat": ok(tflops_per_device=578.5)}
+    judgement = judge_one(claim, claim["judged_by"][0], full_scale(rows))
+    assert judgement["verdict"] == "pass" and judgement["observed"] == pytest.approx(0.5699, abs=1e-4)
+
+
+def test_fastest_and_slowest(claims):
+    fastest = next(c for c in claims if c["id"] == "llama-lhs-without-pipelining-fastest")
+    speeds = {
+        "llama-baseline": 2669,
+        "llama-qkv-offload-lhs": 2746,
+        "llama-qkv-offload-nolhs": 2569,
+        "llama-qkv-offload-lhs-pipelined": 2718,
+    }
+    evidence = full_scale({row: ok(tflops_per_device=v) for row, v in speeds.items()}, target="vr-nvl144")
+    assert judge_one(fastest, fastest["judged_by"][0], evidence)["verdict"] == "pass"
+    speeds["llama-qkv-offload-lhs-pipelined"] = 2800
+    evidence = full_scale({row: ok(tflops_per_device=v) for row, v in speeds.items()}, target="vr-nvl144")
+    judgement = judge_one(fastest, fastest["judged_by"][0], evidence)
+    assert judgement["verdict"] == "fail" and judgement["observed"] == "llama-qkv-offload-lhs-pipelined"
+
+
+def test_outcomes_and_an_oom_where_a_number_was_expected(claims):
+    oom_claim = next(c for c in claims if c["id"] == "deepseek-device-save-oom-mb8")
+    oom_row = {"deepseek-device-mb8": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
+    assert judge_one(oom_claim, oom_claim["judged_by"][0], full_scale(oom_row))["verdict"] == "pass"
+    speed = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
+    row = {"deepseek-offload-optimized": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
+    judgement = judge_one(speed, speed["judged_by"][0], full_scale(row))
+    assert judgement["verdict"] == "fail" and "ran out of memory" in judgement["reason"]
+
+
+def test_errors_and_missing_rows(claims):
+    claim = next(c for c in claims if c["id"] == "llama-baseline-throughput")
+    errored = full_scale({"llama-baseline": {"status": "error", "message": "NCCL timeout"}})
+    assert judge_one(claim, claim["judged_by"][0], errored) == {
+        "evidence": "measured",
+        "source": "GB200",
+        "verdict": "error",
+        "reason": "llama-baseline: NCCL timeout",
+    }
+    missing = judge_one(claim, claim["judged_by"][0], full_scale({}))
+    assert missing["verdict"] == "not-comparable" and "not run here" in missing["reason"]
+
+
+def test_compiled_memory_uses_the_static_tolerance(claims):
+    claim = next(c for c in claims if c["id"] == "deepseek-optimized-gpu-memory")
+    rule = next(r for r in claim["judged_by"] if r["evidence"] == "compiled")
+    evidence = full_scale({"deepseek-offload-optimized": ok(gpu_memory_gib=185.0)}, kind="compiled")
+    judgement = judge_one(claim, rule, evidence)
+    assert judgement["tolerance"]["relative"] == 0.15 and judgement["verdict"] == "pass"
+
+
+def test_overall_verdict_precedence():
+    assert overall([{"verdict": "pass"}, {"verdict": "not-comparable"}]) == "pass"
+    assert overall([{"verdict": "pass"}, {"verdict": "fail"}]) == "fail"
+    assert overall([{"verdict": "fail"}, {"verdict": "error"}]) == "error"
+    assert overall([{"verdict": "not-comparable"}]) == "not-comparable"
+
+
+def test_tolerances():
+    assert within(576.4, 576, {"absolute": 0.5}) and not within(577, 576, {"absolute": 0.5})
+    assert within(105, 100, {"relative": 0.05}) and not within(106, 100, {"relative": 0.05})
+
+
+def test_malformed_claims_name_the_field(tmp_path):
+    data = yaml.safe_load(CLAIMS.read_text())
+    data["claims"][0]["check"]["type"] = "roughly"
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(
+        DataError, match=r"claims\.yaml: claim 1 \(id 'deepseek-optimized-throughput'\), field 'check\.type'"
+    ):
+        load_claims(path)

@@ -1,0 +1,82 @@
+"""Analytic evidence: bytes of every saved or offloaded activation, from MaxText's own configs.
+
+Dimensions come from the installed MaxText's base.yml and the row's model YAML (nothing is
+re-typed here); shapes per tensor come from experiments/tensors.yaml.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+from offload_repro import maxtext_args
+from offload_repro.data import Row, validate
+from offload_repro.files import REPO_ROOT, read_yaml
+
+TENSORS_FILE = REPO_ROOT / "experiments" / "tensors.yaml"
+DTYPE_BYTES = {"bfloat16": 2, "float32": 4}
+MIB = 1024**2
+GIB = 1024**3
+
+
+@cache
+def tensor_shapes() -> dict[str, Any]:
+    data = read_yaml(TENSORS_FILE)
+    validate(data, "tensors", TENSORS_FILE)
+    return data["tensors"]
+
+
+@cache
+def model_config(model: str) -> dict[str, Any]:
+    """MaxText's defaults overlaid with the named model's YAML, as shipped in the package."""
+    configs = maxtext_args.base_config().parent
+    return {**read_yaml(configs / "base.yml"), **read_yaml(configs / "models" / f"{model}.yml")}
+
+
+def layer_counts(config: dict[str, Any]) -> dict[str, int]:
+    layers = config["base_num_decoder_layers"]
+    dense = config["first_num_dense_layers"] if config.get("num_experts", 1) > 1 else layers
+    return {"dense": dense, "moe": layers - dense}
+
+
+def tensor_bytes_per_layer(row: Row, tensor: str) -> dict[str, int]:
+    """{layer kind: bytes per device per layer} for one named tensor of one row."""
+    config = model_config(row.model)
+    sizes = {**config, "batch": row.per_device_batch_size, "length": row.max_target_length}
+    counts = layer_counts(config)
+    result = {}
+    for kind, dims in tensor_shapes()[tensor]["layers"].items():
+        kinds = ["dense", "moe"] if kind == "all" else [kind]
+        for layer_kind in kinds:
+            if counts[layer_kind]:
+                elements = math.prod(sizes[dim] for dim in dims)
+                result[layer_kind] = int(elements * DTYPE_BYTES[row.dtype])
+    return result
+
+
+def row_accounting(row: Row) -> dict[str, Any]:
+    """Per tensor, per layer and per step bytes of what the row saves on device or offloads."""
+    counts = layer_counts(model_config(row.model))
+    tensors: dict[str, Any] = {}
+    totals = {"device": 0, "offload": 0}
+    for tensor, placement in row.placement.items():
+        per_layer = tensor_bytes_per_layer(row, tensor)
+        per_step = sum(size * counts[kind] for kind, size in per_layer.items())
+        tensors[tensor] = {"placement": placement, "bytes_per_layer": per_layer, "bytes_per_step": per_step}
+        if placement in totals:
+            totals[placement] += per_step
+    first_kind = "moe" if counts["moe"] else "dense"
+    return {
+        "row": row.id,
+        "evidence": "analytic",
+        "layers": counts,
+        "tensors": tensors,
+        "offloaded_bytes_per_step": totals["offload"],
+        "device_saved_bytes_per_step": totals["device"],
+        # per-layer sums for the layer kind that dominates the stack
+        "offloaded_bytes_per_layer": sum(
+            t["bytes_per_layer"].get(first_kind, 0) for t in tensors.values() if t["placement"] == "offload"
+        ),
+        "maxtext_config_source": str(maxtext_args.base_config().parent / "models" / f"{row.model}.yml"),
+    }

@@ -1,0 +1,117 @@
+"""Compile MaxText's real train step ahead of time for a GPU target, on a machine with no GPU.
+
+Used as `python -m offload_repro.aot STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value...`
+in a process of its own: the GPU plugin reads XLA_FLAGS once, and two small shims must be in
+place before MaxText builds anything.
+
+- Devices: `jax.experimental.topologies.get_topology_desc(platform="cuda", ...)` with an XLA GPU
+  target description gives compile-only GPUs. MaxText's `train_compile` (abstract train state,
+  sharding rules, remat policies, `jit_and_compile`) is used unchanged; only its
+  `get_topology_desc`, which it calls for TPUs, is pointed at these GPUs.
+- cuDNN: jax asks the *local* cuDNN for its version before emitting cuDNN flash attention;
+  there is none here, so the target container's version is declared instead. The compiled
+  program then counts the attention workspace as 0 bytes: a stated gap of this evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import resource
+import sys
+import time
+from typing import Any
+
+from offload_repro.files import write_json
+from offload_repro.hlo import summarize_hlo
+from offload_repro.launch import memory_analysis_dict
+
+# XLA's own warnings while fitting the program into device memory (hlo_rematerialization).
+MEMORY_WARNING = re.compile(r"Can't reduce memory use below.*|.*exceeds the memory limit.*")
+
+
+def compute_capability(target_text: str) -> tuple[int, int]:
+    found = re.search(r"cuda_compute_capability\s*{\s*major:\s*(\d+)(?:\s*minor:\s*(\d+))?", target_text)
+    if not found:
+        raise ValueError("target description has no cuda_compute_capability")
+    return int(found.group(1)), int(found.group(2) or 0)
+
+
+def declare_cudnn(version: int, capability: tuple[int, int]) -> None:
+    from jax._src.cudnn import fused_attention_stablehlo as cudnn_attention
+
+    def at_least(required: str) -> bool:
+        return capability >= tuple(int(part) for part in required.split("."))
+
+    def equal(required: str) -> bool:
+        return capability == tuple(int(part) for part in required.split("."))
+
+    cudnn_attention.check_cudnn_version = lambda: version
+    cudnn_attention.check_compute_capability = at_least
+    cudnn_attention.is_cuda_compute_capability_equal = equal
+
+
+def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str]) -> tuple[Any, dict[str, Any]]:
+    import jax
+    from flax.core.spmd import logical_axis_rules
+    from jax.experimental.topologies import get_topology_desc
+    from maxtext.configs import pyconfig
+    from maxtext.trainers.pre_train import train, train_compile
+    from maxtext.utils import maxtext_utils, sharding
+
+    gpus = get_topology_desc(platform="cuda", topology=topology, target_config=target_text)
+    train_compile.get_topology_desc = lambda *_args, **_kwargs: gpus
+    jax.config.update("jax_default_prng_impl", "unsafe_rbg")  # as train_compile.main does
+    config = pyconfig.initialize(["aot", *maxtext_argv])
+    train_compile.validate_config(config)
+    mesh = train_compile.get_topology_mesh(config)
+    shaped_args, shaped_kwargs, state_shardings, _, model = train_compile.get_shaped_inputs(mesh, config)
+    params_shardings, state_shardings = sharding.maybe_update_params_sharding_with_opt(config, state_shardings)
+    input_shardings = sharding.build_zero1_input_state_mesh_shardings(config, state_shardings, params_shardings)
+    data_sharding = sharding.get_input_data_sharding(config, mesh)
+    func, in_shard, out_shard, static_argnums, donate_argnums = maxtext_utils.get_functional_train_with_signature(
+        train.train_step, data_sharding, input_shardings, model, config, params_shardings
+    )
+    compiled = train_compile.jit_and_compile(
+        func,
+        shaped_args,
+        shaped_kwargs,
+        mesh,
+        in_shard,
+        out_shard,
+        static_argnums,
+        donate_argnums,
+        config,
+        logical_axis_rules(config.logical_axis_rules),
+    )
+    return compiled, {"devices": len(gpus.devices), "mesh": {k: int(v) for k, v in mesh.shape.items() if v > 1}}
+
+
+def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, maxtext_argv: list[str]) -> int:
+    started = time.monotonic()
+    target_text = open(target_path, encoding="utf-8").read()
+    declare_cudnn(cudnn_version, compute_capability(target_text))
+    record: dict[str, Any] = {"exception": None}
+    try:
+        compiled, mesh = compile_train_step(target_text, topology, maxtext_argv)
+        hlo = compiled.as_text()
+        record.update(
+            mesh,
+            memory=memory_analysis_dict(compiled.memory_analysis()),
+            hlo=summarize_hlo(hlo),
+            hlo_sha256=hashlib.sha256(hlo.encode()).hexdigest(),
+        )
+    except Exception as err:  # recorded; the parent decides what it means
+        record["exception"] = {"type": type(err).__name__, "message": str(err)[-4000:]}
+    record["compile_seconds"] = round(time.monotonic() - started, 2)
+    record["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    write_json(stats_path, record)
+    return 0 if record["exception"] is None else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 6 or sys.argv[5] != "--":
+        sys.exit("usage: python -m offload_repro.aot STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value ...")
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[6:]))
