@@ -77,11 +77,11 @@ def test_duplicate_row_ids_are_refused(tmp_path):
 def test_yaml_syntax_error_names_the_file(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("rows: [\n")
-    with pytest.raises(DataError, match="bad.yaml: not valid YAML"):
+    with pytest.raises(DataError, match=r"bad\.yaml: not valid YAML"):
         load_rows([path])
 
 
 def test_targets_load_and_unknown_target_lists_known_ones():
     assert load_target("cpu").scale["devices"] == 1
-    with pytest.raises(DataError, match="no such target .*known: .*cpu"):
+    with pytest.raises(DataError, match=r"no such target .*known: .*cpu"):
         load_target("gb999")

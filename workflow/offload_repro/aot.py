@@ -21,6 +21,7 @@ import re
 import resource
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from offload_repro.files import write_json
@@ -90,7 +91,7 @@ def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str])
 
 def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, maxtext_argv: list[str]) -> int:
     started = time.monotonic()
-    target_text = open(target_path, encoding="utf-8").read()
+    target_text = Path(target_path).read_text(encoding="utf-8")
     declare_cudnn(cudnn_version, compute_capability(target_text))
     record: dict[str, Any] = {"exception": None}
     try:
