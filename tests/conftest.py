@@ -21,6 +21,6 @@ def require(program: str) -> None:
         pytest.skip(message)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tables() -> list[str]:
     return TABLES

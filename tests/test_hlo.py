@@ -1,0 +1,37 @@
+"""Reading host offload out of compiled HLO text (a trimmed excerpt of a real GB200 compile)."""
+
+from __future__ import annotations
+
+from offload_repro.hlo import array_bytes, summarize_hlo
+
+EXCERPT = """
+  %custom-call.21 = bf16[126,2,8192,128,128]{4,3,2,1,0:S(5)} custom-call(), custom_call_target="AllocateBuffer"
+  %custom-call.22 = bf16[126,2,8192,8,128]{4,3,2,1,0:S(5)} custom-call(), custom_call_target="AllocateBuffer"
+  %custom-call.23 = bf16[126,2,8192,8,128]{4,3,2,1,0:S(5)} custom-call(), custom_call_target="AllocateBuffer"
+  %custom-call.24 = bf16[2,8192]{1,0} custom-call(), custom_call_target="AllocateBuffer"
+  ROOT %dynamic-update-slice.19.1 = bf16[126,2,8192,128,128]{4,3,2,1,0:S(5)} dynamic-update-slice(%p0, %p1)
+  %dynamic-update-slice-start.3 = ((bf16[126,2,8192,128,128]{4,3,2,1,0:S(5)}, s32[]), bf16[126,2,8192,128,128]{4,3,2,1,0:S(5)}, u32[]) fusion-start(%a, %b)
+  %dynamic-update-slice-done.3 = bf16[126,2,8192,128,128]{4,3,2,1,0:S(5)} fusion-done(%dynamic-update-slice-start.3)
+  %dynamic-slice-start.3 = ((bf16[126,2,8192,128,128]{4,3,2,1,0:S(5)}, s32[]), bf16[1,2,8192,128,128]{4,3,2,1,0}, u32[]) fusion-start(%c, %d)
+  %all-gather-start.1 = (f32[1,128]{1,0}, f32[128,128]{1,0}) all-gather-start(%e), replica_groups={}
+  %all-gather-done.1 = f32[128,128]{1,0} all-gather-done(%all-gather-start.1)
+"""
+
+
+def test_host_buffers_are_counted_with_their_bytes():
+    summary = summarize_hlo(EXCERPT)
+    assert summary["host_buffers"] == 3  # the device-memory AllocateBuffer is not a host buffer
+    assert summary["host_buffer_bytes"] == 126 * 576 * 1024**2  # 70.875 GiB
+    assert summary["host_write_instructions"] == 2
+    assert summary["host_read_instructions"] == 1
+
+
+def test_async_pairs_by_kind():
+    summary = summarize_hlo(EXCERPT)
+    assert summary["async_pairs"] == {"all-gather-start": 1, "fusion-start": 2}
+    assert summary["async_pairs_total"] == 3
+
+
+def test_array_bytes():
+    assert array_bytes("bf16", "2,8192,128,128") == 512 * 1024**2
+    assert array_bytes("f32", "") == 4
