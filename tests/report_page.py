@@ -8,9 +8,16 @@ import tempfile
 from pathlib import Path
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--virtual-time-budget=20000", "--dump-dom",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=20000",
+    "--dump-dom",
 ]
 
 
@@ -18,7 +25,9 @@ def rendered_dom(page: Path, timeout: float = 120) -> str:
     with tempfile.TemporaryDirectory() as profile:
         done = subprocess.run(
             ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=timeout,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from offload_repro.check import check_claims, judge_one, load_claims, overall, within
-from offload_repro.data import DataError, load_rows
+from offload_repro.data import DataError, hardware_classes, load_rows
 from offload_repro.evidence import Evidence, analytic
 
 CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
@@ -43,7 +43,7 @@ def test_claims_refer_to_rows_that_exist(claims, tables):
 
 
 def test_llama_accounting_passes_from_maxtext_configs(claims, tables):
-    results = by_id(check_claims(claims, {"analytic": analytic(load_rows(tables))}))
+    results = by_id(check_claims(claims, {"analytic": analytic(load_rows(tables))}, hardware_classes()))
     for claim_id, value in [
         ("llama-qkv-mib-per-layer", 576),
         ("llama-query-mib-per-layer", 512),
@@ -58,26 +58,35 @@ def test_llama_accounting_passes_from_maxtext_configs(claims, tables):
 
 
 def test_no_claim_is_silently_missing(claims, tables):
-    results = check_claims(claims, {"analytic": analytic(load_rows(tables))})
+    results = check_claims(claims, {"analytic": analytic(load_rows(tables))}, hardware_classes())
     assert len(results["claims"]) == len(claims)
     assert sum(results["counts"].values()) == len(claims)
 
 
+QUALIFYING = {"source-hardware": ["gb200-nvl72"], "full-scale-gpu": ["gb200-nvl72", "vr-nvl144"]}
+
+
+def judge(claim, rule, evidence):
+    return judge_one(claim, rule, evidence, QUALIFYING)
+
+
 def scaled_cpu(rows: dict) -> Evidence:
-    return Evidence("measured", "1 CPU", target="cpu", full_scale=False, rows=rows)
+    return Evidence("measured", "1 CPU, scaled-down models", target="cpu", judges=(), rows=rows)
 
 
 def test_throughput_on_cpu_is_not_comparable_with_the_command_to_judge_it(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
     rows = {"deepseek-offload-optimized": {"status": "ok", "message": None, "tflops_per_device": 0.01}}
-    judgement = judge_one(claim, claim["judged_by"][0], scaled_cpu(rows))
+    judgement = judge(claim, claim["judged_by"][0], scaled_cpu(rows))
     assert judgement["verdict"] == "not-comparable"
-    assert "gb200-nvl72" in judgement["reason"] and "scaled down" in judgement["reason"]
+    assert "source-hardware" in judgement["reason"] and "gb200-nvl72" in judgement["reason"]
+    assert "1 CPU, scaled-down models" in judgement["reason"]
     assert judgement["command"] == ".venv/bin/snakemake --cores all --config target=gb200-nvl72"
 
 
 def full_scale(rows: dict, target="gb200-nvl72", kind="measured") -> Evidence:
-    return Evidence(kind, "GB200", target=target, full_scale=True, rows=rows)
+    judges = ("source-hardware", "full-scale-gpu") if target == "gb200-nvl72" else ("full-scale-gpu",)
+    return Evidence(kind, "GB200", target=target, judges=judges, rows=rows)
 
 
 def ok(**metrics):
@@ -87,8 +96,8 @@ def ok(**metrics):
 def test_value_within_and_outside_tolerance(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
     rule = claim["judged_by"][0]
-    near = judge_one(claim, rule, full_scale({"deepseek-offload-optimized": ok(tflops_per_device=900.0)}))
-    far = judge_one(claim, rule, full_scale({"deepseek-offload-optimized": ok(tflops_per_device=700.0)}))
+    near = judge(claim, rule, full_scale({"deepseek-offload-optimized": ok(tflops_per_device=900.0)}))
+    far = judge(claim, rule, full_scale({"deepseek-offload-optimized": ok(tflops_per_device=700.0)}))
     assert near["verdict"] == "pass" and near["deviation"] == pytest.approx(-8.2)
     assert far["verdict"] == "fail" and far["relative_deviation"] == pytest.approx(-0.2292, abs=1e-4)
 
@@ -96,7 +105,7 @@ def test_value_within_and_outside_tolerance(claims):
 def test_ratio_relation(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-vs-remat")
     rows = {"deepseek-offload-optimized": ok(tflops_per_device=908.2), "deepseek-remat": ok(tflops_per_device=578.5)}
-    judgement = judge_one(claim, claim["judged_by"][0], full_scale(rows))
+    judgement = judge(claim, claim["judged_by"][0], full_scale(rows))
     assert judgement["verdict"] == "pass" and judgement["observed"] == pytest.approx(0.5699, abs=1e-4)
 
 
@@ -109,33 +118,33 @@ def test_fastest_and_slowest(claims):
         "llama-qkv-offload-lhs-pipelined": 2718,
     }
     evidence = full_scale({row: ok(tflops_per_device=v) for row, v in speeds.items()}, target="vr-nvl144")
-    assert judge_one(fastest, fastest["judged_by"][0], evidence)["verdict"] == "pass"
+    assert judge(fastest, fastest["judged_by"][0], evidence)["verdict"] == "pass"
     speeds["llama-qkv-offload-lhs-pipelined"] = 2800
     evidence = full_scale({row: ok(tflops_per_device=v) for row, v in speeds.items()}, target="vr-nvl144")
-    judgement = judge_one(fastest, fastest["judged_by"][0], evidence)
+    judgement = judge(fastest, fastest["judged_by"][0], evidence)
     assert judgement["verdict"] == "fail" and judgement["observed"] == "llama-qkv-offload-lhs-pipelined"
 
 
 def test_outcomes_and_an_oom_where_a_number_was_expected(claims):
     oom_claim = next(c for c in claims if c["id"] == "deepseek-device-save-oom-mb8")
     oom_row = {"deepseek-device-mb8": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
-    assert judge_one(oom_claim, oom_claim["judged_by"][0], full_scale(oom_row))["verdict"] == "pass"
+    assert judge(oom_claim, oom_claim["judged_by"][0], full_scale(oom_row))["verdict"] == "pass"
     speed = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
     row = {"deepseek-offload-optimized": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
-    judgement = judge_one(speed, speed["judged_by"][0], full_scale(row))
+    judgement = judge(speed, speed["judged_by"][0], full_scale(row))
     assert judgement["verdict"] == "fail" and "ran out of memory" in judgement["reason"]
 
 
 def test_errors_and_missing_rows(claims):
     claim = next(c for c in claims if c["id"] == "llama-baseline-throughput")
     errored = full_scale({"llama-baseline": {"status": "error", "message": "NCCL timeout"}})
-    assert judge_one(claim, claim["judged_by"][0], errored) == {
+    assert judge(claim, claim["judged_by"][0], errored) == {
         "evidence": "measured",
         "source": "GB200",
         "verdict": "error",
         "reason": "llama-baseline: NCCL timeout",
     }
-    missing = judge_one(claim, claim["judged_by"][0], full_scale({}))
+    missing = judge(claim, claim["judged_by"][0], full_scale({}))
     assert missing["verdict"] == "not-comparable" and "not run here" in missing["reason"]
 
 
@@ -143,7 +152,7 @@ def test_compiled_memory_uses_the_static_tolerance(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-gpu-memory")
     rule = next(r for r in claim["judged_by"] if r["evidence"] == "compiled")
     evidence = full_scale({"deepseek-offload-optimized": ok(gpu_memory_gib=185.0)}, kind="compiled")
-    judgement = judge_one(claim, rule, evidence)
+    judgement = judge(claim, rule, evidence)
     assert judgement["tolerance"]["relative"] == 0.15 and judgement["verdict"] == "pass"
 
 
@@ -168,3 +177,12 @@ def test_malformed_claims_name_the_field(tmp_path):
         DataError, match=r"claims\.yaml: claim 1 \(id 'deepseek-optimized-throughput'\), field 'check\.type'"
     ):
         load_claims(path)
+
+
+def test_a_new_gpu_judges_directions_but_not_absolute_numbers(claims):
+    speed = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
+    direction = next(c for c in claims if c["id"] == "deepseek-optimized-faster-than-remat")
+    rows = {"deepseek-offload-optimized": ok(tflops_per_device=1500.0), "deepseek-remat": ok(tflops_per_device=900.0)}
+    rubin = full_scale(rows, target="vr-nvl144")
+    assert judge(speed, speed["judged_by"][0], rubin)["verdict"] == "not-comparable"
+    assert judge(direction, direction["judged_by"][0], rubin)["verdict"] == "pass"

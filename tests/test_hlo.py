@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from offload_repro.hlo import array_bytes, summarize_hlo
 
+# Lines of real compiled HLO, long by nature.
 EXCERPT = """
   %custom-call.21 = bf16[126,2,8192,128,128]{4,3,2,1,0:S(5)} custom-call(), custom_call_target="AllocateBuffer"
   %custom-call.22 = bf16[126,2,8192,8,128]{4,3,2,1,0:S(5)} custom-call(), custom_call_target="AllocateBuffer"
@@ -35,3 +36,15 @@ def test_async_pairs_by_kind():
 def test_array_bytes():
     assert array_bytes("bf16", "2,8192,128,128") == 512 * 1024**2
     assert array_bytes("f32", "") == 4
+
+
+def test_digest_ignores_debug_information_but_not_the_program():
+    from offload_repro.hlo import canonical
+
+    header = 'HloModule jit_train_step, is_scheduled=true\n\nFileNames\n1 "/a/caller.py"\n\nStackFrames\n1 {x}\n\n'
+    body = '%f (p: f32[2]) -> f32[2] {\n  %a = f32[2]{0} add(%p, %p), metadata={op_name="x" source_line=%d}\n}\n'
+    one = canonical(header + body.replace("%d", "10"))
+    moved = canonical(header.replace("caller.py", "other.py") + body.replace("%d", "99"))
+    changed = canonical(header + body.replace("add", "multiply").replace("%d", "10"))
+    assert one == moved and one != changed
+    assert "metadata" not in one and "caller.py" not in one

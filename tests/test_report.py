@@ -6,21 +6,30 @@ import re
 
 import pytest
 from conftest import require
-from report_page import rendered_charts, rendered_dom, vega_graphics
-
 from offload_repro.check import check_claims, load_claims
-from offload_repro.data import load_rows, load_target
+from offload_repro.data import hardware_classes, load_rows, load_target
 from offload_repro.evidence import analytic
 from offload_repro.files import REPO_ROOT
 from offload_repro.report import fmt, render
+from report_page import rendered_charts, rendered_dom, vega_graphics
 
 
 def synthetic_run(row, status="ok"):
     return {
-        "row": row.id, "status": status, "message": None if status == "ok" else "<b>boom</b>",
-        "tflops_per_device": 0.01, "step_time_s": 0.02, "losses": [6.0, 5.9, 5.8],
-        "provenance": {"versions": {"jax": "0.12.0.1", "maxtext": "0.2.5"}, "python": "3.12.1",
-                       "device_kind": "cpu", "platform": "cpu", "host": "h", "project_commit": "abc"},
+        "row": row.id,
+        "status": status,
+        "message": None if status == "ok" else "<b>boom</b>",
+        "tflops_per_device": 0.01,
+        "step_time_s": 0.02,
+        "losses": [6.0, 5.9, 5.8],
+        "provenance": {
+            "versions": {"jax": "0.12.0.1", "maxtext": "0.2.5"},
+            "python": "3.12.1",
+            "device_kind": "cpu",
+            "platform": "cpu",
+            "host": "h",
+            "project_commit": "abc",
+        },
     }
 
 
@@ -28,7 +37,7 @@ def synthetic_run(row, status="ok"):
 def page(tmp_path_factory, tables):
     rows = load_rows(tables)
     claims = load_claims(REPO_ROOT / "experiments" / "claims.yaml")
-    verdicts = check_claims(claims, {"analytic": analytic(rows)})
+    verdicts = check_claims(claims, {"analytic": analytic(rows)}, hardware_classes())
     runs = {row.id: synthetic_run(row) for row in rows}
     runs["llama-baseline"] = synthetic_run(rows[0], status="error")
     out = tmp_path_factory.mktemp("report") / "index.html"

@@ -48,11 +48,15 @@ def test_every_row_trains_for_real(main_job):
         assert result["compiled_memory"]["temp_size_in_bytes"] > 0
         provenance = result["provenance"]
         assert provenance["versions"]["maxtext"] == "0.2.5" and provenance["device_kind"] == "cpu"
-        assert f"model_name={'llama3.1-405b' if row.startswith('llama') else 'deepseek3-671b'}" in provenance[
-            "maxtext_arguments"]
+        assert (
+            f"model_name={'llama3.1-405b' if row.startswith('llama') else 'deepseek3-671b'}"
+            in provenance["maxtext_arguments"]
+        )
     assert "query_proj=offload" in results["llama-qkv-offload-lhs"]["provenance"]["maxtext_arguments"]
-    assert "--xla_gpu_enable_latency_hiding_scheduler=false" in results["llama-qkv-offload-nolhs"]["provenance"][
-        "xla_flags"]
+    assert (
+        "--xla_gpu_enable_latency_hiding_scheduler=false"
+        in results["llama-qkv-offload-nolhs"]["provenance"]["xla_flags"]
+    )
     with open(main_job / "results/cpu/table.csv") as handle:
         assert sorted(line["row"] for line in csv.DictReader(handle)) == sorted(results)
 
@@ -61,7 +65,7 @@ def test_every_row_trains_for_real(main_job):
 def test_placement_and_flags_do_not_change_what_is_learned(main_job):
     """Rows of one model and batch differ only in placement and flags: same model, same data."""
     groups = defaultdict(list)
-    for row, result in runs(main_job).items():
+    for result in runs(main_job).values():
         batch = next(a for a in result["provenance"]["maxtext_arguments"] if a.startswith("per_device_batch_size="))
         groups[(result["table"], batch)].append(result["losses"])
     compared = [losses for losses in groups.values() if len(losses) > 1]

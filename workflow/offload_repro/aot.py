@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.files import write_json
-from offload_repro.hlo import summarize_hlo
+from offload_repro.hlo import canonical, summarize_hlo
 from offload_repro.launch import memory_analysis_dict
 
 # XLA's own warnings while fitting the program into device memory (hlo_rematerialization).
@@ -101,7 +101,7 @@ def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, m
             mesh,
             memory=memory_analysis_dict(compiled.memory_analysis()),
             hlo=summarize_hlo(hlo),
-            hlo_sha256=hashlib.sha256(hlo.encode()).hexdigest(),
+            hlo_sha256=hashlib.sha256(canonical(hlo).encode()).hexdigest(),
         )
     except Exception as err:  # recorded; the parent decides what it means
         record["exception"] = {"type": type(err).__name__, "message": str(err)[-4000:]}

@@ -43,17 +43,20 @@ def _not_comparable(reason: str, command: str | None = None) -> dict[str, Any]:
     return {"verdict": "not-comparable", "reason": reason, "command": command}
 
 
-def judge_one(claim: dict[str, Any], rule: dict[str, Any], evidence: Evidence | None) -> dict[str, Any]:
-    """One claim judged by one evidence kind."""
+def judge_one(
+    claim: dict[str, Any], rule: dict[str, Any], evidence: Evidence | None, qualifying: dict[str, list[str]]
+) -> dict[str, Any]:
+    """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets."""
     check, kind = claim["check"], rule["evidence"]
-    targets = rule.get("targets")
+    hardware = rule.get("hardware")
     base = {"evidence": kind, "source": evidence.source if evidence else None}
     if evidence is None:
         return base | _not_comparable(f"no {kind} evidence in this run")
-    if targets and (evidence.target not in targets or not evidence.full_scale):
-        scale = "" if evidence.full_scale else " (scaled down)"
-        reason = f"needs {kind} evidence from {' / '.join(targets)} at full scale; this is {evidence.source}{scale}"
-        return base | _not_comparable(reason, judge_command(targets[0]))
+    if hardware and hardware not in evidence.judges:
+        targets = qualifying.get(hardware, [])
+        names = " / ".join(targets) or "no target file yet"
+        reason = f"needs {kind} evidence on {hardware} hardware ({names}); this is {evidence.source}"
+        return base | _not_comparable(reason, judge_command(targets[0]) if targets else None)
     missing = [row for row in check["rows"] if row not in evidence.rows]
     if missing:
         return base | _not_comparable(f"rows not run here: {', '.join(missing)}")
@@ -114,10 +117,12 @@ def overall(judgements: list[dict[str, Any]]) -> str:
     return "not-comparable"
 
 
-def check_claims(claims: list[dict[str, Any]], evidence: dict[str, Evidence]) -> dict[str, Any]:
+def check_claims(
+    claims: list[dict[str, Any]], evidence: dict[str, Evidence], qualifying: dict[str, list[str]]
+) -> dict[str, Any]:
     results = []
     for claim in claims:
-        judgements = [judge_one(claim, rule, evidence.get(rule["evidence"])) for rule in claim["judged_by"]]
+        judgements = [judge_one(claim, rule, evidence.get(rule["evidence"]), qualifying) for rule in claim["judged_by"]]
         results.append(
             {
                 "id": claim["id"],

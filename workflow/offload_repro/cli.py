@@ -7,7 +7,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from offload_repro.data import DataError, load_rows, load_target
+from offload_repro.data import DataError, hardware_classes, load_rows, load_target
 
 
 def _row(tables: list[str], row_id: str):
@@ -29,10 +29,10 @@ def _check_or_report(args: argparse.Namespace) -> None:
     if args.command == "check":
         kinds = {"analytic": evidence.analytic(rows)}
         if args.runs:
-            kinds["measured"] = evidence.measured(args.runs, target.name, target.spec["title"])
+            kinds["measured"] = evidence.measured(args.runs, target)
         if args.compiled and compile_target:
-            kinds["compiled"] = evidence.compiled(args.compiled, compile_target.name)
-        verdicts = check_claims(claims, kinds)
+            kinds["compiled"] = evidence.compiled(args.compiled, compile_target)
+        verdicts = check_claims(claims, kinds, hardware_classes())
         verdicts = {
             "target": target.name,
             "compile_target": compile_target.name if compile_target else None,

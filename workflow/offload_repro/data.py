@@ -123,6 +123,11 @@ class Target:
     def maxtext(self) -> dict[str, Any]:
         return self.spec["maxtext"]
 
+    @property
+    def judges(self) -> list[str]:
+        """Hardware classes whose claims this target's evidence may judge (see claims.yaml)."""
+        return self.spec.get("judges", [])
+
 
 def load_target(name: str, directory: Path = TARGET_DIR) -> Target:
     path = directory / f"{name}.yaml"
@@ -134,3 +139,12 @@ def load_target(name: str, directory: Path = TARGET_DIR) -> Target:
     if spec["name"] != name:
         raise DataError(f"{path}: field 'name': '{spec['name']}' differs from the file name '{name}'")
     return Target(name=name, kind=spec["kind"], launcher=spec["launcher"], spec=spec)
+
+
+def hardware_classes(directory: Path = TARGET_DIR) -> dict[str, list[str]]:
+    """{hardware class: names of the targets that judge it}, from every target file."""
+    classes: dict[str, list[str]] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        for hardware in load_target(path.stem, directory).judges:
+            classes.setdefault(hardware, []).append(path.stem)
+    return classes

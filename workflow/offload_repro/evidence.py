@@ -12,7 +12,7 @@ from typing import Any
 
 from offload_repro.analytic import GIB, MIB, row_accounting
 from offload_repro.collect import device_bytes
-from offload_repro.data import Row
+from offload_repro.data import Row, Target
 from offload_repro.files import read_json
 
 OUTCOME_OF_STATUS = {"ok": "fits", "oom": "oom"}
@@ -23,12 +23,12 @@ class Evidence:
     kind: str
     source: str  # what produced it, in words ("1 CPU, scaled-down models")
     target: str | None = None
-    full_scale: bool = True
+    judges: tuple[str, ...] = ()  # hardware classes of the target (experiments/targets, `judges`)
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def measured(run_files: list[Path], target_name: str, description: str) -> Evidence:
-    evidence = Evidence("measured", description, target=target_name)
+def measured(run_files: list[Path], target: Target) -> Evidence:
+    evidence = Evidence("measured", target.spec["title"], target=target.name, judges=tuple(target.judges))
     for path in run_files:
         run = read_json(path)
         observed: dict[str, Any] = {"status": run["status"], "message": run["message"]}
@@ -41,13 +41,13 @@ def measured(run_files: list[Path], target_name: str, description: str) -> Evide
                 observed["gpu_memory_gib"] = peak / GIB
             if run.get("host_offload_bytes") is not None:
                 observed["host_memory_gib"] = run["host_offload_bytes"] / GIB
-        evidence.full_scale = evidence.full_scale and not run.get("scaled", True)
         evidence.rows[run["row"]] = observed
     return evidence
 
 
-def compiled(compile_files: list[Path], target_name: str) -> Evidence:
-    evidence = Evidence("compiled", f"XLA memory analysis, compiled for {target_name} at full scale", target_name)
+def compiled(compile_files: list[Path], target: Target) -> Evidence:
+    source = f"XLA memory analysis of the train step compiled for {target.spec['title']}, full scale"
+    evidence = Evidence("compiled", source, target=target.name, judges=tuple(target.judges))
     for path in compile_files:
         result = read_json(path)
         observed: dict[str, Any] = {"status": result["status"], "message": result.get("message")}

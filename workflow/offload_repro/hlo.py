@@ -34,6 +34,17 @@ HOST_ARRAY = re.compile(r"(\w+)\[([\d,]*)\]\{[^}]*:S\(5\)\}")
 INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>.*?)\s(?P<op>[a-z][\w\-]*)\(", re.M)
 
 
+METADATA = re.compile(r",?\s*metadata=\{[^}]*\}")
+
+
+def canonical(text: str) -> str:
+    """The program without debug information (source files, lines, stack frames, op names),
+    so its digest changes with the schedule and the operations, not with who called jit."""
+    lines = text.splitlines()
+    body_start = next((i for i, line in enumerate(lines) if line.startswith(("%", "ENTRY"))), len(lines))
+    return "\n".join([lines[0], *(METADATA.sub("", line) for line in lines[body_start:])]) if lines else ""
+
+
 def array_bytes(dtype: str, dims: str) -> int:
     return ELEMENT_BYTES[dtype] * math.prod(int(d) for d in dims.split(",") if d)
 
