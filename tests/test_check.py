@@ -81,7 +81,9 @@ def test_throughput_on_cpu_is_not_comparable_with_the_command_to_judge_it(claims
     assert judgement["verdict"] == "not-comparable"
     assert "source-hardware" in judgement["reason"] and "gb200-nvl72" in judgement["reason"]
     assert "1 CPU, scaled-down models" in judgement["reason"]
-    assert judgement["command"] == ".venv/bin/snakemake --cores all --config target=gb200-nvl72"
+    assert judgement["command"] == (
+        ".venv/bin/snakemake --workflow-profile workflow/profiles/slurm --config target=gb200-nvl72"
+    )
 
 
 def full_scale(rows: dict, target="gb200-nvl72", kind="measured") -> Evidence:

@@ -16,7 +16,7 @@ def throughput(records: list[dict[str, Any]]) -> alt.TopLevelMixin:
     """records: row, label, table, source (published | measured), tflops_per_device."""
     frame = pd.DataFrame(records, columns=["row", "label", "table", "source", "tflops_per_device"])
     return (
-        alt.Chart(frame, title="Throughput per row: published (GB200 NVL72) vs observed on this target")
+        alt.Chart(frame)
         .mark_bar()
         .encode(
             x=alt.X("tflops_per_device:Q", title="TFLOPs/s/device"),
@@ -25,7 +25,11 @@ def throughput(records: list[dict[str, Any]]) -> alt.TopLevelMixin:
             tooltip=["row", "source", alt.Tooltip("tflops_per_device:Q", format=",.4g")],
         )
         .properties(width=320, height=alt.Step(14))
-        .facet(row=alt.Row("table:N", title=None), column=alt.Column("source:N", title=None))
+        .facet(
+            row=alt.Row("table:N", title=None),
+            column=alt.Column("source:N", title=None),
+            title="Throughput per row: published (GB200 NVL72, 128 GPUs) beside measured on this target",
+        )
         .resolve_scale(x="independent", y="independent")
     )
 
@@ -33,6 +37,7 @@ def throughput(records: list[dict[str, Any]]) -> alt.TopLevelMixin:
 def memory(records: list[dict[str, Any]], capacity_gib: float | None) -> alt.TopLevelMixin:
     """records: row, label, table, source, memory (device | host), gib."""
     frame = pd.DataFrame(records, columns=["row", "label", "table", "source", "memory", "gib"])
+    frame["capacity_gib"] = capacity_gib
     bars = (
         alt.Chart()
         .mark_bar()
@@ -46,8 +51,12 @@ def memory(records: list[dict[str, Any]], capacity_gib: float | None) -> alt.Top
     )
     layers = [bars]
     if capacity_gib:
-        capacity = pd.DataFrame({"gib": [capacity_gib], "memory": ["device"]})
-        layers.append(alt.Chart(capacity).mark_rule(color="crimson", strokeDash=[4, 3]).encode(x="gib:Q"))
+        layers.append(
+            alt.Chart()
+            .transform_filter(alt.datum.memory == "device")
+            .mark_rule(color="crimson", strokeDash=[4, 3])
+            .encode(x="max(capacity_gib):Q")
+        )
     title = "Device and host memory per row" + (
         f" (dashed: {capacity_gib:g} GiB device capacity)" if capacity_gib else ""
     )
@@ -63,7 +72,7 @@ def loss_curves(records: list[dict[str, Any]]) -> alt.TopLevelMixin:
     """records: table, label, step, loss."""
     frame = pd.DataFrame(records, columns=["table", "label", "step", "loss"])
     return (
-        alt.Chart(frame, title="Loss per step, measured, coloured by placement and flags")
+        alt.Chart(frame)
         .mark_line(point=True)
         .encode(
             x=alt.X("step:Q", title="step"),
@@ -73,6 +82,6 @@ def loss_curves(records: list[dict[str, Any]]) -> alt.TopLevelMixin:
             tooltip=["label", "step", alt.Tooltip("loss:Q", format=".5f")],
         )
         .properties(width=420, height=220)
-        .facet(row=alt.Row("table:N", title=None))
+        .facet(row=alt.Row("table:N", title=None), title="Loss per step, measured, by row (placement and flags)")
         .resolve_scale(y="independent", color="independent", strokeDash="independent")
     )

@@ -30,7 +30,7 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
 
 
 def judge_command(target: str) -> str:
-    return f".venv/bin/snakemake --cores all --config target={target}"
+    return f".venv/bin/snakemake --workflow-profile workflow/profiles/slurm --config target={target}"
 
 
 def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool:
@@ -55,7 +55,7 @@ def judge_one(
     if hardware and hardware not in evidence.judges:
         targets = qualifying.get(hardware, [])
         names = " / ".join(targets) or "no target file yet"
-        reason = f"needs {kind} evidence on {hardware} hardware ({names}); this is {evidence.source}"
+        reason = f"needs {kind} evidence from {hardware} targets ({names}); here it is from: {evidence.source}"
         return base | _not_comparable(reason, judge_command(targets[0]) if targets else None)
     missing = [row for row in check["rows"] if row not in evidence.rows]
     if missing:

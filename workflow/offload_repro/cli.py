@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--target", required=True)
     run.add_argument("--out", required=True, type=Path)
     run.add_argument("--work-dir", required=True, type=Path)
+    run.add_argument("--container-runtime", default="pyxis", choices=["pyxis", "apptainer"])
+    run.add_argument("--allow-unpinned-container", action="store_true")
 
     compile_ = sub.add_parser("compile", help="AOT-compile one row at full scale for a GPU target, write its JSON")
     compile_.add_argument("--tables", nargs="+", required=True)
@@ -98,7 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "run":
             from offload_repro.runner import run_row
 
-            result = run_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
+            result = run_row(
+                _row(args.tables, args.row),
+                load_target(args.target),
+                args.out,
+                args.work_dir,
+                container_runtime=args.container_runtime,
+                allow_unpinned=args.allow_unpinned_container,
+            )
             print(f"{result['row']}: {result['status']}" + (f" ({result['message']})" if result["message"] else ""))
         elif args.command == "compile":
             from offload_repro.compile import compile_row

@@ -76,6 +76,44 @@ def row_line(row: Row, run: dict[str, Any] | None, compiled: dict[str, Any] | No
     return line
 
 
+def mechanism_lines(rows: list[Row], compiled: dict[str, Any]) -> list[dict[str, Any]]:
+    """Did each row's placement and flags change the compiled program as the row says?"""
+    lines = []
+    for row in rows:
+        result = compiled.get(row.id)
+        if not result or result.get("status") != "ok":
+            continue
+        check = result["mechanism"]
+        problems = []
+        if not check["offload_took_effect"]:
+            problems.append("placement had no effect on host buffers")
+        if not check["host_bytes_match_analytic"]:
+            problems.append("host buffer bytes differ from the analytic offload")
+        siblings = [
+            other.id
+            for other in rows
+            if other.id != row.id
+            and other.table == row.table
+            and other.placement == row.placement
+            and other.per_device_batch_size == row.per_device_batch_size
+            and other.xla_flags != row.xla_flags
+            and compiled.get(other.id, {}).get("hlo_sha256") == result["hlo_sha256"]
+        ]
+        if siblings:
+            problems.append(f"flags had no effect: same program as {', '.join(siblings)}")
+        lines.append(
+            {
+                "row": row,
+                "check": check,
+                "async_pairs": result["hlo"]["async_pairs_total"],
+                "digest": result["hlo_sha256"][:12],
+                "warnings": result.get("xla_memory_warnings", []),
+                "problems": problems,
+            }
+        )
+    return lines
+
+
 def chart_specs(
     rows: list[Row], runs: dict[str, Any], compiled: dict[str, Any], capacity_gib: float | None
 ) -> list[dict[str, Any]]:
@@ -150,6 +188,7 @@ def render(
         verdicts=verdicts,
         tables=list(tables.values()),
         charts=chart_specs(rows, runs, compiled, capacity),
+        mechanisms=mechanism_lines(rows, compiled),
         provenance=provenance(runs, target, compiled),
         style=(TEMPLATE_DIR / "style.css").read_text(),
         vega_bundle=vega_bundle().replace("</script", "<\\/script"),

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from offload_repro import maxtext_args, metrics, provenance
+from offload_repro import maxtext_args, metrics, provenance, slurm
 from offload_repro.data import Row, Target
 from offload_repro.files import REPO_ROOT, read_json, write_json
 
@@ -58,7 +58,33 @@ def environment(row: Row, target: Target) -> dict[str, str]:
     return env
 
 
-def run_row(row: Row, target: Target, out_json: Path, work_dir: Path, python: str = sys.executable) -> dict[str, Any]:
+def launch_command(
+    row: Row, target: Target, work_dir: Path, python: str, container_runtime: str, allow_unpinned: bool
+) -> tuple[list[str], dict[str, str], dict[str, Any] | None]:
+    """(command prefix up to the Python interpreter, extra environment, container record)."""
+    if target.launcher != "slurm" or target.kind != "gpu":
+        return [python], {}, None
+    container = slurm.container_for(row)
+    prefix = slurm.launch_prefix(row, target, container_runtime, allow_unpinned, work_dir)
+    record = {
+        "name": container.name,
+        "reference": container.reference,
+        "digest": container.digest,
+        "image": container.image(container_runtime, allow_unpinned),
+        "runtime": container_runtime,
+    }
+    return prefix, slurm.rank_environment(row, target), record
+
+
+def run_row(
+    row: Row,
+    target: Target,
+    out_json: Path,
+    work_dir: Path,
+    python: str = sys.executable,
+    container_runtime: str = "pyxis",
+    allow_unpinned: bool = False,
+) -> dict[str, Any]:
     work_dir = work_dir.resolve()  # MaxText runs inside it; every path handed over is absolute
     shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True)
@@ -66,8 +92,9 @@ def run_row(row: Row, target: Target, out_json: Path, work_dir: Path, python: st
     overrides = maxtext_args.target_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
     arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
-    command = [python, "-m", "offload_repro.launch", str(stats_file), "--", *arguments]
-    env = environment(row, target)
+    prefix, rank_env, container = launch_command(row, target, work_dir, python, container_runtime, allow_unpinned)
+    command = [*prefix, "-m", "offload_repro.launch", str(stats_file), "--", *arguments]
+    env = environment(row, target) | rank_env
 
     started = time.monotonic()
     with open(log_file, "w", encoding="utf-8") as log:
@@ -95,6 +122,8 @@ def run_row(row: Row, target: Target, out_json: Path, work_dir: Path, python: st
         "runtime_memory": launch.get("runtime_memory"),
         "host_peak_rss_bytes": launch.get("host_peak_rss_bytes"),
         "provenance": {
+            "command": command[: len(prefix)],
+            "container": container,
             "maxtext_arguments": arguments,
             "xla_flags": env["XLA_FLAGS"],
             "python": launch.get("python"),

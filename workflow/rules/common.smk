@@ -10,6 +10,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "workflow"))
 
 from offload_repro.cli import run_logged  # noqa: E402
 from offload_repro.data import DataError, load_rows, load_target  # noqa: E402
+from offload_repro.slurm import container_for, job_resources  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
 
@@ -26,6 +27,14 @@ if _unknown:
 ROWS = [row for row in ALL_ROWS if not config["rows"] or row.id in config["rows"]]
 ROW_IDS = [row.id for row in ROWS]
 TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
+# What each row's job asks a cluster for (ignored by local runs).
+RUN_RESOURCES = job_resources(TARGET)
+if TARGET.kind == "gpu" and TARGET.launcher == "slurm":
+    try:  # a GPU run refuses an image without a digest, before anything is submitted
+        for row in ROWS:
+            container_for(row).image(config["container_runtime"], config["allow_unpinned_container"])
+    except DataError as err:
+        raise WorkflowError(str(err)) from None
 CLAIMS_FILE = "experiments/claims.yaml"
 COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
 if "compile" not in COMPILE_TARGET.spec:

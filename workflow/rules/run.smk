@@ -11,9 +11,11 @@ rule run_row:
         "results/{target}/logs/run-{row}.log",
     params:
         cli=lambda wildcards, input, output: ["run", "--tables", *input.tables, "--row", wildcards.row]
-        + ["--target", wildcards.target, "--out", output[0], "--work-dir", f"results/{wildcards.target}/work/{wildcards.row}"],
+        + ["--target", wildcards.target, "--out", output[0], "--work-dir", f"results/{wildcards.target}/work/{wildcards.row}"]
+        + ["--container-runtime", config["container_runtime"]]
+        + (["--allow-unpinned-container"] if config["allow_unpinned_container"] else []),
     resources:
-        runtime=30,
+        **RUN_RESOURCES,
     run:
         run_logged(params.cli, log[0])
 

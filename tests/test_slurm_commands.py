@@ -1,0 +1,99 @@
+"""The submit (sbatch, rendered by the SLURM executor plugin itself) and launch (srun) lines of
+every row on the full-scale GPU targets: nodes, GPUs, container, environment and flags."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from offload_repro import slurm
+from offload_repro.data import load_rows, load_target
+from offload_repro.files import REPO_ROOT
+from offload_repro.runner import launch_command
+from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+class Resources(dict):
+    __getattr__ = dict.__getitem__
+
+
+def sbatch_line(resources: dict) -> str:
+    job = SimpleNamespace(resources=Resources(resources), threads=1)
+    params = {
+        "run_uuid": "run-row",
+        "slurm_logfile": "/tmp/log",
+        "comment_str": "rule_run_row",
+        "account": "",
+        "partition": "",
+        "workdir": str(REPO_ROOT),
+    }
+    return get_submit_command(job, params) + set_gres_string(job)
+
+
+@pytest.fixture
+def pinned(monkeypatch):
+    """Digests as envs/resolve_containers.py would record them."""
+    data = slurm.containers()
+    entries = {name: {**entry, "digest": DIGEST} for name, entry in data["containers"].items()}
+    monkeypatch.setattr(slurm, "containers", lambda: {**data, "containers": entries})
+
+
+@pytest.mark.parametrize("target_name", ["gb200-nvl72", "vr-nvl144"])
+def test_submit_line_asks_for_whole_nodes_and_their_gpus(target_name):
+    target = load_target(target_name)
+    line = sbatch_line(slurm.job_resources(target))
+    assert "--nodes=32" in line
+    assert "--gres=gpu:4" in line
+    assert "--ntasks-per-gpu=1" in line
+    assert "--cpus-per-gpu=16" in line
+    assert "--exclusive" in line and "-t 60" in line
+
+
+@pytest.mark.parametrize("target_name", ["gb200-nvl72", "vr-nvl144"])
+@pytest.mark.parametrize("runtime", ["pyxis", "apptainer"])
+def test_launch_line_of_every_row(tables, target_name, runtime, pinned, tmp_path):
+    target = load_target(target_name)
+    limit = target.spec["cluster"]["environment"]["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"]
+    for row in load_rows(tables):
+        prefix, env, container = launch_command(row, target, tmp_path, "unused", runtime, allow_unpinned=False)
+        line = " ".join(prefix)
+        assert line.startswith("srun ") and prefix[-1] == "python3"
+        assert "--nodes=32" in prefix and "--ntasks-per-node=4" in prefix and "--gpus-per-node=4" in prefix
+        image = {"llama": "nvidia/jax@" + DIGEST, "deepseek": "nvidia/jax@" + DIGEST}[row.family]
+        assert image in line and container["digest"] == DIGEST and container["runtime"] == runtime
+        if runtime == "pyxis":
+            assert f"--container-image=ghcr.io#{image}" in prefix
+        else:
+            assert prefix[prefix.index("apptainer") : prefix.index("apptainer") + 3] == ["apptainer", "exec", "--nv"]
+            assert f"docker://ghcr.io/{image}" in prefix
+        assert env["XLA_FLAGS"].split() == row.xla_flags
+        assert env["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"] == limit
+        assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.92"
+
+
+def test_deepseek_runs_in_the_sources_deepseek_image(tables):
+    rows = {row.id: row for row in load_rows(tables)}
+    assert slurm.container_for(rows["deepseek-remat"]).reference == "ghcr.io/nvidia/jax:deepseek_v3_maxtext"
+
+
+def test_gpu_run_refuses_an_image_without_digest(tables, tmp_path):
+    row = next(row for row in load_rows(tables) if row.family == "llama")
+    with pytest.raises(slurm.ContainerError, match="field 'digest' is null"):
+        launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=False)
+    _, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=True)
+    assert container["digest"] is None and container["image"] == "ghcr.io#nvidia/jax:maxtext"
+
+
+def test_cpu_rows_run_locally_inside_their_job(tables, tmp_path):
+    prefix, env, container = launch_command(load_rows(tables)[0], load_target("cpu"), tmp_path, "py", "pyxis", False)
+    assert prefix == ["py"] and env == {} and container is None
+    assert slurm.job_resources(load_target("cpu")) == {
+        "nodes": 1,
+        "tasks": 1,
+        "cpus_per_task": 2,
+        "mem_mb": 6000,
+        "runtime": 30,
+    }
