@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import socket
 import subprocess
 
@@ -29,6 +30,7 @@ def project_commit() -> str | None:
 def stamp() -> dict[str, str | None]:
     return {
         "host": socket.gethostname(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "project_commit": project_commit(),
         "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
