@@ -36,7 +36,7 @@ def measured(run_files: list[Path], target: Target) -> Evidence:
             observed["outcome"] = OUTCOME_OF_STATUS[run["status"]]
         if run["status"] == "ok":
             observed["tflops_per_device"] = run.get("tflops_per_device")
-            peak = (run.get("runtime_memory") or {}).get("peak_bytes_in_use")
+            peak = (run.get("runtime_memory") or {}).get("peak_bytes_in_use") or run.get("nvml_peak_used_bytes")
             if peak is not None:
                 observed["gpu_memory_gib"] = peak / GIB
             if run.get("host_offload_bytes") is not None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import resource
 import sys
+import threading
 import time
 import traceback
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from offload_repro.files import write_json
@@ -51,6 +53,47 @@ def _version(package: str) -> str | None:
         return None
 
 
+class NvmlPeak:
+    """Largest GPU memory in use seen by NVML while training (sampled), where NVML is present."""
+
+    def __init__(self, interval_s: float = 0.2) -> None:
+        self.interval_s, self.peak_bytes, self._stop = interval_s, None, threading.Event()
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception:  # no NVML library or no GPU: nothing to sample
+            self._handles = []
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            used = max(self._nvml.nvmlDeviceGetMemoryInfo(handle).used for handle in self._handles)
+            self.peak_bytes = max(used, self.peak_bytes or 0)
+
+    def __enter__(self) -> NvmlPeak:
+        if self._handles:
+            threading.Thread(target=self._sample, daemon=True).start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+
+
+PACKAGE_CONFIG = "maxtext:"
+
+
+def resolve_config(argument: str) -> str:
+    """'maxtext:configs/base.yml' -> that file in the MaxText this process imports (which, in a
+    container, is the container's, not the launching machine's)."""
+    if not argument.startswith(PACKAGE_CONFIG):
+        return argument
+    import maxtext
+
+    return str(Path(maxtext.__file__).parent / argument.removeprefix(PACKAGE_CONFIG))
+
+
 def main(stats_path: str, maxtext_argv: list[str]) -> int:
     from absl import app
     from maxtext.trainers.pre_train import train
@@ -67,9 +110,11 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     max_utils.print_compiled_memory_stats = capture
     started = time.monotonic()
     status = 0
+    nvml = NvmlPeak()
     try:
         # absl's app.run, as MaxText's own __main__ does: it parses flags and sets up logging.
-        app.run(train.main, argv=["train", *maxtext_argv])
+        with nvml:
+            app.run(train.main, argv=["train", resolve_config(maxtext_argv[0]), *maxtext_argv[1:]])
     except SystemExit as done:
         status = 0 if done.code in (None, 0) else 1
     except BaseException as err:  # recorded for the runner, which classifies OOM vs error
@@ -87,9 +132,12 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
         device_count=len(devices),
         platform=devices[0].platform,
         runtime_memory=device_memory_stats(),
+        nvml_peak_used_bytes=nvml.peak_bytes,
+        process_count=jax.process_count(),
         host_peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
-    write_json(stats_path, record)
+    if jax.process_index() == 0:  # one record per run, from rank 0, as on the CPU path
+        write_json(stats_path, record)
     return status
 
 

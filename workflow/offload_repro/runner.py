@@ -91,7 +91,8 @@ def run_row(
     metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"
     overrides = maxtext_args.target_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
-    arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
+    # MaxText's own defaults, resolved by the training process (a container has its own MaxText).
+    arguments = ["maxtext:configs/base.yml", *maxtext_args.as_arguments(overrides)]
     prefix, rank_env, container = launch_command(row, target, work_dir, python, container_runtime, allow_unpinned)
     command = [*prefix, "-m", "offload_repro.launch", str(stats_file), "--", *arguments]
     env = environment(row, target) | rank_env
@@ -120,6 +121,7 @@ def run_row(
         "devices": launch.get("device_count"),
         "compiled_memory": launch.get("compiled_memory"),
         "runtime_memory": launch.get("runtime_memory"),
+        "nvml_peak_used_bytes": launch.get("nvml_peak_used_bytes"),
         "host_peak_rss_bytes": launch.get("host_peak_rss_bytes"),
         "provenance": {
             "command": command[: len(prefix)],
