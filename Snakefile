@@ -11,6 +11,7 @@ configfile: "experiments/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/run.smk"
 include: "workflow/rules/compile.smk"
+include: "workflow/rules/probe.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -19,3 +20,4 @@ rule all:
     input:
         f"results/{TARGET.name}/table.csv",
         "results/report/index.html",
+        PROBE,

@@ -46,7 +46,8 @@ def _check_or_report(args: argparse.Namespace) -> None:
 
         runs = {path.stem: read_json(path) for path in args.runs}
         compiled = {path.stem: read_json(path) for path in args.compiled}
-        render(rows, target, compile_target, runs, compiled, read_json(args.verdicts), args.out)
+        probe = read_json(args.probe) if args.probe else None
+        render(rows, target, compile_target, runs, compiled, read_json(args.verdicts), args.out, probe)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     compile_.add_argument("--out", required=True, type=Path)
     compile_.add_argument("--work-dir", required=True, type=Path)
 
+    probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
+    probe.add_argument("--tables", nargs="+", required=True)
+    probe.add_argument("--target", required=True)
+    probe.add_argument("--out", required=True, type=Path)
+    probe.add_argument("--repeats", type=int, default=5)
+
     collect = sub.add_parser("collect", help="run JSONs -> one CSV table")
     collect.add_argument("--out", required=True, type=Path)
     collect.add_argument("runs", nargs="+", type=Path)
@@ -88,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--out", required=True, type=Path)
         if name == "report":
             command.add_argument("--verdicts", required=True, type=Path)
+            command.add_argument("--probe", type=Path)
 
     args = parser.parse_args(argv)
     try:
@@ -115,6 +123,15 @@ def main(argv: list[str] | None = None) -> int:
             result = compile_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
             verdict = "fits" if result.get("fits") else "out of memory"
             print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else ""))
+        elif args.command == "probe":
+            from offload_repro import probe as transfer
+            from offload_repro.files import write_json
+
+            target = load_target(args.target)
+            rows = load_rows(args.tables)
+            # per-layer tensor sizes: one-GPU scale rules keep width, batch and sequence
+            result = transfer.measure(transfer.offloaded_sizes(rows), transfer.link_limit_gb_s(target), args.repeats)
+            write_json(args.out, {"target": target.name, **result})
         elif args.command == "collect":
             from offload_repro.collect import collect as collect_runs
 

@@ -36,8 +36,9 @@ def cudnn_version(description: str) -> int:
 
 
 def compile_overrides(row: Row, target: Target) -> dict[str, Any]:
+    """The row as it runs on the target (its scale rule applied), set up for a compile-only GPU."""
     spec = target.spec["compile"]
-    overrides = maxtext_args.full_scale_overrides(row)
+    overrides = maxtext_args.target_overrides(row, target)
     for key in spec.get("drop", []):
         overrides.pop(key, None)
     overrides.update(spec.get("families", {}).get(row.family, {}))

@@ -8,6 +8,8 @@ kept in bytes (MaxText logs it rounded to 0.1 GB), plus the devices' runtime mem
 
 from __future__ import annotations
 
+import contextlib
+import os
 import resource
 import sys
 import threading
@@ -82,6 +84,19 @@ class NvmlPeak:
 
 
 PACKAGE_CONFIG = "maxtext:"
+# Set by the runner for rows whose copies and compute are to be traced (perfetto JSON).
+TRACE_DIR_VARIABLE = "OFFLOAD_REPRO_TRACE_DIR"
+
+
+def profiler_trace(trace_dir: str | None) -> contextlib.AbstractContextManager[Any]:
+    if not trace_dir:
+        return contextlib.nullcontext()
+    import jax
+
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0  # Python frames would swamp the device events (5M-event cap)
+    options.host_tracer_level = 1
+    return jax.profiler.trace(trace_dir, create_perfetto_trace=True, profiler_options=options)
 
 
 def resolve_config(argument: str) -> str:
@@ -111,9 +126,10 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     started = time.monotonic()
     status = 0
     nvml = NvmlPeak()
+    trace_dir = os.environ.get(TRACE_DIR_VARIABLE)
     try:
         # absl's app.run, as MaxText's own __main__ does: it parses flags and sets up logging.
-        with nvml:
+        with nvml, profiler_trace(trace_dir):
             app.run(train.main, argv=["train", resolve_config(maxtext_argv[0]), *maxtext_argv[1:]])
     except SystemExit as done:
         status = 0 if done.code in (None, 0) else 1

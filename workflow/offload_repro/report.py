@@ -169,6 +169,7 @@ def render(
     compiled: dict[str, Any],
     verdicts: dict[str, Any],
     out_path: str | Path,
+    probe: dict[str, Any] | None = None,
 ) -> str:
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
@@ -189,6 +190,8 @@ def render(
         tables=list(tables.values()),
         charts=chart_specs(rows, runs, compiled, capacity),
         mechanisms=mechanism_lines(rows, compiled),
+        probe=probe,
+        overlaps=[(row, runs[row.id]["overlap"]) for row in rows if (runs.get(row.id) or {}).get("overlap")],
         provenance=provenance(runs, target, compiled),
         style=(TEMPLATE_DIR / "style.css").read_text(),
         vega_bundle=vega_bundle().replace("</script", "<\\/script"),

@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from offload_repro import maxtext_args, metrics, provenance, slurm
+from offload_repro import maxtext_args, metrics, provenance, slurm, trace
 from offload_repro.data import Row, Target
 from offload_repro.files import REPO_ROOT, read_json, write_json
+from offload_repro.launch import TRACE_DIR_VARIABLE
 
 OOM_PATTERN = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_MEMORY", re.IGNORECASE)
 ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*Error: .*")
@@ -96,6 +97,10 @@ def run_row(
     prefix, rank_env, container = launch_command(row, target, work_dir, python, container_runtime, allow_unpinned)
     command = [*prefix, "-m", "offload_repro.launch", str(stats_file), "--", *arguments]
     env = environment(row, target) | rank_env
+    trace_dir = work_dir / "trace"
+    traced = bool(target.spec.get("trace_offload_rows")) and bool(row.tensors("offload"))
+    if traced:
+        env[TRACE_DIR_VARIABLE] = str(trace_dir)
 
     started = time.monotonic()
     with open(log_file, "w", encoding="utf-8") as log:
@@ -107,6 +112,11 @@ def run_row(
     log_tail = log_file.read_text(encoding="utf-8", errors="replace")[-20000:]
     status, message = classify(returncode, launch.get("exception"), log_tail, len(steps), target.scale["steps"])
 
+    overlap = None
+    if traced and status == "ok":
+        perfetto = sorted(trace_dir.rglob("perfetto_trace.json.gz"))
+        if perfetto:
+            overlap = trace.summarize(trace.read_events(perfetto[-1]), steps=len(steps))
     result: dict[str, Any] = {
         "row": row.id,
         "table": row.table,
@@ -123,6 +133,7 @@ def run_row(
         "runtime_memory": launch.get("runtime_memory"),
         "nvml_peak_used_bytes": launch.get("nvml_peak_used_bytes"),
         "host_peak_rss_bytes": launch.get("host_peak_rss_bytes"),
+        "overlap": overlap,
         "provenance": {
             "command": command[: len(prefix)],
             "container": container,

@@ -27,6 +27,8 @@ if _unknown:
 ROWS = [row for row in ALL_ROWS if not config["rows"] or row.id in config["rows"]]
 ROW_IDS = [row.id for row in ROWS]
 TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
+# A single local GPU also measures its host link (the transfer probe).
+PROBE = [f"results/{TARGET.name}/probe.json"] if TARGET.kind == "gpu" and TARGET.launcher == "local" else []
 # What each row's job asks a cluster for (ignored by local runs).
 RUN_RESOURCES = job_resources(TARGET)
 if TARGET.kind == "gpu" and TARGET.launcher == "slurm":

@@ -25,6 +25,7 @@ rule report:
         runs=expand("results/{target}/runs/{row}.json", target=TARGET.name, row=ROW_IDS),
         compiled=COMPILED,
         verdicts=f"results/{TARGET.name}/verdicts.json",
+        probe=PROBE,
         template=["report/index.html.j2", "report/style.css"],
     output:
         "results/report/index.html",
@@ -32,6 +33,7 @@ rule report:
         "results/report/report.log",
     params:
         cli=lambda wildcards, input, output: ["report", *evidence_arguments(input, TARGET.name)]
-        + ["--verdicts", input.verdicts, "--out", output[0]],
+        + ["--verdicts", input.verdicts, "--out", output[0]]
+        + (["--probe", *input.probe] if input.probe else []),
     run:
         run_logged(params.cli, log[0])

@@ -1,0 +1,70 @@
+"""Transfer probe: device-to-host and host-to-device bandwidth with pinned host memory, at the
+sizes of the tensors a target's rows offload, against the host link's physical limit."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from offload_repro.analytic import row_accounting
+from offload_repro.data import Row, Target
+
+GB = 1e9
+
+
+def offloaded_sizes(rows: list[Row]) -> list[int]:
+    """Distinct per-layer byte sizes of every tensor any row offloads (what one copy moves)."""
+    sizes = set()
+    for row in rows:
+        for tensor in row_accounting(row)["tensors"].values():
+            if tensor["placement"] == "offload":
+                sizes.update(tensor["bytes_per_layer"].values())
+    return sorted(sizes)
+
+
+def link_limit_gb_s(target: Target) -> float | None:
+    """Per-direction physical limit of the host link, in GB/s."""
+    link = target.spec["hardware"].get("host_link")
+    if not link:
+        return None
+    bidirectional = link.get("direction") == "bidirectional"
+    return link["bandwidth_gb_s"] / (2 if bidirectional else 1)
+
+
+def _timed(copy, repeats: int) -> float:
+    copy().block_until_ready()  # warm-up: allocation and first-touch
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        copy().block_until_ready()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def measure(sizes: list[int], limit_gb_s: float | None, repeats: int = 5) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import SingleDeviceSharding
+
+    device = jax.devices()[0]
+    on_device = SingleDeviceSharding(device, memory_kind="device")
+    pinned = SingleDeviceSharding(device, memory_kind="pinned_host")
+    results = []
+    for size in sizes:
+        array = jax.device_put(jnp.zeros((size // 2,), jnp.bfloat16), on_device)
+        on_host = jax.device_put(array, pinned)
+        d2h = _timed(lambda a=array: jax.device_put(a, pinned), repeats)
+        h2d = _timed(lambda h=on_host: jax.device_put(h, on_device), repeats)
+        line = {"bytes": size, "d2h_gb_s": size / d2h / GB, "h2d_gb_s": size / h2d / GB}
+        if limit_gb_s:
+            line |= {"d2h_of_limit": line["d2h_gb_s"] / limit_gb_s, "h2d_of_limit": line["h2d_gb_s"] / limit_gb_s}
+        results.append(line)
+        del array, on_host
+    return {
+        "device_kind": device.device_kind,
+        "platform": device.platform,
+        "link_limit_gb_s_per_direction": limit_gb_s,
+        "repeats": repeats,
+        "transfers": results,
+    }
