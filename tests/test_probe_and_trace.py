@@ -7,7 +7,6 @@ import gzip
 import json
 
 import pytest
-
 from offload_repro import probe, trace
 from offload_repro.data import load_rows, load_target
 
@@ -32,19 +31,23 @@ def test_probe_runs_on_the_cpu_backend():
 
 
 def gpu_trace(events):
-    meta = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
-            {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/host:CPU"}}]
+    meta = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/host:CPU"}},
+    ]
     return meta + [{"ph": "X", "pid": pid, "tid": 1, "name": n, "ts": ts, "dur": dur} for pid, n, ts, dur in events]
 
 
 def test_overlap_with_known_answer():
-    events = gpu_trace([
-        (1, "gemm_fusion", 0, 100),            # compute 0..100
-        (1, "MemcpyDtoH", 50, 100),            # copy 50..150: 50 hidden, 50 exposed
-        (1, "loop_fusion", 200, 100),          # compute 200..300
-        (1, "MemcpyHtoD", 250, 20),            # copy 250..270: hidden
-        (2, "MemcpyDtoH", 0, 1000),            # host-side event: ignored
-    ])
+    events = gpu_trace(
+        [
+            (1, "gemm_fusion", 0, 100),  # compute 0..100
+            (1, "MemcpyDtoH", 50, 100),  # copy 50..150: 50 hidden, 50 exposed
+            (1, "loop_fusion", 200, 100),  # compute 200..300
+            (1, "MemcpyHtoD", 250, 20),  # copy 250..270: hidden
+            (2, "MemcpyDtoH", 0, 1000),  # host-side event: ignored
+        ]
+    )
     summary = trace.summarize(events, steps=1)
     assert summary["host_copies"] == 2
     assert summary["copy_s_per_step"] == pytest.approx(120e-6)

@@ -50,8 +50,19 @@ def test_two_rows_run_through_slurm_to_their_json(cluster, tmp_path):
     directory = copy_workflow(tmp_path)
     shutil.copytree(HERE / "profile", directory / "slurm-profile")
     command = [
-        "timeout", "-k", "15", "900", sys.executable, "-m", "snakemake", "--profile", "slurm-profile",
-        "--config", f"rows={TWO_ROWS}", "--", "results/cpu/table.csv",
+        "timeout",
+        "-k",
+        "15",
+        "900",
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--profile",
+        "slurm-profile",
+        "--config",
+        f"rows={TWO_ROWS}",
+        "--",
+        "results/cpu/table.csv",
     ]
     done = subprocess.run(command, cwd=directory, env=cluster, capture_output=True, text=True, timeout=960)
     log = done.stdout + done.stderr

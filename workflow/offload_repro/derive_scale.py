@@ -58,8 +58,12 @@ def derive(target: Target, rows: list[Row], family: str, parameter: str, values:
     with ThreadPoolExecutor(max_workers=2) as pool:  # each compile is its own process
         candidates = list(pool.map(one, values))
     chosen = choose(candidates)
-    return {"target": target.name, "parameter": f"{family}.{parameter}", "candidates": candidates,
-            "chosen": chosen["value"] if chosen else None}
+    return {
+        "target": target.name,
+        "parameter": f"{family}.{parameter}",
+        "candidates": candidates,
+        "chosen": chosen["value"] if chosen else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
