@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from offload_repro.check import check_claims, judge_one, load_claims, overall, within
 from offload_repro.data import DataError, hardware_classes, load_rows
 from offload_repro.evidence import Evidence, analytic

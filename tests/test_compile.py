@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from offload_repro.aot import compute_capability
 from offload_repro.compile import compile_overrides, cudnn_version, mechanism
 from offload_repro.data import load_rows, load_target

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from offload_repro.files import read_json, write_json
 
 

@@ -7,6 +7,7 @@ import gzip
 import json
 
 import pytest
+
 from offload_repro import probe, trace
 from offload_repro.data import load_rows, load_target
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from conftest import require
 from offload_repro.check import check_claims, load_claims
 from offload_repro.data import hardware_classes, load_rows, load_target

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from offload_repro import metrics
 from offload_repro.runner import classify
 

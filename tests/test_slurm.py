@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import require
 from workflow_copy import copy_workflow
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+from snakemake_executor_plugin_slurm.utils import set_gres_string
+
 from offload_repro import slurm
 from offload_repro.data import load_rows, load_target
 from offload_repro.files import REPO_ROOT
 from offload_repro.runner import launch_command
-from snakemake_executor_plugin_slurm.submit_string import get_submit_command
-from snakemake_executor_plugin_slurm.utils import set_gres_string
 
 DIGEST = "sha256:" + "ab" * 32
 

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import pytest
 import yaml
+
 from conftest import require
 from report_page import rendered_charts, rendered_dom, vega_graphics
 from workflow_copy import copy_workflow, snakemake

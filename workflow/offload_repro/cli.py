@@ -58,21 +58,19 @@ def main(argv: list[str] | None = None) -> int:
     validate.add_argument("--tables", nargs="+", required=True)
     validate.add_argument("--targets", nargs="*", default=[])
 
-    run = sub.add_parser("run", help="train one row on one target with MaxText, write its JSON")
-    run.add_argument("--tables", nargs="+", required=True)
-    run.add_argument("--row", required=True)
-    run.add_argument("--target", required=True)
-    run.add_argument("--out", required=True, type=Path)
-    run.add_argument("--work-dir", required=True, type=Path)
-    run.add_argument("--container-runtime", default="pyxis", choices=["pyxis", "apptainer"])
-    run.add_argument("--allow-unpinned-container", action="store_true")
-
-    compile_ = sub.add_parser("compile", help="AOT-compile one row at full scale for a GPU target, write its JSON")
-    compile_.add_argument("--tables", nargs="+", required=True)
-    compile_.add_argument("--row", required=True)
-    compile_.add_argument("--target", required=True)
-    compile_.add_argument("--out", required=True, type=Path)
-    compile_.add_argument("--work-dir", required=True, type=Path)
+    for name, help_text in (
+        ("run", "train one row on one target with MaxText, write its JSON"),
+        ("compile", "AOT-compile one row as it runs on a GPU target, write its JSON"),
+    ):
+        one_row = sub.add_parser(name, help=help_text)
+        one_row.add_argument("--tables", nargs="+", required=True)
+        one_row.add_argument("--row", required=True)
+        one_row.add_argument("--target", required=True)
+        one_row.add_argument("--out", required=True, type=Path)
+        one_row.add_argument("--work-dir", required=True, type=Path)
+        if name == "run":
+            one_row.add_argument("--container-runtime", default="pyxis", choices=["pyxis", "apptainer"])
+            one_row.add_argument("--allow-unpinned-container", action="store_true")
 
     probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
     probe.add_argument("--tables", nargs="+", required=True)

@@ -1,0 +1,31 @@
+"""The h200-1 scale rule keeps the source's capacity contrast, judged from compiled H200 memory
+(slow: three full train-step compiles for the H200 description)."""
+
+from __future__ import annotations
+
+import pytest
+
+from offload_repro.compile import compile_row
+from offload_repro.data import load_rows, load_target
+from offload_repro.derive_scale import CONTRAST, choose
+
+
+@pytest.mark.slow
+def test_declared_h200_rule_reproduces_the_capacity_contrast(tables, tmp_path):
+    target = load_target("h200-1")
+    rows = {row.id: row for row in load_rows(tables)}
+    for row_id, fits in CONTRAST.items():
+        result = compile_row(rows[row_id], target, tmp_path / f"{row_id}.json", tmp_path / row_id)
+        assert result["status"] == "ok", result["message"]
+        assert result["devices"] == 1
+        assert result["fits"] is fits, (row_id, result["device_bytes"] / 1024**3)
+
+
+def test_choice_takes_the_widest_margin_among_candidates_that_match():
+    def candidate(value, mb2, mb8, offload):
+        margins = {"deepseek-device-mb2": mb2, "deepseek-device-mb8": mb8, "deepseek-offload-optimized": offload}
+        return {"value": value, "margin_gib": margins, "fits": {row: m >= 0 for row, m in margins.items()}}
+
+    candidates = [candidate(4, 40, 20, 25), candidate(5, 30, -2, 6), candidate(6, 20, -5, 4), candidate(7, 10, -20, -3)]
+    assert choose(candidates)["value"] == 6  # 4 keeps device-save at mb 8 fitting; 7 loses the offload row
+    assert choose(candidates[:1]) is None
