@@ -52,3 +52,10 @@ def test_mechanism_compares_host_buffers_with_analytic_bytes(tables):
     assert not nothing_moved["offload_took_effect"] and not nothing_moved["host_bytes_match_analytic"]
     baseline = mechanism(rows(tables)["llama-baseline"], 0, {"host_buffers": 0, "host_buffer_bytes": 0})
     assert baseline["offload_took_effect"] and baseline["host_bytes_match_analytic"]
+
+
+def test_mechanism_uses_the_rows_as_compiled_on_scaled_targets(tables):
+    row = rows(tables)["llama-qkv-offload-lhs"]
+    overrides = compile_overrides(row, load_target("h200-1"))  # 2 of 126 layers
+    result = mechanism(row, 2 * 576 * 1024**2, {"host_buffers": 3, "host_buffer_bytes": 2 * 576 * 1024**2}, overrides)
+    assert result["analytic_offload_bytes"] == 2 * 576 * 1024**2 and result["host_bytes_match_analytic"]

@@ -1,5 +1,5 @@
-"""The h200-1 scale rule keeps the source's capacity contrast, judged from compiled H200 memory
-(slow: three full train-step compiles for the H200 description)."""
+"""The h200-1 and h100-1 scale rules keep the source's capacity contrast, judged from compiled H200 memory
+(slow: three train-step compiles per GPU description)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from offload_repro.derive_scale import CONTRAST, choose
 
 
 @pytest.mark.slow
-def test_declared_h200_rule_reproduces_the_capacity_contrast(tables, tmp_path):
-    target = load_target("h200-1")
+@pytest.mark.parametrize("target_name", ["h200-1", "h100-1"])
+def test_declared_one_gpu_rule_reproduces_the_capacity_contrast(tables, tmp_path, target_name):
+    target = load_target(target_name)
     rows = {row.id: row for row in load_rows(tables)}
     for row_id, fits in CONTRAST.items():
         result = compile_row(rows[row_id], target, tmp_path / f"{row_id}.json", tmp_path / row_id)

@@ -40,10 +40,16 @@ def layer_counts(config: dict[str, Any]) -> dict[str, int]:
     return {"dense": dense, "moe": layers - dense}
 
 
-def tensor_bytes_per_layer(row: Row, tensor: str) -> dict[str, int]:
-    """{layer kind: bytes per device per layer} for one named tensor of one row."""
-    config = model_config(row.model)
-    sizes = {**config, "batch": row.per_device_batch_size, "length": row.max_target_length}
+def tensor_bytes_per_layer(row: Row, tensor: str, overrides: dict[str, Any] | None = None) -> dict[str, int]:
+    """{layer kind: bytes per device per layer} for one named tensor of one row (as published,
+    or with a target's overrides such as a scale rule's layer and expert counts)."""
+    overrides = overrides or {}
+    config = {**model_config(row.model), **overrides}
+    sizes = {
+        **config,
+        "batch": overrides.get("per_device_batch_size", row.per_device_batch_size),
+        "length": overrides.get("max_target_length", row.max_target_length),
+    }
     counts = layer_counts(config)
     result = {}
     for kind, dims in tensor_shapes()[tensor]["layers"].items():
@@ -55,13 +61,13 @@ def tensor_bytes_per_layer(row: Row, tensor: str) -> dict[str, int]:
     return result
 
 
-def row_accounting(row: Row) -> dict[str, Any]:
+def row_accounting(row: Row, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per tensor, per layer and per step bytes of what the row saves on device or offloads."""
-    counts = layer_counts(model_config(row.model))
+    counts = layer_counts({**model_config(row.model), **(overrides or {})})
     tensors: dict[str, Any] = {}
     totals = {"device": 0, "offload": 0}
     for tensor, placement in row.placement.items():
-        per_layer = tensor_bytes_per_layer(row, tensor)
+        per_layer = tensor_bytes_per_layer(row, tensor, overrides)
         per_step = sum(size * counts[kind] for kind, size in per_layer.items())
         tensors[tensor] = {"placement": placement, "bytes_per_layer": per_layer, "bytes_per_step": per_step}
         if placement in totals:

@@ -53,9 +53,12 @@ def compile_overrides(row: Row, target: Target) -> dict[str, Any]:
     return overrides
 
 
-def mechanism(row: Row, memory_host_bytes: int, hlo: dict[str, Any]) -> dict[str, Any]:
-    """Did the placement do what the row says? Host buffers against the analytic offload."""
-    accounting = row_accounting(row)
+def mechanism(
+    row: Row, memory_host_bytes: int, hlo: dict[str, Any], overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Did the placement do what the row says? Host buffers against the analytic offload of the
+    row as compiled (`overrides`: its MaxText settings on the target, scale rule included)."""
+    accounting = row_accounting(row, overrides)
     expected_bytes = accounting["offloaded_bytes_per_step"]
     expected_buffers = sum(
         len(t["bytes_per_layer"]) for t in accounting["tensors"].values() if t["placement"] == "offload"
@@ -148,7 +151,7 @@ def compile_row(
             margin_gib=(capacity - used) / GIB,
             hlo=stats["hlo"],
             hlo_sha256=stats["hlo_sha256"],
-            mechanism=mechanism(row, host, stats["hlo"]),
+            mechanism=mechanism(row, host, stats["hlo"], overrides),
         )
     result["provenance"] = {
         "maxtext_arguments": arguments,
