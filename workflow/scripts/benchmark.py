@@ -43,7 +43,7 @@ def main_job() -> dict:
     if done.returncode != 0:
         raise SystemExit(done.stdout[-3000:] + done.stderr[-3000:])
     runs = {p.stem: json.loads(p.read_text()) for p in (directory / "results/cpu/runs").glob("*.json")}
-    compiled = {p.stem: json.loads(p.read_text()) for p in (directory / "results/compiled").rglob("*.json")}
+    compiled = {p.stem: json.loads(p.read_text()) for p in (directory / "results/compiled").glob("*/*.json")}
     return {
         "cores": os.cpu_count(),
         "main_job_wall_s": round(wall, 1),
