@@ -9,8 +9,6 @@ import pandas as pd
 
 from offload_repro.files import read_json, write_atomically
 
-GIB = 1024**3
-
 
 def device_bytes(memory: dict[str, int] | None) -> int | None:
     """Per-device peak estimate from a memory analysis: arguments + outputs not aliased + temporaries."""

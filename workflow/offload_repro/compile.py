@@ -21,7 +21,7 @@ from typing import Any
 from offload_repro import maxtext_args, provenance
 from offload_repro.analytic import GIB, row_accounting
 from offload_repro.aot import MEMORY_WARNING
-from offload_repro.collect import device_bytes
+from offload_repro.collect import device_bytes, host_bytes
 from offload_repro.data import Row, Target
 from offload_repro.files import REPO_ROOT, read_json, write_json
 
@@ -137,12 +137,7 @@ def compile_row(
     else:
         memory = stats["memory"]
         used = device_bytes(memory)
-        host = (
-            memory["host_argument_size_in_bytes"]
-            + memory["host_output_size_in_bytes"]
-            + memory["host_temp_size_in_bytes"]
-            - memory["host_alias_size_in_bytes"]
-        )
+        host = host_bytes(memory)
         result.update(
             memory=memory,
             device_bytes=used,
