@@ -8,12 +8,8 @@ records XLA's own memory warnings. The JSON is written atomically, whatever happ
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import sys
-import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -24,6 +20,7 @@ from offload_repro.aot import MEMORY_WARNING
 from offload_repro.collect import device_bytes, host_bytes
 from offload_repro.data import Row, Target
 from offload_repro.files import REPO_ROOT, read_json, write_json
+from offload_repro.process import fresh_work_dir, package_environment, run_logged
 
 
 def cudnn_version(description: str) -> int:
@@ -78,9 +75,7 @@ def mechanism(
 def compile_row(
     row: Row, target: Target, out_json: Path, work_dir: Path, python: str = sys.executable
 ) -> dict[str, Any]:
-    work_dir = work_dir.resolve()
-    shutil.rmtree(work_dir, ignore_errors=True)
-    work_dir.mkdir(parents=True)
+    work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
     description_path = REPO_ROOT / spec["description_file"]
     description = description_path.read_text(encoding="utf-8")
@@ -88,11 +83,10 @@ def compile_row(
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id)
     arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
     stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
-    env = dict(os.environ)
-    # MaxText fills an empty XLA_FLAGS with dump flags; the rows always carry flags of their own.
-    env["XLA_FLAGS"] = maxtext_args.xla_flags(row, ["--xla_gpu_shard_autotuning=false"])
-    env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "workflow"), env.get("PYTHONPATH")]))
+    # Shard autotuning needs GPUs to share results with; off for a compile-only target.
+    env = package_environment(
+        {"XLA_FLAGS": maxtext_args.xla_flags(row, ["--xla_gpu_shard_autotuning=false"]), "JAX_PLATFORMS": "cpu"}
+    )
     command = [
         python,
         "-m",
@@ -105,10 +99,7 @@ def compile_row(
         *arguments,
     ]
 
-    started = time.monotonic()
-    with open(log_file, "w", encoding="utf-8") as log:
-        returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work_dir).returncode
-    wall_s = time.monotonic() - started
+    returncode, wall_s = run_logged(command, env, work_dir, log_file)
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     stats = read_json(stats_file) if stats_file.exists() else {}
     capacity = int(re.search(r"device_memory_size:\s*(\d+)", description).group(1))

@@ -7,12 +7,8 @@ and last, so an interrupted job never leaves a file that looks complete.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +16,7 @@ from offload_repro import maxtext_args, metrics, provenance, slurm, trace
 from offload_repro.data import Row, Target
 from offload_repro.files import REPO_ROOT, read_json, write_json
 from offload_repro.launch import TRACE_DIR_VARIABLE
+from offload_repro.process import fresh_work_dir, package_environment, run_logged
 
 OOM_PATTERN = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_MEMORY", re.IGNORECASE)
 ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*Error: .*")
@@ -50,9 +47,7 @@ def classify(
 
 
 def environment(row: Row, target: Target) -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = maxtext_args.xla_flags(row)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "workflow"), env.get("PYTHONPATH")]))
+    env = package_environment({"XLA_FLAGS": maxtext_args.xla_flags(row)})
     if target.kind == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
     env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})
@@ -86,9 +81,7 @@ def run_row(
     container_runtime: str = "pyxis",
     allow_unpinned: bool = False,
 ) -> dict[str, Any]:
-    work_dir = work_dir.resolve()  # MaxText runs inside it; every path handed over is absolute
-    shutil.rmtree(work_dir, ignore_errors=True)
-    work_dir.mkdir(parents=True)
+    work_dir = fresh_work_dir(work_dir)  # MaxText runs inside it; every path handed over is absolute
     metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"
     overrides = maxtext_args.target_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
@@ -102,10 +95,7 @@ def run_row(
     if traced:
         env[TRACE_DIR_VARIABLE] = str(trace_dir)
 
-    started = time.monotonic()
-    with open(log_file, "w", encoding="utf-8") as log:
-        returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work_dir).returncode
-    wall_s = time.monotonic() - started
+    returncode, wall_s = run_logged(command, env, work_dir, log_file)
 
     launch = read_json(stats_file) if stats_file.exists() else {}
     steps = metrics.read_steps(metrics_file)
