@@ -39,8 +39,6 @@ def measured(run_files: list[Path], target: Target) -> Evidence:
             peak = (run.get("runtime_memory") or {}).get("peak_bytes_in_use") or run.get("nvml_peak_used_bytes")
             if peak is not None:
                 observed["gpu_memory_gib"] = peak / GIB
-            if run.get("host_offload_bytes") is not None:
-                observed["host_memory_gib"] = run["host_offload_bytes"] / GIB
         evidence.rows[run["row"]] = observed
     return evidence
 

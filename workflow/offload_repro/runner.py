@@ -29,9 +29,7 @@ def classify(
     text = (exception or {}).get("message", "") + "\n" + log_tail
     if returncode == 0 and exception is None and steps_done >= steps:
         return "ok", None
-    if OOM_PATTERN.search(text):
-        match = OOM_PATTERN.search(text)
-        assert match is not None
+    if match := OOM_PATTERN.search(text):
         line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
         return "oom", line.strip()[:500]
     if exception is not None:
