@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from offload_repro.check import check_claims, judge_one, load_claims, overall, within
-from offload_repro.data import DataError, hardware_classes, load_rows
-from offload_repro.evidence import Evidence, analytic
+from offload_repro.core.data import DataError, hardware_classes, load_rows
+from offload_repro.judge.check import check_claims, judge_one, load_claims, overall, within
+from offload_repro.judge.evidence import Evidence, analytic
 
 CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
 

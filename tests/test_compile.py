@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from offload_repro.aot import compute_capability
-from offload_repro.compile import compile_overrides, cudnn_version, mechanism
-from offload_repro.data import load_rows, load_target
-from offload_repro.files import REPO_ROOT
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.files import REPO_ROOT
+from offload_repro.produce.aot import compute_capability
+from offload_repro.produce.compile import compile_overrides, cudnn_version, mechanism
 
 
 @pytest.fixture(scope="module")

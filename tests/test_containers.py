@@ -9,7 +9,7 @@ import stat
 
 import yaml
 
-from offload_repro.files import REPO_ROOT
+from offload_repro.core.files import REPO_ROOT
 
 spec = importlib.util.spec_from_file_location("resolve_containers", REPO_ROOT / "envs" / "resolve_containers.py")
 resolve = importlib.util.module_from_spec(spec)

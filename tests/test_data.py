@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from offload_repro.data import DataError, load_rows, load_target
+from offload_repro.core.data import DataError, load_rows, load_target
 
 ROWS_FILE = Path(__file__).resolve().parents[1] / "experiments" / "rows" / "llama3.1-405b.yaml"
 

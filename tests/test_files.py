@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from offload_repro.files import read_json, write_json
+from offload_repro.core.files import read_json, write_json
 
 
 class Unserialisable:

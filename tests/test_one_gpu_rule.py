@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from offload_repro.compile import compile_row
-from offload_repro.data import load_rows, load_target
-from offload_repro.derive_scale import CONTRAST, choose
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.produce.compile import compile_row
+from offload_repro.produce.derive_scale import CONTRAST, choose
 
 
 @pytest.mark.slow

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from offload_repro import probe, trace
-from offload_repro.data import load_rows, load_target
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.produce import probe, trace
 
 
 def test_probe_sizes_are_the_offloaded_tensors(tables):

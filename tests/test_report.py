@@ -7,11 +7,11 @@ import re
 import pytest
 
 from conftest import require
-from offload_repro.check import check_claims, load_claims
-from offload_repro.data import hardware_classes, load_rows, load_target
-from offload_repro.evidence import analytic
-from offload_repro.files import REPO_ROOT
-from offload_repro.report import fmt, render
+from offload_repro.core.data import hardware_classes, load_rows, load_target
+from offload_repro.core.files import REPO_ROOT
+from offload_repro.judge.check import check_claims, load_claims
+from offload_repro.judge.evidence import analytic
+from offload_repro.present.report import fmt, render
 from report_page import rendered_charts, rendered_dom, vega_graphics
 
 

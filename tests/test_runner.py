@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from offload_repro import metrics
-from offload_repro.runner import classify
+from offload_repro.produce import metrics
+from offload_repro.produce.runner import classify
 
 GPU_OOM = (
     "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "

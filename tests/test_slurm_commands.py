@@ -9,10 +9,10 @@ import pytest
 from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-from offload_repro import slurm
-from offload_repro.data import load_rows, load_target
-from offload_repro.files import REPO_ROOT
-from offload_repro.runner import launch_command
+from offload_repro.cluster import slurm
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.files import REPO_ROOT
+from offload_repro.produce.runner import launch_command
 
 DIGEST = "sha256:" + "ab" * 32
 

@@ -7,7 +7,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from offload_repro.data import DataError, hardware_classes, load_rows, load_target
+from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
 
 
 def _row(tables: list[str], row_id: str):
@@ -18,9 +18,9 @@ def _row(tables: list[str], row_id: str):
 
 
 def _check_or_report(args: argparse.Namespace) -> None:
-    from offload_repro import evidence
-    from offload_repro.check import check_claims, load_claims
-    from offload_repro.files import read_json, write_json
+    from offload_repro.core.files import read_json, write_json
+    from offload_repro.judge import evidence
+    from offload_repro.judge.check import check_claims, load_claims
 
     rows = load_rows(args.tables)
     target = load_target(args.target)
@@ -42,7 +42,7 @@ def _check_or_report(args: argparse.Namespace) -> None:
         write_json(args.out, verdicts)
         print(" ".join(f"{verdict}={count}" for verdict, count in verdicts["counts"].items()))
     else:
-        from offload_repro.report import render
+        from offload_repro.present.report import render
 
         runs = {path.stem: read_json(path) for path in args.runs}
         compiled = {path.stem: read_json(path) for path in args.compiled}
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             for row in rows:
                 print(f"{row.table}\t{row.id}\t{row.label}")
         elif args.command == "run":
-            from offload_repro.runner import run_row
+            from offload_repro.produce.runner import run_row
 
             result = run_row(
                 _row(args.tables, args.row),
@@ -116,14 +116,14 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"{result['row']}: {result['status']}" + (f" ({result['message']})" if result["message"] else ""))
         elif args.command == "compile":
-            from offload_repro.compile import compile_row
+            from offload_repro.produce.compile import compile_row
 
             result = compile_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
             verdict = "fits" if result.get("fits") else "out of memory"
             print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else ""))
         elif args.command == "probe":
-            from offload_repro import probe as transfer
-            from offload_repro.files import write_json
+            from offload_repro.core.files import write_json
+            from offload_repro.produce import probe as transfer
 
             target = load_target(args.target)
             rows = load_rows(args.tables)
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             result = transfer.measure(transfer.offloaded_sizes(rows), transfer.link_limit_gb_s(target), args.repeats)
             write_json(args.out, {"target": target.name, **result})
         elif args.command == "collect":
-            from offload_repro.collect import collect as collect_runs
+            from offload_repro.present.collect import collect as collect_runs
 
             collect_runs(args.runs, args.out)
         elif args.command in ("check", "report"):

@@ -9,8 +9,8 @@ from snakemake.utils import validate
 sys.path.insert(0, os.path.join(workflow.basedir, "workflow"))
 
 from offload_repro.cli import run_logged  # noqa: E402
-from offload_repro.data import DataError, load_rows, load_target  # noqa: E402
-from offload_repro.slurm import container_for, job_resources  # noqa: E402
+from offload_repro.core.data import DataError, load_rows, load_target  # noqa: E402
+from offload_repro.cluster.slurm import container_for, job_resources  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
 

@@ -7,7 +7,7 @@ import os
 import socket
 import subprocess
 
-from offload_repro.files import REPO_ROOT
+from offload_repro.core.files import REPO_ROOT
 
 
 def project_commit() -> str | None:

@@ -12,9 +12,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from offload_repro.data import DataError, validate
-from offload_repro.evidence import Evidence
-from offload_repro.files import read_yaml
+from offload_repro.core.data import DataError, validate
+from offload_repro.core.files import read_yaml
+from offload_repro.judge.evidence import Evidence
 
 VERDICTS = ("pass", "fail", "not-comparable", "error")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from offload_repro.files import read_json, write_atomically
+from offload_repro.core.files import read_json, write_atomically
 
 
 def device_bytes(memory: dict[str, int] | None) -> int | None:

@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from offload_repro import maxtext_args, metrics, provenance, slurm, trace
-from offload_repro.data import Row, Target
-from offload_repro.files import REPO_ROOT, read_json, write_json
-from offload_repro.launch import TRACE_DIR_VARIABLE
-from offload_repro.process import fresh_work_dir, package_environment, run_logged
+from offload_repro.cluster import slurm
+from offload_repro.core import provenance
+from offload_repro.core.data import Row, Target
+from offload_repro.core.files import REPO_ROOT, read_json, write_json
+from offload_repro.core.process import fresh_work_dir, package_environment, run_logged
+from offload_repro.produce import maxtext_args, metrics, trace
+from offload_repro.produce.launch import TRACE_DIR_VARIABLE
 
 OOM_PATTERN = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_MEMORY", re.IGNORECASE)
 ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*Error: .*")
@@ -86,7 +88,7 @@ def run_row(
     # MaxText's own defaults, resolved by the training process (a container has its own MaxText).
     arguments = ["maxtext:configs/base.yml", *maxtext_args.as_arguments(overrides)]
     prefix, rank_env, container = launch_command(row, target, work_dir, python, container_runtime, allow_unpinned)
-    command = [*prefix, "-m", "offload_repro.launch", str(stats_file), "--", *arguments]
+    command = [*prefix, "-m", "offload_repro.produce.launch", str(stats_file), "--", *arguments]
     env = environment(row, target) | rank_env
     trace_dir = work_dir / "trace"
     traced = bool(target.spec.get("trace_offload_rows")) and bool(row.tensors("offload"))

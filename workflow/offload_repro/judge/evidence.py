@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offload_repro.analytic import GIB, MIB, row_accounting
-from offload_repro.collect import device_bytes
-from offload_repro.data import Row, Target
-from offload_repro.files import read_json
+from offload_repro.core.data import Row, Target
+from offload_repro.core.files import read_json
+from offload_repro.present.collect import device_bytes
+from offload_repro.produce.analytic import GIB, MIB, row_accounting
 
 OUTCOME_OF_STATUS = {"ok": "fits", "oom": "oom"}
 

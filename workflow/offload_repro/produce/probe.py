@@ -7,8 +7,8 @@ import statistics
 import time
 from typing import Any
 
-from offload_repro.analytic import row_accounting
-from offload_repro.data import Row, Target
+from offload_repro.core.data import Row, Target
+from offload_repro.produce.analytic import row_accounting
 
 GB = 1e9
 

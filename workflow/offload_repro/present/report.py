@@ -15,11 +15,11 @@ import altair as alt
 import jinja2
 import vl_convert
 
-from offload_repro import charts
-from offload_repro.analytic import GIB, row_accounting
-from offload_repro.collect import device_bytes
-from offload_repro.data import Row, Target
-from offload_repro.files import REPO_ROOT, write_atomically
+from offload_repro.core.data import Row, Target
+from offload_repro.core.files import REPO_ROOT, write_atomically
+from offload_repro.present import charts
+from offload_repro.present.collect import device_bytes
+from offload_repro.produce.analytic import GIB, row_accounting
 
 TEMPLATE_DIR = REPO_ROOT / "report"
 LHS = "--xla_gpu_enable_latency_hiding_scheduler"

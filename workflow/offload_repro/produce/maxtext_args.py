@@ -6,7 +6,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from offload_repro.data import Row, Target
+from offload_repro.core.data import Row, Target
 
 TRAIN_MODULE = "maxtext.trainers.pre_train.train"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from offload_repro.files import REPO_ROOT, read_yaml
+from offload_repro.core.files import REPO_ROOT, read_yaml
 
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 TARGET_DIR = REPO_ROOT / "experiments" / "targets"

@@ -12,9 +12,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from offload_repro import maxtext_args
-from offload_repro.data import DataError, Row, Target, validate
-from offload_repro.files import REPO_ROOT, read_yaml
+from offload_repro.core.data import DataError, Row, Target, validate
+from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.produce import maxtext_args
 
 CONTAINERS_FILE = REPO_ROOT / "envs" / "containers.yaml"
 RUNTIMES = ("pyxis", "apptainer")

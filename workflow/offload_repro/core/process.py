@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from offload_repro.files import REPO_ROOT
+from offload_repro.core.files import REPO_ROOT
 
 
 def fresh_work_dir(work_dir: Path) -> Path:

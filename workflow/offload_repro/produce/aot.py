@@ -1,6 +1,6 @@
 """Compile MaxText's real train step ahead of time for a GPU target, on a machine with no GPU.
 
-Used as `python -m offload_repro.aot STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value...`
+Used as `python -m offload_repro.produce.aot STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value...`
 in a process of its own: the GPU plugin reads XLA_FLAGS once, and two small shims must be in
 place before MaxText builds anything.
 
@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from offload_repro.files import write_json
-from offload_repro.hlo import canonical, summarize_hlo
-from offload_repro.launch import memory_analysis_dict
+from offload_repro.core.files import write_json
+from offload_repro.produce.hlo import canonical, summarize_hlo
+from offload_repro.produce.launch import memory_analysis_dict
 
 # XLA's own warnings while fitting the program into device memory (hlo_rematerialization).
 MEMORY_WARNING = re.compile(r"Can't reduce memory use below.*|.*exceeds the memory limit.*")
@@ -113,6 +113,8 @@ def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, m
 
 if __name__ == "__main__":
     if len(sys.argv) < 6 or sys.argv[5] != "--":
-        sys.exit("usage: python -m offload_repro.aot STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value ...")
+        sys.exit(
+            "usage: python -m offload_repro.produce.aot STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value ..."
+        )
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[6:]))

@@ -10,9 +10,9 @@ import math
 from functools import cache
 from typing import Any
 
-from offload_repro import maxtext_args
-from offload_repro.data import Row, validate
-from offload_repro.files import REPO_ROOT, read_yaml
+from offload_repro.core.data import Row, validate
+from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.produce import maxtext_args
 
 TENSORS_FILE = REPO_ROOT / "experiments" / "tensors.yaml"
 DTYPE_BYTES = {"bfloat16": 2, "float32": 4}

@@ -1,6 +1,6 @@
 """Compiled evidence for one row: its full-size MaxText train step compiled for a GPU target.
 
-Runs `offload_repro.aot` in a process of its own with the row's XLA_FLAGS, then judges fits /
+Runs `offload_repro.produce.aot` in a process of its own with the row's XLA_FLAGS, then judges fits /
 out of memory from the per-device memory analysis against the target's device memory, checks
 the offload mechanism (host buffers against the analytic bytes of the offloaded tensors) and
 records XLA's own memory warnings. The JSON is written atomically, whatever happened.
@@ -14,13 +14,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from offload_repro import maxtext_args, provenance
-from offload_repro.analytic import GIB, row_accounting
-from offload_repro.aot import MEMORY_WARNING
-from offload_repro.collect import device_bytes, host_bytes
-from offload_repro.data import Row, Target
-from offload_repro.files import REPO_ROOT, read_json, write_json
-from offload_repro.process import fresh_work_dir, package_environment, run_logged
+from offload_repro.core import provenance
+from offload_repro.core.data import Row, Target
+from offload_repro.core.files import REPO_ROOT, read_json, write_json
+from offload_repro.core.process import fresh_work_dir, package_environment, run_logged
+from offload_repro.present.collect import device_bytes, host_bytes
+from offload_repro.produce import maxtext_args
+from offload_repro.produce.analytic import GIB, row_accounting
+from offload_repro.produce.aot import MEMORY_WARNING
 
 
 def cudnn_version(description: str) -> int:
@@ -90,7 +91,7 @@ def compile_row(
     command = [
         python,
         "-m",
-        "offload_repro.aot",
+        "offload_repro.produce.aot",
         str(stats_file),
         str(description_path),
         spec["topology"],
