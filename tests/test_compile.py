@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from offload_repro.core import gpu
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.produce.aot import compute_capability
-from offload_repro.produce.compile import compile_overrides, cudnn_version, mechanism
+from offload_repro.produce.compile import compile_overrides, explain_warnings, mechanism
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +37,38 @@ def test_llama_compile_drops_transformer_engine_quantization(tables, gb200):
 
 def test_target_description_facts(gb200):
     text = (REPO_ROOT / gb200.spec["compile"]["description_file"]).read_text()
-    assert cudnn_version(text) == 91500
-    assert compute_capability(text) == (10, 0)
+    assert gpu.cudnn_version(text) == 91500
+    assert gpu.compute_capability(text) == (10, 0)
     assert "device_memory_size: 197897748480" in text
+    assert gpu.capacity_bytes(gb200) == 197897748480  # the one source of device memory
+    assert gpu.capacity_bytes(load_target("cpu")) is None
+
+
+# Verbatim from the GB200 compile logs of deepseek-offload-plain and deepseek-device-mb8.
+OFFLOAD_WARNING = (
+    "W1129 16:38:11.969625    2350 hlo_rematerialization.cc:3402] Can't reduce memory use below 143.00GiB "
+    "(153547829487 bytes) by rematerialization; only reduced to 303.33GiB (325698409396 bytes), down from "
+    "307.76GiB (330458380332 bytes) originally"
+)
+OOM_WARNING = (
+    "W1129 16:39:41.707120    3803 hlo_rematerialization.cc:3402] Can't reduce memory use below 143.00GiB "
+    "(153547829487 bytes) by rematerialization; only reduced to 295.24GiB (317008797600 bytes), down from "
+    "301.22GiB (323437551680 bytes) originally"
+)
+GIB = 1024**3
+
+
+def test_xla_warning_on_an_offload_row_is_explained_as_device_plus_host():
+    explained = explain_warnings(OFFLOAD_WARNING + "\n", device=int(158.65 * GIB), host=int(144.875 * GIB))
+    assert len(explained) == 1 and explained[0]["reduced_to_gib"] == pytest.approx(303.33, abs=0.01)
+    assert "counts the 144.88 GiB about to be offloaded as device memory" in explained[0]["meaning"]
+    assert "the device holds 158.65 GiB" in explained[0]["meaning"]
+
+
+def test_xla_warning_on_a_row_that_does_not_fit_says_so():
+    explained = explain_warnings("x\n" + OOM_WARNING + "\n" + OOM_WARNING, device=int(295.15 * GIB), host=0)
+    assert len(explained) == 1  # repeated lines are listed once
+    assert explained[0]["meaning"].startswith("The program needs 295.15 GiB per device")
 
 
 def test_mechanism_compares_host_buffers_with_analytic_bytes(tables):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
 from offload_repro.core.files import read_json, write_json
@@ -35,3 +38,13 @@ def test_failed_write_keeps_the_previous_complete_file(tmp_path, monkeypatch):
         write_json(target, {"status": "partial"})
     assert read_json(target) == {"status": "ok"}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_results_honour_the_umask(tmp_path, umask, mode):
+    previous = os.umask(umask)
+    try:
+        write_json(tmp_path / "r.json", {"status": "ok"})
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == mode

@@ -58,8 +58,3 @@ def test_arguments_render_as_key_value_text(tables):
 def test_xla_flags_are_the_rows_flags_verbatim(tables):
     row = rows(tables)["llama-qkv-offload-lhs-pipelined"]
     assert maxtext_args.xla_flags(row).split() == row.xla_flags
-
-
-def test_base_config_is_maxtexts_own():
-    assert maxtext_args.base_config().name == "base.yml"
-    assert maxtext_args.base_config().exists()

@@ -1,68 +1,135 @@
-"""The HTML report: self-contained, escaped, every claim and verdict on it, charts that render."""
+"""The report pages, rendered from real result fixtures through the evidence table and the check:
+every verdict on one line, shared reasons once, the row table, charts that render offline."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
 from conftest import require
-from offload_repro.core.data import hardware_classes, load_rows, load_target
-from offload_repro.core.files import REPO_ROOT
-from offload_repro.judge.check import check_claims, load_claims
-from offload_repro.judge.evidence import analytic
-from offload_repro.present.report import fmt, render
+from offload_repro.cli import main
+from offload_repro.core.results import read_result
+from offload_repro.present.report import fmt, render_index
+from offload_repro.produce import trace
 from report_page import rendered_charts, rendered_dom, vega_graphics
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
+CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
 
-def synthetic_run(row, status="ok"):
-    return {
-        "row": row.id,
-        "status": status,
-        "message": None if status == "ok" else "<b>boom</b>",
-        "tflops_per_device": 0.01,
-        "step_time_s": 0.02,
-        "losses": [6.0, 5.9, 5.8],
-        "provenance": {
-            "versions": {"jax": "0.12.0.1", "maxtext": "0.2.5"},
-            "python": "3.12.1",
-            "device_kind": "cpu",
-            "platform": "cpu",
-            "host": "h",
-            "project_commit": "abc",
-        },
-    }
+
+def with_overlap(tmp_path: Path) -> Path:
+    """The real run fixture with an overlap summary of a known trace (as a one-GPU run records it)."""
+    run = json.loads((FIXTURES / "cpu/runs/llama-qkv-offload-lhs.json").read_text())
+    meta = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}}]
+    events = [("gemm_fusion", 0, 100), ("MemcpyDtoH", 50, 100)]
+    run["overlap"] = trace.summarize(
+        meta + [{"ph": "X", "pid": 1, "tid": 1, "name": n, "ts": ts, "dur": d} for n, ts, d in events], steps=1
+    )
+    run["message"] = "<b>boom</b>"  # text from results must be escaped
+    path = tmp_path / "llama-qkv-offload-lhs.json"
+    path.write_text(json.dumps(run))
+    return path
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory, tables):
-    rows = load_rows(tables)
-    claims = load_claims(REPO_ROOT / "experiments" / "claims.yaml")
-    verdicts = check_claims(claims, {"analytic": analytic(rows)}, hardware_classes())
-    runs = {row.id: synthetic_run(row) for row in rows}
-    runs["llama-baseline"] = synthetic_run(rows[0], status="error")
-    out = tmp_path_factory.mktemp("report") / "index.html"
-    html = render(rows, load_target("cpu"), load_target("gb200-nvl72"), runs, {}, verdicts, out)
-    return out, html, verdicts
+def built(tmp_path_factory, tables):
+    work = tmp_path_factory.mktemp("report")
+    results = [
+        with_overlap(work),
+        FIXTURES / "cpu/runs/deepseek-device-mb8.json",
+        *sorted((FIXTURES / "compiled/gb200-nvl72").glob("*.json")),
+        FIXTURES / "analytic.json",
+        FIXTURES / "h200-1/probe.json",
+    ]
+    evidence, verdicts, page = work / "evidence.json", work / "verdicts.json", work / "cpu.html"
+    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
+    assert main(["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page)]) == 0
+    return page, page.read_text(), read_result(verdicts, "verdicts")
 
 
-def test_every_claim_and_its_verdict_is_on_the_page(page):
-    _, html, verdicts = page
+def row_html(html: str, row: str) -> str:
+    return re.search(rf'<tr id="row-{row}">(.*?)</tr>', html, re.S).group(1)
+
+
+def test_every_claim_is_one_line_with_its_verdict_and_strongest_evidence(built):
+    _, html, verdicts = built
     for claim in verdicts["claims"]:
-        assert f'id="claim-{claim["id"]}" data-verdict="{claim["verdict"]}"' in html
+        line = re.search(rf'<tr id="claim-{claim["id"]}" data-verdict="{claim["verdict"]}">(.*?)</tr>', html, re.S)
+        assert line, claim["id"]
+        assert f'class="ev ev-{claim["summary"]["evidence"]}"' in line.group(1)
+    host = re.search(r'<tr id="claim-llama-qkv-host-gib"[^>]*>(.*?)</tr>', html, re.S).group(1)
+    assert "70.88" in host and "-0.025" in host  # observed and deviation on the line itself
 
 
-def test_page_is_one_offline_file_under_2_mb(page):
-    path, html, _ = page
-    assert path.stat().st_size < 2 * 1024**2
-    assert not re.search(r"<script[^>]+src=", html)
-    assert not re.search(r"<link[^>]+href=\"https?:", html)
-    assert html.count("vegaEmbed") >= 1
+def test_a_reason_shared_by_many_claims_is_stated_once(built):
+    _, html, verdicts = built
+    reasons = [j["reason"] for c in verdicts["claims"] for j in c["judgements"] if j["verdict"] == "not-comparable"]
+    shared = max(set(reasons), key=reasons.count)
+    assert reasons.count(shared) > 3
+    assert html.count(shared.replace("'", "&#39;")) == 1
 
 
-def test_text_from_results_is_escaped(page):
-    _, html, _ = page
-    assert "<b>boom</b>" not in html and "&lt;b&gt;boom&lt;/b&gt;" in html
+def test_row_table_sets_published_measured_compiled_and_analytic_side_by_side(built):
+    _, html, _ = built
+    qkv = row_html(html, "llama-qkv-offload-lhs")
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", qkv, re.S)
+    assert cells[1].strip() == "2,746"  # published TFLOPs/s/device
+    assert "s-ok" in cells[5] and "&lt;b&gt;boom&lt;/b&gt;" in cells[5]  # escaped message
+    assert [c.strip() for c in cells[9:12]] == ["139.2", "70.88", "fits (45.11)"]
+    assert cells[-1].strip() == "70.88"  # analytic offloaded GiB
+    assert "out of memory (-110.8)" in row_html(html, "deepseek-device-mb8")
+    assert "not run" in row_html(html, "llama-baseline") and "not compiled" in row_html(html, "llama-baseline")
+
+
+def test_xla_warnings_are_shown_with_their_meaning(built):
+    _, html, _ = built
+    compiled = re.search(r'<tr id="compiled-deepseek-offload-plain">(.*?)</tr>', html, re.S).group(1)
+    assert "counts the 144.88 GiB about to be offloaded as device memory" in compiled
+    assert "Can&#39;t reduce memory use below" in compiled
+
+
+def test_the_page_says_what_it_was_built_from_and_is_offline(built):
+    page, html, verdicts = built
+    assert verdicts["built_from"]["built_at"] in html and "evidence.json" in html
+    assert page.stat().st_size < 2 * 1024**2
+    assert not re.search(r"<script[^>]+src=", html) and not re.search(r"<link[^>]+href=\"https?:", html)
+    assert "<b>boom</b>" not in html
+
+
+def test_cpu_throughput_is_never_drawn_on_the_published_gb200_axis(built):
+    _, html, _ = built
+    spec = json.loads(re.search(r'id="spec-throughput">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</"))
+    assert "not comparable to the published GB200 numbers" in json.dumps(spec["title"])
+    values = next(iter(spec["datasets"].values()))
+    assert {record["source"] for record in values} == {"measured"}
+
+
+def test_entry_page_and_comparison_mark_stale_targets(built, tmp_path, tables):
+    page, _, _ = built
+    verdicts = read_result(page.parent / "verdicts.json", "verdicts")
+    old = dict(verdicts, built_from=dict(verdicts["built_from"], project_commit="0123abc"))
+    old_path = tmp_path / "old-verdicts.json"
+    old_path.write_text(json.dumps(old))
+    from offload_repro.core.data import load_rows
+
+    render_index(
+        load_rows(tables),
+        [page, page],
+        [page.parent / "verdicts.json", old_path],
+        [page.parent / "evidence.json"] * 2,
+        tmp_path / "index.html",
+        tmp_path / "compare.html",
+    )
+    index = (tmp_path / "index.html").read_text()
+    assert index.count('href="cpu.html"') == 2
+    assert 'data-stale="false"' in index and 'data-stale="true"' in index and "0123abc" in index
+    compare = (tmp_path / "compare.html").read_text()
+    assert "139.2 (fits)" in re.search(r'<tr id="compare-llama-qkv-offload-lhs">(.*?)</tr>', compare, re.S).group(1)
 
 
 def test_number_formatting():
@@ -71,11 +138,12 @@ def test_number_formatting():
 
 
 @pytest.mark.browser
-def test_charts_render_in_headless_chromium(page):
+def test_charts_render_in_headless_chromium(built):
     require("chromium")
-    path, _, verdicts = page
-    dom = rendered_dom(path)
-    assert rendered_charts(dom) == {"throughput": "true", "memory": "true", "losses": "true"}
-    assert vega_graphics(dom) >= 3
+    page, _, verdicts = built
+    dom = rendered_dom(page)
+    charts = rendered_charts(dom)
+    assert charts == {name: "true" for name in ("throughput", "memory", "losses", "probe", "overlap")}
+    assert vega_graphics(dom) >= 5
     for claim in verdicts["claims"]:
         assert f'data-verdict="{claim["verdict"]}"' in dom

@@ -14,7 +14,9 @@ from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.produce.runner import launch_command
 
-DIGEST = "sha256:" + "ab" * 32
+# Distinct digests per container, so a family given the other family's image fails the test.
+DIGESTS = {"jax-maxtext": "sha256:" + "ab" * 32, "jax-deepseek-v3-maxtext": "sha256:" + "cd" * 32}
+FAMILY_IMAGE = {"llama": "jax-maxtext", "deepseek": "jax-deepseek-v3-maxtext"}
 
 
 class Resources(dict):
@@ -38,7 +40,7 @@ def sbatch_line(resources: dict) -> str:
 def pinned(monkeypatch):
     """Digests as envs/resolve_containers.py would record them."""
     data = slurm.containers()
-    entries = {name: {**entry, "digest": DIGEST} for name, entry in data["containers"].items()}
+    entries = {name: {**entry, "digest": DIGESTS[name]} for name, entry in data["containers"].items()}
     monkeypatch.setattr(slurm, "containers", lambda: {**data, "containers": entries})
 
 
@@ -63,8 +65,10 @@ def test_launch_line_of_every_row(tables, target_name, runtime, pinned, tmp_path
         line = " ".join(prefix)
         assert line.startswith("srun ") and prefix[-1] == "python3"
         assert "--nodes=32" in prefix and "--ntasks-per-node=4" in prefix and "--gpus-per-node=4" in prefix
-        image = {"llama": "nvidia/jax@" + DIGEST, "deepseek": "nvidia/jax@" + DIGEST}[row.family]
-        assert image in line and container["digest"] == DIGEST and container["runtime"] == runtime
+        digest = DIGESTS[FAMILY_IMAGE[row.family]]
+        image = "nvidia/jax@" + digest
+        assert image in line and container["digest"] == digest and container["runtime"] == runtime
+        assert container["name"] == FAMILY_IMAGE[row.family]
         if runtime == "pyxis":
             assert f"--container-image=ghcr.io#{image}" in prefix
         else:

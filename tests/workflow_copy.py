@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -22,10 +23,12 @@ def copy_workflow(destination: Path) -> Path:
 
 
 def snakemake(directory: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Snakemake on a workflow copy, under umask 022 (what result modes are tested against)."""
     return subprocess.run(
         [*SNAKEMAKE, "--directory", str(directory), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=directory,
+        preexec_fn=lambda: os.umask(0o022),
     )

@@ -1,56 +1,71 @@
-"""Command line of the package; each Snakemake rule calls one subcommand."""
+"""Command line of the package; each Snakemake rule calls one subcommand.
+
+Exit status: 0 done; 1 an unexpected failure (its traceback on stderr); 2 bad input (the message
+names the file, the row and the field); 3 `check --fail-on` found a verdict it was told to fail on.
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import datetime
 import sys
+import traceback
 from pathlib import Path
 
-from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
+from offload_repro.core.data import DataError, Row, hardware_classes, load_rows, load_target
 
 
-def _row(tables: list[str], row_id: str):
+def _row(tables: list[str], row_id: str) -> Row:
     for row in load_rows(tables):
         if row.id == row_id:
             return row
     raise DataError(f"no row with id '{row_id}' in {', '.join(tables)}")
 
 
-def _check_or_report(args: argparse.Namespace) -> None:
-    from offload_repro.core.files import read_json, write_json
-    from offload_repro.judge import evidence
-    from offload_repro.judge.check import check_claims, load_claims
+def _check(args: argparse.Namespace) -> int:
+    from offload_repro.cluster.commands import snakemake_command
+    from offload_repro.core import provenance
+    from offload_repro.core.results import read_result, write_result
+    from offload_repro.judge.check import check_claims, load_claims, views
 
-    rows = load_rows(args.tables)
-    target = load_target(args.target)
-    compile_target = load_target(args.compile_target) if args.compile_target else None
+    evidence = read_result(args.evidence, "evidence")
     claims = load_claims(args.claims)
-    if args.command == "check":
-        kinds = {"analytic": evidence.analytic(rows)}
-        if args.runs:
-            kinds["measured"] = evidence.measured(args.runs, target)
-        if args.compiled and compile_target:
-            kinds["compiled"] = evidence.compiled(args.compiled, compile_target)
-        verdicts = check_claims(claims, kinds, hardware_classes())
-        verdicts = {
-            "target": target.name,
-            "compile_target": compile_target.name if compile_target else None,
-            "evidence": {kind: found.source for kind, found in kinds.items()},
+    qualifying = hardware_classes()
+    names = {name for targets in qualifying.values() for name in targets}
+    names |= {obs["target"] for obs in evidence["observations"] if obs["target"]}
+    targets = {name: load_target(name) for name in sorted(names)}
+    verdicts = check_claims(
+        claims,
+        views(evidence["observations"], targets),
+        qualifying,
+        {name: snakemake_command(target) for name, target in targets.items()},
+    )
+    compiled = sorted({obs["target"] for obs in evidence["observations"] if obs["evidence"] == "compiled"})
+    write_result(
+        args.out,
+        "verdicts",
+        {
+            "target": evidence["target"],
+            "compile_target": compiled[0] if compiled else None,
+            "built_from": {
+                "evidence": str(args.evidence),
+                "claims": str(args.claims),
+                "project_commit": provenance.project_commit(),
+                "built_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            },
             **verdicts,
-        }
-        write_json(args.out, verdicts)
-        print(" ".join(f"{verdict}={count}" for verdict, count in verdicts["counts"].items()))
-    else:
-        from offload_repro.present.report import render
+        },
+    )
+    counts = verdicts["counts"]
+    print(f"{evidence['target']}: " + ", ".join(f"{count} {verdict}" for verdict, count in counts.items()))
+    failing = [verdict for verdict in args.fail_on if counts.get(verdict)]
+    if failing:
+        print(f"check: failing on {', '.join(f'{counts[v]} {v}' for v in failing)} (--fail-on)", file=sys.stderr)
+        return 3
+    return 0
 
-        runs = {path.stem: read_json(path) for path in args.runs}
-        compiled = {path.stem: read_json(path) for path in args.compiled}
-        probe = read_json(args.probe) if args.probe else None
-        render(rows, target, compile_target, runs, compiled, read_json(args.verdicts), args.out, probe)
 
-
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="offload_repro", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -72,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             one_row.add_argument("--container-runtime", default="pyxis", choices=["pyxis", "apptainer"])
             one_row.add_argument("--allow-unpinned-container", action="store_true")
 
+    analytic = sub.add_parser("analytic", help="bytes of every saved or offloaded activation, per row")
+    analytic.add_argument("--tables", nargs="+", required=True)
+    analytic.add_argument("--out", required=True, type=Path)
+
     probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
     probe.add_argument("--tables", nargs="+", required=True)
     probe.add_argument("--target", required=True)
@@ -82,73 +101,115 @@ def main(argv: list[str] | None = None) -> int:
     collect.add_argument("--out", required=True, type=Path)
     collect.add_argument("runs", nargs="+", type=Path)
 
-    for name, help_text in (("check", "claims x evidence -> verdicts JSON"), ("report", "render the HTML report")):
-        command = sub.add_parser(name, help=help_text)
-        command.add_argument("--tables", nargs="+", required=True)
-        command.add_argument("--claims", required=True, type=Path)
-        command.add_argument("--target", required=True)
-        command.add_argument("--compile-target")
-        command.add_argument("--runs", nargs="*", default=[], type=Path)
-        command.add_argument("--compiled", nargs="*", default=[], type=Path)
-        command.add_argument("--out", required=True, type=Path)
-        if name == "report":
-            command.add_argument("--verdicts", required=True, type=Path)
-            command.add_argument("--probe", type=Path)
+    evidence = sub.add_parser("evidence", help="result files of every kind -> one table of observations")
+    evidence.add_argument("--target", required=True)
+    evidence.add_argument("--out", required=True, type=Path)
+    evidence.add_argument("results", nargs="+", type=Path)
 
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "validate":
-            rows = load_rows(args.tables)
-            for name in args.targets:
-                load_target(name)
-            for row in rows:
-                print(f"{row.table}\t{row.id}\t{row.label}")
-        elif args.command == "run":
-            from offload_repro.produce.runner import run_row
+    check = sub.add_parser("check", help="claims x evidence table -> verdicts JSON")
+    check.add_argument("--evidence", required=True, type=Path)
+    check.add_argument("--claims", required=True, type=Path)
+    check.add_argument("--out", required=True, type=Path)
+    check.add_argument(
+        "--fail-on",
+        type=lambda text: [v for v in text.split(",") if v],
+        default=[],
+        help="comma-separated verdicts (fail,error,not-comparable) that make the exit status 3, for CI gates",
+    )
 
-            result = run_row(
-                _row(args.tables, args.row),
-                load_target(args.target),
-                args.out,
-                args.work_dir,
-                container_runtime=args.container_runtime,
-                allow_unpinned=args.allow_unpinned_container,
-            )
-            print(f"{result['row']}: {result['status']}" + (f" ({result['message']})" if result["message"] else ""))
-        elif args.command == "compile":
-            from offload_repro.produce.compile import compile_row
+    report = sub.add_parser("report", help="render one target's HTML page")
+    report.add_argument("--tables", nargs="+", required=True)
+    report.add_argument("--evidence", required=True, type=Path)
+    report.add_argument("--verdicts", required=True, type=Path)
+    report.add_argument("--out", required=True, type=Path)
 
-            result = compile_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
-            verdict = "fits" if result.get("fits") else "out of memory"
-            print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else ""))
-        elif args.command == "probe":
-            from offload_repro.core.files import write_json
-            from offload_repro.produce import probe as transfer
+    index = sub.add_parser("index", help="the entry page and the comparison of every target with results")
+    index.add_argument("--tables", nargs="+", required=True)
+    index.add_argument("--out", required=True, type=Path)
+    index.add_argument("--compare", required=True, type=Path)
+    index.add_argument("--pages", nargs="+", required=True, type=Path, help="each target's page")
+    index.add_argument("--verdicts", nargs="+", required=True, type=Path, help="each target's verdicts, same order")
+    index.add_argument("--evidence", nargs="+", required=True, type=Path, help="each target's evidence, same order")
 
-            target = load_target(args.target)
-            rows = load_rows(args.tables)
-            # per-layer tensor sizes: one-GPU scale rules keep width, batch and sequence
-            result = transfer.measure(transfer.offloaded_sizes(rows), transfer.link_limit_gb_s(target), args.repeats)
-            write_json(args.out, {"target": target.name, **result})
-        elif args.command == "collect":
-            from offload_repro.present.collect import collect as collect_runs
+    summary = sub.add_parser("summary", help="print a target's verdict counts and where its report is")
+    summary.add_argument("--verdicts", required=True, type=Path)
+    summary.add_argument("--page", required=True, type=Path)
+    return parser
 
-            collect_runs(args.runs, args.out)
-        elif args.command in ("check", "report"):
-            _check_or_report(args)
-    except DataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "validate":
+        rows = load_rows(args.tables)
+        for name in args.targets:
+            load_target(name)
+        for row in rows:
+            print(f"{row.table}\t{row.id}\t{row.label}")
+    elif args.command == "run":
+        from offload_repro.produce.runner import run_row
+
+        result = run_row(
+            _row(args.tables, args.row),
+            load_target(args.target),
+            args.out,
+            args.work_dir,
+            container_runtime=args.container_runtime,
+            allow_unpinned=args.allow_unpinned_container,
+        )
+        print(f"{result['row']}: {result['status']}" + (f" ({result['message']})" if result["message"] else ""))
+    elif args.command == "compile":
+        from offload_repro.produce.compile import compile_row
+
+        result = compile_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
+        verdict = "fits" if result.get("fits") else "out of memory"
+        print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else ""))
+    elif args.command == "analytic":
+        from offload_repro.produce.analytic import write_accounting
+
+        write_accounting(load_rows(args.tables), args.out)
+    elif args.command == "probe":
+        from offload_repro.produce.probe import write_probe
+
+        write_probe(load_target(args.target), load_rows(args.tables), args.out, args.repeats)
+    elif args.command == "collect":
+        from offload_repro.present.collect import collect as collect_runs
+
+        collect_runs(args.runs, args.out)
+    elif args.command == "evidence":
+        from offload_repro.judge.evidence_table import build
+
+        table = build(args.results, args.target, args.out)
+        print(f"{args.out}: {len(table['observations'])} observations from {len(table['sources'])} files")
+    elif args.command == "check":
+        return _check(args)
+    elif args.command == "report":
+        from offload_repro.present.report import render_target
+
+        render_target(load_rows(args.tables), args.evidence, args.verdicts, args.out)
+    elif args.command == "index":
+        from offload_repro.present.report import render_index
+
+        render_index(load_rows(args.tables), args.pages, args.verdicts, args.evidence, args.out, args.compare)
+    elif args.command == "summary":
+        from offload_repro.core.results import read_result
+
+        verdicts = read_result(args.verdicts, "verdicts")
+        counts = ", ".join(f"{count} {verdict}" for verdict, count in verdicts["counts"].items())
+        print(f"offload-repro: {verdicts['target']}: {counts} (of {len(verdicts['claims'])} claims)")
+        print(f"offload-repro: report: {args.page}")
     return 0
 
 
-def run_logged(argv: list[str], log_path: str | Path) -> None:
-    """Run one subcommand from a Snakemake `run:` block, its output going to the rule's log."""
-    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w", encoding="utf-8") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        status = main(argv)
-    if status != 0:
-        raise RuntimeError(f"offload_repro {' '.join(argv)} failed with status {status}; see {log_path}")
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return dispatch(args)
+    except DataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except Exception:  # the traceback goes to stderr, which every rule keeps in its log
+        traceback.print_exc()
+        print(f"error: offload_repro {args.command} failed unexpectedly (traceback above)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

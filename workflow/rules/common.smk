@@ -1,18 +1,22 @@
 # Configuration, rows and targets: validated while the DAG is built, before anything runs.
 import os
+import shlex
 import sys
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 # Rules import the package from the checkout (locally and on cluster nodes): no install step.
-sys.path.insert(0, os.path.join(workflow.basedir, "workflow"))
+PACKAGE_DIR = os.path.join(workflow.basedir, "workflow")
+sys.path.insert(0, PACKAGE_DIR)
 
-from offload_repro.cli import run_logged  # noqa: E402
-from offload_repro.core.data import DataError, load_rows, load_target  # noqa: E402
 from offload_repro.cluster.slurm import container_for, job_resources  # noqa: E402
+from offload_repro.core.data import DataError, load_rows, load_target  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
+# --config parses "true" as a string and "True" as a boolean: accept both spellings.
+config["allow_unpinned_container"] = str(config["allow_unpinned_container"]).lower() == "true"
 
 try:
     ALL_ROWS = load_rows(config["tables"])
@@ -27,8 +31,6 @@ if _unknown:
 ROWS = [row for row in ALL_ROWS if not config["rows"] or row.id in config["rows"]]
 ROW_IDS = [row.id for row in ROWS]
 TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
-# A single local GPU also measures its host link (the transfer probe).
-PROBE = [f"results/{TARGET.name}/probe.json"] if TARGET.kind == "gpu" and TARGET.launcher == "local" else []
 # What each row's job asks a cluster for (ignored by local runs).
 RUN_RESOURCES = job_resources(TARGET)
 if TARGET.kind == "gpu" and TARGET.launcher == "slurm":
@@ -41,18 +43,66 @@ CLAIMS_FILE = "experiments/claims.yaml"
 COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
 if "compile" not in COMPILE_TARGET.spec:
     raise WorkflowError(f"{COMPILE_TARGET_FILE}: field 'compile': needed for config 'compile_target'")
-COMPILED = expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=ROW_IDS)
+
+# The pinned environment every rule runs in (.venv from the same locks when not --use-conda).
+CONDA_ENV = "../../envs/offload-repro.conda.yaml"
+# The command line every rule calls; a failure prints the rule's log (its traceback) on the console.
+# Under --use-conda the rule's environment provides `python`; otherwise it is Snakemake's own (.venv).
+_CONDA = "CONDA" in {method.name for method in workflow.deployment_settings.deployment_method}
+PYTHON = "python" if _CONDA else shlex.quote(sys.executable)
+CLI = f"PYTHONPATH={shlex.quote(PACKAGE_DIR)} {PYTHON} -m offload_repro.cli"
+LOGGED = "> {log} 2>&1 || {{ cat {log} >&2; exit 1; }}"
+TABLES = shlex.join(config["tables"])
+
+
+def package(*modules):
+    """Source files of the package that a stage runs: editing one rebuilds that stage and what follows."""
+    return [f"workflow/offload_repro/{module}.py" for module in modules]
+
+
+CORE = package("cli", "kinds", "core/data", "core/files", "core/memory", "core/results", "core/observation")
+LOCK = ["envs/requirements.lock"]
+CODE = {
+    "run": CORE + LOCK + package("produce/runner", "produce/launch", "produce/metrics", "produce/maxtext_args")
+    + package("produce/trace", "cluster/slurm", "core/process", "core/provenance"),
+    "compile": CORE + LOCK + ["envs/requirements-gpu-compile.lock"]
+    + package("produce/compile", "produce/aot", "produce/hlo", "produce/maxtext_args", "produce/analytic")
+    + package("core/gpu", "core/process", "core/provenance"),
+    "analytic": CORE + LOCK + package("produce/analytic", "produce/maxtext_args"),
+    "probe": CORE + LOCK + package("produce/probe", "produce/analytic"),
+    # each producer module also holds the observer that turns its files into observations
+    "evidence": CORE + package("judge/evidence_table", "produce/runner", "produce/compile", "produce/analytic")
+    + package("produce/probe"),
+    "check": CORE + package("judge/check", "cluster/commands", "core/provenance"),
+    "report": CORE + package("present/report", "present/charts", "cluster/commands")
+    + ["report/base.html.j2", "report/target.html.j2", "report/style.css"],
+    "index": CORE + package("present/report", "cluster/commands")
+    + ["report/base.html.j2", "report/index.html.j2", "report/compare.html.j2", "report/style.css"],
+}
+
+# Every result file the evidence table of this target is built from, by producer.
+EVIDENCE_FILES = {
+    "run": expand("results/{target}/runs/{row}.json", target=TARGET.name, row=ROW_IDS),
+    "compile": expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=ROW_IDS),
+    "analytic": ["results/analytic.json"],
+}
+# A single local GPU also measures its host link (the transfer probe).
+if TARGET.kind == "gpu" and TARGET.launcher == "local":
+    EVIDENCE_FILES["probe"] = [f"results/{TARGET.name}/probe.json"]
+
+
+def earlier_targets():
+    """Targets other than this run's whose pages exist: the entry page keeps linking them."""
+    found = []
+    for verdicts in sorted(Path("results").glob("*/verdicts.json")):
+        name = verdicts.parent.name
+        paths = [f"results/report/{name}.html", str(verdicts), f"results/{name}/evidence.json"]
+        if name != TARGET.name and all(os.path.exists(path) for path in paths):
+            found.append(name)
+    return found
 
 
 wildcard_constraints:
     row="|".join(ROW_IDS),
     target=TARGET.name,
     gpu_target=COMPILE_TARGET.name,
-
-
-def evidence_arguments(input, target):
-    """The command-line arguments naming every evidence file, shared by check and report."""
-    return [
-        "--tables", *input.tables, "--claims", input.claims, "--target", target,
-        "--compile-target", COMPILE_TARGET.name, "--compiled", *input.compiled, "--runs", *input.runs,
-    ]

@@ -5,12 +5,12 @@ rule probe_transfers:
     input:
         tables=config["tables"],
         target=TARGET_FILE,
+        code=CODE["probe"],
     output:
         "results/{target}/probe.json",
     log:
         "results/{target}/logs/probe.log",
-    params:
-        cli=lambda wildcards, input, output: ["probe", "--tables", *input.tables, "--target", wildcards.target]
-        + ["--out", output[0]],
-    run:
-        run_logged(params.cli, log[0])
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} probe --tables {TABLES} --target {{wildcards.target}} --out {{output}} {LOGGED}"

@@ -1,39 +1,77 @@
-# Claims judged by every evidence kind available, then the static HTML report.
+# Every result file -> one evidence table -> verdicts -> one page per target, an entry page
+# and a comparison. These steps only read JSON: on a cluster they run where Snakemake runs.
+
+
+localrules:
+    collect_runs,
+    analytic,
+    evidence_table,
+    check_claims,
+    report,
+    index,
+
+
+rule evidence_table:
+    input:
+        results=[path for paths in EVIDENCE_FILES.values() for path in paths],
+        code=CODE["evidence"],
+    output:
+        "results/{target}/evidence.json",
+    log:
+        "results/{target}/logs/evidence.log",
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} evidence --target {{wildcards.target}} --out {{output}} {{input.results}} {LOGGED}"
 
 
 rule check_claims:
     input:
-        tables=config["tables"],
+        evidence="results/{target}/evidence.json",
         claims=CLAIMS_FILE,
-        runs=expand("results/{{target}}/runs/{row}.json", row=ROW_IDS),
-        compiled=COMPILED,
+        targets=expand("experiments/targets/{name}.yaml", name=[p.stem for p in Path("experiments/targets").glob("*.yaml")]),
+        code=CODE["check"],
     output:
         "results/{target}/verdicts.json",
     log:
         "results/{target}/logs/check.log",
-    params:
-        cli=lambda wildcards, input, output: ["check", *evidence_arguments(input, wildcards.target)]
-        + ["--out", output[0]],
-    run:
-        run_logged(params.cli, log[0])
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} check --evidence {{input.evidence}} --claims {{input.claims}} --out {{output}} {LOGGED}"
 
 
 rule report:
     input:
         tables=config["tables"],
-        claims=CLAIMS_FILE,
-        runs=expand("results/{target}/runs/{row}.json", target=TARGET.name, row=ROW_IDS),
-        compiled=COMPILED,
-        verdicts=f"results/{TARGET.name}/verdicts.json",
-        probe=PROBE,
-        template=["report/index.html.j2", "report/style.css"],
+        evidence="results/{target}/evidence.json",
+        verdicts="results/{target}/verdicts.json",
+        code=CODE["report"],
     output:
-        "results/report/index.html",
+        "results/report/{target}.html",
     log:
-        "results/report/report.log",
-    params:
-        cli=lambda wildcards, input, output: ["report", *evidence_arguments(input, TARGET.name)]
-        + ["--verdicts", input.verdicts, "--out", output[0]]
-        + (["--probe", *input.probe] if input.probe else []),
-    run:
-        run_logged(params.cli, log[0])
+        "results/{target}/logs/report.log",
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} report --tables {TABLES} --evidence {{input.evidence}} --verdicts {{input.verdicts}}"
+        f" --out {{output}} {LOGGED}"
+
+
+rule index:
+    input:
+        tables=config["tables"],
+        pages=[f"results/report/{name}.html" for name in [TARGET.name, *earlier_targets()]],
+        verdicts=[f"results/{name}/verdicts.json" for name in [TARGET.name, *earlier_targets()]],
+        evidence=[f"results/{name}/evidence.json" for name in [TARGET.name, *earlier_targets()]],
+        code=CODE["index"],
+    output:
+        index="results/report/index.html",
+        compare="results/report/compare.html",
+    log:
+        "results/logs/index.log",
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} index --tables {TABLES} --out {{output.index}} --compare {{output.compare}} --pages {{input.pages}}"
+        f" --verdicts {{input.verdicts}} --evidence {{input.evidence}} {LOGGED}"

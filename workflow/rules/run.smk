@@ -5,29 +5,33 @@ rule run_row:
     input:
         tables=config["tables"],
         target=TARGET_FILE,
+        code=CODE["run"],
     output:
         "results/{target}/runs/{row}.json",
     log:
         "results/{target}/logs/run-{row}.log",
     params:
-        cli=lambda wildcards, input, output: ["run", "--tables", *input.tables, "--row", wildcards.row]
-        + ["--target", wildcards.target, "--out", output[0], "--work-dir", f"results/{wildcards.target}/work/{wildcards.row}"]
-        + ["--container-runtime", config["container_runtime"]]
-        + (["--allow-unpinned-container"] if config["allow_unpinned_container"] else []),
+        unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
+        runtime=config["container_runtime"],
     resources:
         **RUN_RESOURCES,
-    run:
-        run_logged(params.cli, log[0])
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} run --tables {TABLES} --row {{wildcards.row}} --target {{wildcards.target}} --out {{output}}"
+        " --work-dir results/{wildcards.target}/work/{wildcards.row} --container-runtime {params.runtime}"
+        f" {{params.unpinned}} {LOGGED}"
 
 
 rule collect_runs:
     input:
-        expand("results/{{target}}/runs/{row}.json", row=ROW_IDS),
+        runs=expand("results/{{target}}/runs/{row}.json", row=ROW_IDS),
+        code=CODE["evidence"] + package("present/collect"),
     output:
         "results/{target}/table.csv",
     log:
         "results/{target}/logs/collect.log",
-    params:
-        cli=lambda wildcards, input, output: ["collect", "--out", output[0], *input],
-    run:
-        run_logged(params.cli, log[0])
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} collect --out {{output}} {{input.runs}} {LOGGED}"

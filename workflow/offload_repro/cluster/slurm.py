@@ -37,7 +37,7 @@ class Container:
         if self.digest is None and not allow_unpinned:
             raise ContainerError(
                 f"{CONTAINERS_FILE}: container '{self.name}' ({self.reference}): field 'digest' is null; "
-                "record it with envs/resolve_containers.py, or run with --config allow_unpinned_container=true"
+                "record it with envs/resolve_containers.py, or run with --config allow_unpinned_container=True"
             )
         repository, _tag = self.reference.rsplit(":", 1)
         pinned = f"{repository}@{self.digest}" if self.digest else self.reference

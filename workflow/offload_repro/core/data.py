@@ -56,7 +56,6 @@ class Row:
     label: str
     model: str
     family: str
-    steps: int
     per_device_batch_size: float
     global_batch_size: int
     max_target_length: int

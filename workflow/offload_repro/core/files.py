@@ -1,16 +1,18 @@
-"""Reading data files and writing results atomically."""
+"""Reading data files and writing results atomically, readable as the umask allows."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
+_UMASK_LOCK = threading.Lock()
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -18,8 +20,19 @@ def read_yaml(path: str | Path) -> Any:
         return yaml.safe_load(handle)
 
 
+def current_umask() -> int:
+    # The only portable way to read the umask is to set it; the lock keeps threads from racing.
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
 def write_atomically(path: str | Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    """Write to a temporary file beside `path`, then rename: readers never see half a file.
+
+    mkstemp creates the file 0600 and the rename keeps that mode, so the mode a plain
+    open() would have given (0666 less the umask) is set before the rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -27,6 +40,7 @@ def write_atomically(path: str | Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
+            os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -1,22 +1,25 @@
-"""Claims x evidence -> verdicts. Every claim gets one; none is silently skipped.
+"""Claims x the evidence table -> verdicts. Every claim gets one; none is silently skipped.
 
 Per claim, each evidence kind allowed to judge it gives a judgement: pass, fail,
 not-comparable (with the reason and the command that would judge it) or error. The claim's
 verdict: error if any judgement errs, else fail if any fails, else pass if any passes,
-else not-comparable.
+else not-comparable. Its summary is the strongest decisive judgement (measured before
+compiled before analytic), which the report shows on the claim's one line.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, validate
+from offload_repro.core.data import DataError, Target, validate
 from offload_repro.core.files import read_yaml
-from offload_repro.judge.evidence import Evidence
+from offload_repro.kinds import EVIDENCE
 
 VERDICTS = ("pass", "fail", "not-comparable", "error")
+STRENGTH = ("measured", "compiled", "analytic")  # strongest first
 
 
 def load_claims(path: str | Path) -> list[dict[str, Any]]:
@@ -26,11 +29,48 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise DataError(f"{path}: claim ids used twice: {duplicates}")
+    for number, claim in enumerate(data["claims"], 1):
+        for rule in claim["judged_by"]:
+            if rule["evidence"] not in EVIDENCE:
+                raise DataError(
+                    f"{path}: claim {number} (id '{claim['id']}'), field 'judged_by.evidence': "
+                    f"'{rule['evidence']}' is not one of {sorted(EVIDENCE)}"
+                )
     return data["claims"]
 
 
-def judge_command(target: str) -> str:
-    return f".venv/bin/snakemake --workflow-profile workflow/profiles/slurm --config target={target}"
+@dataclass
+class EvidenceView:
+    """One evidence kind on one target, as {row: {metric: value}} (series points left out)."""
+
+    evidence: str
+    target: str | None
+    source: str  # in words: what produced it
+    judges: tuple[str, ...] = ()
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> list[EvidenceView]:
+    found: dict[tuple[str, str | None], EvidenceView] = {}
+    for obs in observations:
+        if obs["row"] is None or obs["at"] is not None:
+            continue
+        key = (obs["evidence"], obs["target"])
+        if key not in found:
+            target = targets.get(obs["target"]) if obs["target"] else None
+            if obs["evidence"] == "analytic":
+                source = "bytes computed from MaxText's model configs"
+            elif obs["evidence"] == "compiled" and target:
+                source = f"XLA memory analysis of the train step compiled for {target.spec['title']}"
+            else:
+                source = target.spec["title"] if target else str(obs["target"])
+            found[key] = EvidenceView(obs["evidence"], obs["target"], source, tuple(target.judges) if target else ())
+        row = found[key].rows.setdefault(obs["row"], {"status": "ok", "message": None})
+        if obs["metric"] == "status":
+            row["status"], row["message"] = obs["value"], obs["message"]
+        else:
+            row[obs["metric"]] = obs["value"]
+    return list(found.values())
 
 
 def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool:
@@ -44,22 +84,32 @@ def _not_comparable(reason: str, command: str | None = None) -> dict[str, Any]:
 
 
 def judge_one(
-    claim: dict[str, Any], rule: dict[str, Any], evidence: Evidence | None, qualifying: dict[str, list[str]]
+    claim: dict[str, Any],
+    rule: dict[str, Any],
+    candidates: list[EvidenceView],
+    qualifying: dict[str, list[str]],
+    commands: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets."""
+    """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets,
+    `commands` a target to the command line that produces its evidence."""
     check, kind = claim["check"], rule["evidence"]
-    hardware = rule.get("hardware")
-    base = {"evidence": kind, "source": evidence.source if evidence else None}
-    if evidence is None:
+    hardware = rule.get("hardware", "any")
+    base: dict[str, Any] = {"evidence": kind, "hardware": hardware, "target": None, "source": None}
+    if not candidates:
         return base | _not_comparable(f"no {kind} evidence in this run")
-    if hardware and hardware not in evidence.judges:
+    usable = [view for view in candidates if hardware == "any" or hardware in view.judges]
+    if not usable:
         targets = qualifying.get(hardware, [])
         names = " / ".join(targets) or "no target file yet"
-        reason = f"needs {kind} evidence from {hardware} targets ({names}); here it is from: {evidence.source}"
-        return base | _not_comparable(reason, judge_command(targets[0]) if targets else None)
+        here = "; ".join(view.source for view in candidates)
+        reason = f"needs {kind} evidence from {hardware} targets ({names}); here it is from: {here}"
+        command = (commands or {}).get(targets[0]) if targets else None
+        return base | {"source": here} | _not_comparable(reason, command)
+    evidence = usable[0]
+    base |= {"target": evidence.target, "source": evidence.source}
     missing = [row for row in check["rows"] if row not in evidence.rows]
     if missing:
-        return base | _not_comparable(f"rows not run here: {', '.join(missing)}")
+        return base | _not_comparable(f"rows without {kind} evidence here: {', '.join(missing)}")
     observed_rows = {row: evidence.rows[row] for row in check["rows"]}
     errors = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "error"]
     if errors:
@@ -67,7 +117,7 @@ def judge_one(
     return base | _evaluate(claim, rule, observed_rows)
 
 
-def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, float], str | None]:
+def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, Any], str | None]:
     values, problems = {}, []
     for row, observed in observed_rows.items():
         if observed.get(metric) is not None:
@@ -104,6 +154,25 @@ def _evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[s
         }
     if check["type"] == "greater":
         return {"verdict": "pass" if values[rows[0]] > values[rows[1]] else "fail", "observed_rows": values}
+    if check["type"] == "equal":
+        expected, problem = _metric(observed_rows, check["expect_metric"])
+        if problem:
+            return {"verdict": "error", "reason": problem, "observed_rows": values}
+        unequal = [row for row in rows if values[row] != expected[row]]
+        return {
+            "verdict": "fail" if unequal else "pass",
+            "observed": f"{len(rows) - len(unequal)} of {len(rows)} rows equal",
+            "reason": f"differ: {', '.join(f'{r} {values[r]} vs {expected[r]}' for r in unequal)}" if unequal else None,
+            "observed_rows": values,
+        }
+    if check["type"] == "distinct":
+        same = sorted({row for row in rows for other in rows if other != row and values[row] == values[other]})
+        return {
+            "verdict": "fail" if same else "pass",
+            "observed": f"{len(set(values.values()))} distinct of {len(rows)}",
+            "reason": f"same {check['metric']}: {', '.join(same)}" if same else None,
+            "observed_rows": values,
+        }
     pick = max if check["type"] == "fastest" else min
     chosen = pick(values, key=values.__getitem__)
     return {"verdict": "pass" if chosen == check["expect"] else "fail", "observed": chosen, "observed_rows": values}
@@ -117,12 +186,26 @@ def overall(judgements: list[dict[str, Any]]) -> str:
     return "not-comparable"
 
 
+def strongest(judgements: list[dict[str, Any]], verdict: str) -> dict[str, Any]:
+    """The judgement that decided the verdict, strongest evidence first."""
+    deciding = [j for j in judgements if j["verdict"] == verdict] or judgements
+    return min(deciding, key=lambda j: STRENGTH.index(j["evidence"]))
+
+
 def check_claims(
-    claims: list[dict[str, Any]], evidence: dict[str, Evidence], qualifying: dict[str, list[str]]
+    claims: list[dict[str, Any]],
+    candidates: list[EvidenceView],
+    qualifying: dict[str, list[str]],
+    commands: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     results = []
     for claim in claims:
-        judgements = [judge_one(claim, rule, evidence.get(rule["evidence"]), qualifying) for rule in claim["judged_by"]]
+        judgements = [
+            judge_one(claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying, commands)
+            for rule in claim["judged_by"]
+        ]
+        verdict = overall(judgements)
+        decided = strongest(judgements, verdict)
         results.append(
             {
                 "id": claim["id"],
@@ -132,7 +215,19 @@ def check_claims(
                 "unit": claim.get("unit"),
                 "tolerance": claim.get("tolerance"),
                 "citation": claim["citation"],
-                "verdict": overall(judgements),
+                "verdict": verdict,
+                "summary": {
+                    key: decided.get(key)
+                    for key in (
+                        "evidence",
+                        "target",
+                        "observed",
+                        "deviation",
+                        "relative_deviation",
+                        "tolerance",
+                        "reason",
+                    )
+                },
                 "judgements": judgements,
             }
         )

@@ -1,4 +1,9 @@
-"""The report's Altair charts, each built from plain records (so each is testable alone)."""
+"""The report's Altair charts, each from the evidence table (and the rows' published values).
+
+No chart sets numbers from different hardware on one axis: published GB200 values appear
+beside measured or compiled ones only when those come from the source's hardware class;
+otherwise a chart is titled with the one machine its numbers come from.
+"""
 
 from __future__ import annotations
 
@@ -7,37 +12,80 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-EVIDENCE_COLOURS = alt.Scale(
-    domain=["published", "measured", "compiled", "analytic"], range=["#4c4c4c", "#1f77b4", "#ff7f0e", "#2ca02c"]
-)
+from offload_repro.core.data import Row
+from offload_repro.kinds import EVIDENCE, PUBLISHED_COLOUR
+
+COLOURS = alt.Scale(domain=["published", *EVIDENCE], range=[PUBLISHED_COLOUR, *(e.colour for e in EVIDENCE.values())])
 
 
-def throughput(records: list[dict[str, Any]]) -> alt.TopLevelMixin:
-    """records: row, label, table, source (published | measured), tflops_per_device."""
-    frame = pd.DataFrame(records, columns=["row", "label", "table", "source", "tflops_per_device"])
+def _points(observations: pd.DataFrame, evidence: str, metric: str) -> pd.DataFrame:
+    chosen = observations[
+        (observations["evidence"] == evidence) & (observations["metric"] == metric) & observations["at"].isna()
+    ]
+    return chosen[chosen["row"].notna()]
+
+
+def _labelled(records: list[dict[str, Any]], labels: dict[str, Row], columns: list[str]) -> pd.DataFrame:
+    for record in records:
+        record.update(label=labels[record["row"]].label, table=labels[record["row"]].table)
+    return pd.DataFrame(records, columns=["row", "label", "table", *columns])
+
+
+def throughput(
+    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, with_published: bool
+) -> alt.TopLevelMixin | None:
+    measured = _points(observations, "measured", "tflops_per_device")
+    records = [{"row": o.row, "source": "measured", "tflops": o.value} for o in measured.itertuples()]
+    if not records:
+        return None
+    if with_published:
+        records += [
+            {"row": r.id, "source": "published", "tflops": r.published["tflops_per_device"]}
+            for r in rows
+            if r.published["tflops_per_device"] is not None
+        ]
+    title = (
+        "Throughput per row: published beside measured, both on the source's hardware"
+        if with_published
+        else f"Throughput per row, measured on {machine} only (not comparable to the published GB200 numbers)"
+    )
     return (
-        alt.Chart(frame)
+        alt.Chart(_labelled(records, labels, ["source", "tflops"]))
         .mark_bar()
         .encode(
-            x=alt.X("tflops_per_device:Q", title="TFLOPs/s/device"),
+            x=alt.X("tflops:Q", title="TFLOPs/s/device"),
             y=alt.Y("label:N", title=None, sort=None),
-            color=alt.Color("source:N", scale=EVIDENCE_COLOURS, title="evidence"),
-            tooltip=["row", "source", alt.Tooltip("tflops_per_device:Q", format=",.4g")],
+            yOffset="source:N",
+            color=alt.Color("source:N", scale=COLOURS, title="evidence"),
+            tooltip=["row", "source", alt.Tooltip("tflops:Q", format=",.4g")],
         )
-        .properties(width=320, height=alt.Step(14))
-        .facet(
-            row=alt.Row("table:N", title=None),
-            column=alt.Column("source:N", title=None),
-            title="Throughput per row: published (GB200 NVL72, 128 GPUs) beside measured on this target",
-        )
-        .resolve_scale(x="independent", y="independent")
+        .properties(width=420, height=alt.Step(12))
+        .facet(row=alt.Row("table:N", title=None), title=title)
+        .resolve_scale(y="independent")
     )
 
 
-def memory(records: list[dict[str, Any]], capacity_gib: float | None) -> alt.TopLevelMixin:
-    """records: row, label, table, source, memory (device | host), gib."""
-    frame = pd.DataFrame(records, columns=["row", "label", "table", "source", "memory", "gib"])
-    frame["capacity_gib"] = capacity_gib
+def memory(
+    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, with_published: bool
+) -> alt.TopLevelMixin:
+    records = []
+    for evidence, metric, kind in (
+        ("compiled", "gpu_memory_gib", "device"),
+        ("compiled", "host_memory_gib", "host"),
+        ("analytic", "device_saved_gib", "device"),
+        ("analytic", "host_memory_gib", "host"),
+    ):
+        records += [
+            {"row": o.row, "source": evidence, "memory": kind, "gib": o.value}
+            for o in _points(observations, evidence, metric).itertuples()
+        ]
+    if with_published:
+        for row in rows:
+            for key, kind in (("gpu_memory_gib", "device"), ("host_memory_gib", "host")):
+                if row.published[key] is not None:
+                    records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
+    data = _labelled(records, labels, ["source", "memory", "gib"])
+    capacity = _points(observations, "compiled", "capacity_gib")["value"]
     bars = (
         alt.Chart()
         .mark_bar()
@@ -45,34 +93,40 @@ def memory(records: list[dict[str, Any]], capacity_gib: float | None) -> alt.Top
             x=alt.X("gib:Q", title="GiB per device"),
             y=alt.Y("label:N", title=None, sort=None),
             yOffset="source:N",
-            color=alt.Color("source:N", scale=EVIDENCE_COLOURS, title="evidence"),
+            color=alt.Color("source:N", scale=COLOURS, title="evidence"),
             tooltip=["row", "source", "memory", alt.Tooltip("gib:Q", format=",.3f")],
         )
     )
     layers = [bars]
-    if capacity_gib:
+    title = (
+        f"Device and host memory per row, compiled for {machine}"
+        + (" beside the published values" if with_published else "")
+        + " (analytic: the saved or offloaded activations only)"
+    )
+    if len(capacity):
+        data["capacity_gib"] = float(capacity.iloc[0])
         layers.append(
             alt.Chart()
             .transform_filter(alt.datum.memory == "device")
             .mark_rule(color="crimson", strokeDash=[4, 3])
             .encode(x="max(capacity_gib):Q")
         )
-    title = "Device and host memory per row" + (
-        f" (dashed: {capacity_gib:g} GiB device capacity)" if capacity_gib else ""
-    )
+        title += f"; dashed: {float(capacity.iloc[0]):.1f} GiB device capacity"
     return (
-        alt.layer(*layers, data=frame)
-        .properties(width=300, height=alt.Step(10))
+        alt.layer(*layers, data=data)
+        .properties(width=300, height=alt.Step(9))
         .facet(row=alt.Row("table:N", title=None), column=alt.Column("memory:N", title=None), title=title)
         .resolve_scale(y="independent")
     )
 
 
-def loss_curves(records: list[dict[str, Any]]) -> alt.TopLevelMixin:
-    """records: table, label, step, loss."""
-    frame = pd.DataFrame(records, columns=["table", "label", "step", "loss"])
+def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelMixin | None:
+    chosen = observations[(observations["metric"] == "loss") & observations["at"].notna()]
+    if chosen.empty:
+        return None
+    records = [{"row": o.row, "step": int(o.at), "loss": o.value} for o in chosen.itertuples()]
     return (
-        alt.Chart(frame)
+        alt.Chart(_labelled(records, labels, ["step", "loss"]))
         .mark_line(point=True)
         .encode(
             x=alt.X("step:Q", title="step"),
@@ -84,4 +138,51 @@ def loss_curves(records: list[dict[str, Any]]) -> alt.TopLevelMixin:
         .properties(width=420, height=220)
         .facet(row=alt.Row("table:N", title=None), title="Loss per step, measured, by row (placement and flags)")
         .resolve_scale(y="independent", color="independent", strokeDash="independent")
+    )
+
+
+def probe(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
+    chosen = observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])]
+    if chosen.empty:
+        return None
+    data = pd.DataFrame(
+        [{"bytes": o.at, "direction": o.metric.removesuffix("_gb_s"), "gb_s": o.value} for o in chosen.itertuples()]
+    )
+    lines = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("bytes:Q", scale=alt.Scale(type="log"), title="bytes per copy"),
+            y=alt.Y("gb_s:Q", title="GB/s"),
+            color=alt.Color("direction:N"),
+            tooltip=["direction", alt.Tooltip("bytes:Q", format=","), alt.Tooltip("gb_s:Q", format=".3g")],
+        )
+    )
+    limit = observations[observations["metric"] == "link_limit_gb_s"]["value"]
+    layers = [lines]
+    if len(limit):
+        layers.append(
+            alt.Chart(pd.DataFrame({"limit": [float(limit.iloc[0])]})).mark_rule(strokeDash=[4, 3]).encode(y="limit:Q")
+        )
+    return alt.layer(*layers).properties(
+        width=420, height=220, title="Transfer probe: pinned host memory, per copy size (dashed: the link's limit)"
+    )
+
+
+def overlap(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelMixin | None:
+    parts = {"compute_s_per_step": "compute", "exposed_copy_s_per_step": "exposed copy"}
+    chosen = observations[observations["metric"].isin(parts)]
+    if chosen.empty:
+        return None
+    records = [{"row": o.row, "part": parts[o.metric], "seconds": o.value} for o in chosen.itertuples()]
+    return (
+        alt.Chart(_labelled(records, labels, ["part", "seconds"]))
+        .mark_bar()
+        .encode(
+            x=alt.X("seconds:Q", title="seconds per step (profiler trace)", stack=True),
+            y=alt.Y("label:N", title=None),
+            color=alt.Color("part:N", title=None),
+            tooltip=["row", "part", alt.Tooltip("seconds:Q", format=".4g")],
+        )
+        .properties(width=420, height=alt.Step(16), title="Compute and exposed host-copy time per step, offload rows")
     )

@@ -1,7 +1,9 @@
-"""Static HTML report: verdicts, tables as published beside what was observed, charts, provenance.
+"""Static HTML pages: one per target, an entry page and a side-by-side comparison.
 
-One self-contained file: Jinja (autoescaping on) renders the page, Altair builds the chart
-specs, and the Vega JavaScript bundle from vl-convert is inlined once so it opens offline.
+The pages only draw. Every number comes from the evidence table (results/<target>/evidence.json),
+every verdict from verdicts.json, every label from the row and claim data; nothing here judges,
+and no memory or byte arithmetic is done here. Jinja (autoescaping on) renders the pages, Altair
+builds the chart specs, and the Vega bundle from vl-convert is inlined so each page opens offline.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ from typing import Any
 
 import altair as alt
 import jinja2
+import pandas as pd
 import vl_convert
 
-from offload_repro.core.data import Row, Target
+from offload_repro.cluster.commands import snakemake_command
+from offload_repro.core import provenance
+from offload_repro.core.data import Row, Target, load_target
 from offload_repro.core.files import REPO_ROOT, write_atomically
+from offload_repro.core.results import read_result
+from offload_repro.judge.evidence_table import frame
+from offload_repro.kinds import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.present import charts
-from offload_repro.present.collect import device_bytes
-from offload_repro.produce.analytic import GIB, row_accounting
 
 TEMPLATE_DIR = REPO_ROOT / "report"
 LHS = "--xla_gpu_enable_latency_hiding_scheduler"
@@ -35,7 +41,7 @@ def vega_bundle() -> str:
 
 def fmt(value: Any) -> str:
     """Numbers as a reader wants them: '—' for none, 4 significant digits, thousands separated."""
-    if value is None:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
         return "—"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
@@ -44,6 +50,16 @@ def fmt(value: Any) -> str:
     if abs(value) >= 1000:
         return f"{value:,.1f}"
     return f"{value:.4g}"
+
+
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:+.1f}%"
+
+
+def tolerance_text(tolerance: dict[str, Any] | None) -> str:
+    if not tolerance:
+        return ""
+    return f"± {tolerance['absolute']:g}" if "absolute" in tolerance else f"± {tolerance['relative'] * 100:g}%"
 
 
 def flag_summary(row: Row) -> str:
@@ -57,144 +73,185 @@ def placement_summary(row: Row) -> str:
     return "; ".join(parts) or "remat: " + ", ".join(row.placement)
 
 
-def row_line(row: Row, run: dict[str, Any] | None, compiled: dict[str, Any] | None) -> dict[str, Any]:
-    accounting = row_accounting(row)
-    line: dict[str, Any] = {
-        "row": row,
-        "flags": flag_summary(row),
-        "placement": placement_summary(row),
-        "analytic_offload_gib": accounting["offloaded_bytes_per_step"] / GIB,
-        "analytic_device_gib": accounting["device_saved_bytes_per_step"] / GIB,
-        "run": run,
-        "compiled": compiled,
-    }
-    if run and run.get("losses"):
-        line["final_loss"] = run["losses"][-1]
-    if compiled and compiled.get("status") == "ok":
-        line["compiled_device_gib"] = device_bytes(compiled["memory"]) / GIB
-        line["compiled_host_gib"] = compiled["host_bytes"] / GIB
-    return line
+class Lookup:
+    """Point values of the evidence table: value(row, evidence, metric) for one target per kind."""
+
+    def __init__(self, observations: pd.DataFrame):
+        points = observations[observations["at"].isna() & observations["row"].notna()]
+        self.points = {(o.row, o.evidence, o.metric): (o.value, o.message) for o in points.itertuples(index=False)}
+
+    def value(self, row: str, evidence: str, metric: str) -> Any:
+        return self.points.get((row, evidence, metric), (None, None))[0]
+
+    def message(self, row: str, evidence: str, metric: str) -> str | None:
+        return self.points.get((row, evidence, metric), (None, None))[1]
+
+    def all(self, row: str, evidence: str, metric: str) -> list[tuple[Any, str | None]]:
+        return [v for (r, e, m), v in self.points.items() if (r, e, m) == (row, evidence, metric)]
 
 
-def mechanism_lines(rows: list[Row], compiled: dict[str, Any]) -> list[dict[str, Any]]:
-    """Did each row's placement and flags change the compiled program as the row says?"""
+def footnotes(claims: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """A reason shared by several claims is stated once: reason -> note number, in order of use."""
+    numbers: dict[str, int] = {}
+    notes: list[dict[str, Any]] = []
+    for claim in claims:
+        for judgement in claim["judgements"]:
+            reason = judgement.get("reason")
+            if reason and judgement["verdict"] == "not-comparable" and reason not in numbers:
+                numbers[reason] = len(notes) + 1
+                notes.append({"number": numbers[reason], "reason": reason, "command": judgement.get("command")})
+    for note in notes:
+        note["claims"] = sum(1 for c in claims if any(j.get("reason") == note["reason"] for j in c["judgements"]))
+    return numbers, notes
+
+
+def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
     lines = []
     for row in rows:
-        result = compiled.get(row.id)
-        if not result or result.get("status") != "ok":
-            continue
-        check = result["mechanism"]
-        problems = []
-        if not check["offload_took_effect"]:
-            problems.append("placement had no effect on host buffers")
-        if not check["host_bytes_match_analytic"]:
-            problems.append("host buffer bytes differ from the analytic offload")
-        siblings = [
-            other.id
-            for other in rows
-            if other.id != row.id
-            and other.table == row.table
-            and other.placement == row.placement
-            and other.per_device_batch_size == row.per_device_batch_size
-            and other.xla_flags != row.xla_flags
-            and compiled.get(other.id, {}).get("hlo_sha256") == result["hlo_sha256"]
-        ]
-        if siblings:
-            problems.append(f"flags had no effect: same program as {', '.join(siblings)}")
+
+        def get(evidence: str, metric: str, row_id: str = row.id) -> Any:
+            return lookup.value(row_id, evidence, metric)
+
         lines.append(
             {
                 "row": row,
-                "check": check,
-                "async_pairs": result["hlo"]["async_pairs_total"],
-                "digest": result["hlo_sha256"][:12],
-                "warnings": result.get("xla_memory_warnings", []),
-                "problems": problems,
+                "flags": flag_summary(row),
+                "placement": placement_summary(row),
+                "measured": {
+                    "status": get("measured", "status"),
+                    "message": lookup.message(row.id, "measured", "status"),
+                    "tflops": get("measured", "tflops_per_device"),
+                    "step_s": get("measured", "step_time_s"),
+                    "final_loss": get("measured", "final_loss"),
+                },
+                "compiled": {
+                    "status": get("compiled", "status"),
+                    "message": lookup.message(row.id, "compiled", "status"),
+                    "device_gib": get("compiled", "gpu_memory_gib"),
+                    "host_gib": get("compiled", "host_memory_gib"),
+                    "outcome": get("compiled", "outcome"),
+                    "margin_gib": get("compiled", "margin_gib"),
+                    "host_buffers": get("compiled", "host_buffers"),
+                    "expected_host_buffers": get("compiled", "expected_host_buffers"),
+                    "host_buffer_gib": get("compiled", "host_buffer_gib"),
+                    "expected_host_buffer_gib": get("compiled", "expected_host_buffer_gib"),
+                    "async_pairs": get("compiled", "async_pairs"),
+                    "digest": get("compiled", "program_digest"),
+                    "warnings": lookup.all(row.id, "compiled", "xla_memory_warning"),
+                },
+                "analytic": {
+                    "device_gib": get("analytic", "device_saved_gib"),
+                    "offload_gib": get("analytic", "host_memory_gib"),
+                },
             }
         )
     return lines
 
 
-def chart_specs(
-    rows: list[Row], runs: dict[str, Any], compiled: dict[str, Any], capacity_gib: float | None
-) -> list[dict[str, Any]]:
-    throughput, memory, losses = [], [], []
-    for row in rows:
-        base = {"row": row.id, "label": row.label, "table": row.table}
-        if row.published["tflops_per_device"] is not None:
-            throughput.append(base | {"source": "published", "tflops_per_device": row.published["tflops_per_device"]})
-        run = runs.get(row.id)
-        if run and run.get("tflops_per_device") is not None:
-            throughput.append(base | {"source": "measured", "tflops_per_device": run["tflops_per_device"]})
-        for key, kind in (("gpu_memory_gib", "device"), ("host_memory_gib", "host")):
-            if row.published[key] is not None:
-                memory.append(base | {"source": "published", "memory": kind, "gib": row.published[key]})
-        result = compiled.get(row.id)
-        if result and result.get("status") == "ok":
-            memory.append(
-                base | {"source": "compiled", "memory": "device", "gib": device_bytes(result["memory"]) / GIB}
-            )
-            memory.append(base | {"source": "compiled", "memory": "host", "gib": result["host_bytes"] / GIB})
-        accounting = row_accounting(row)
-        memory.append(
-            base | {"source": "analytic", "memory": "host", "gib": accounting["offloaded_bytes_per_step"] / GIB}
-        )
-        memory.append(
-            base | {"source": "analytic", "memory": "device", "gib": accounting["device_saved_bytes_per_step"] / GIB}
-        )
-        for step, loss in enumerate((run or {}).get("losses") or []):
-            losses.append({"table": row.table, "label": row.label, "step": step, "loss": loss})
-    built = [
-        ("throughput", charts.throughput(throughput)),
-        ("memory", charts.memory(memory, capacity_gib)),
-        ("losses", charts.loss_curves(losses)),
-    ]
+def tables(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
+    grouped: dict[str, dict[str, Any]] = {}
+    for row, line in zip(rows, row_lines(rows, lookup), strict=True):
+        table = grouped.setdefault(row.table, {"name": row.table, "lines": [], "assumptions": []})
+        table["lines"].append(line)
+        table["assumptions"] += [a for a in row.assumptions if a not in table["assumptions"]]
+    return list(grouped.values())
+
+
+def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, compiled_on: Target | None) -> list:
+    labels = {row.id: row for row in rows}
+    built = []
+    same_hardware = "source-hardware" in target.judges
+    throughput = charts.throughput(rows, observations, labels, target.spec["title"], with_published=same_hardware)
+    if throughput is not None:
+        built.append(("throughput", throughput))
+    if compiled_on is not None:
+        with_published = "source-hardware" in compiled_on.judges
+        built.append(("memory", charts.memory(rows, observations, labels, compiled_on.spec["title"], with_published)))
+    for name, chart in (
+        ("losses", charts.loss_curves(observations, labels)),
+        ("probe", charts.probe(observations)),
+        ("overlap", charts.overlap(observations, labels)),
+    ):
+        if chart is not None:
+            built.append((name, chart))
     return [{"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")} for name, chart in built]
 
 
-def provenance(runs: dict[str, Any], target: Target, compiled: dict[str, Any]) -> dict[str, Any]:
-    first = next((run for run in runs.values() if run.get("provenance", {}).get("versions")), None)
-    first_compiled = next(iter(compiled.values()), None)
-    return {
-        "target": target.spec,
-        "run": first["provenance"] if first else None,
-        "compiled": first_compiled.get("provenance") if first_compiled else None,
-    }
-
-
-def render(
-    rows: list[Row],
-    target: Target,
-    compile_target: Target | None,
-    runs: dict[str, Any],
-    compiled: dict[str, Any],
-    verdicts: dict[str, Any],
-    out_path: str | Path,
-    probe: dict[str, Any] | None = None,
-) -> str:
-    environment = jinja2.Environment(
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    environment.filters["fmt"] = fmt
-    tables: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        table = tables.setdefault(row.table, {"name": row.table, "lines": [], "assumptions": []})
-        table["lines"].append(row_line(row, runs.get(row.id), compiled.get(row.id)))
-        for assumption in row.assumptions:
-            if assumption not in table["assumptions"]:
-                table["assumptions"].append(assumption)
-    capacity = compile_target.spec["hardware"]["device_memory_gib"] if compile_target else None
-    html = environment.get_template("index.html.j2").render(
-        target=target,
-        compile_target=compile_target,
-        verdicts=verdicts,
-        tables=list(tables.values()),
-        charts=chart_specs(rows, runs, compiled, capacity),
-        mechanisms=mechanism_lines(rows, compiled),
-        probe=probe,
-        overlaps=[(row, runs[row.id]["overlap"]) for row in rows if (runs.get(row.id) or {}).get("overlap")],
-        provenance=provenance(runs, target, compiled),
+    env.filters.update(fmt=fmt, percent=percent, tolerance=tolerance_text)
+    env.globals.update(
+        evidence_classes=EVIDENCE,
+        published_colour=PUBLISHED_COLOUR,
         style=(TEMPLATE_DIR / "style.css").read_text(),
-        vega_bundle=vega_bundle().replace("</script", "<\\/script"),
+    )
+    return env
+
+
+def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out_path: Path) -> str:
+    evidence = read_result(evidence_path, "evidence")
+    verdicts = read_result(verdicts_path, "verdicts")
+    observations = frame(evidence)
+    target = load_target(evidence["target"])
+    compiled_on = load_target(verdicts["compile_target"]) if verdicts["compile_target"] else None
+    lookup = Lookup(observations)
+    numbers, notes = footnotes(verdicts["claims"])
+    sources = evidence["sources"]
+    html = (
+        environment()
+        .get_template("target.html.j2")
+        .render(
+            target=target,
+            compiled_on=compiled_on,
+            verdicts=verdicts,
+            notes=notes,
+            note_numbers=numbers,
+            tables=tables(rows, lookup),
+            charts=chart_specs(rows, observations, target, compiled_on),
+            probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
+            sources=sources,
+            run_provenance=next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None),
+            compile_provenance=next(
+                (s["provenance"] for s in sources if s["kind"] == "compile" and s["provenance"]), None
+            ),
+            compile_assumptions=next((s["assumptions"] for s in sources if s["kind"] == "compile"), []),
+            vega_bundle=vega_bundle().replace("</script", "<\\/script"),
+        )
     )
     write_atomically(out_path, html)
     return html
+
+
+def render_index(
+    rows: list[Row], pages: list[Path], verdict_paths: list[Path], evidence_paths: list[Path], out: Path, compare: Path
+) -> None:
+    """The entry page (every target with results, how fresh each is) and the comparison page."""
+    current = provenance.project_commit()
+    targets, columns = [], []
+    for page, verdict_path, evidence_path in zip(pages, verdict_paths, evidence_paths, strict=True):
+        verdicts = read_result(verdict_path, "verdicts")
+        evidence = read_result(evidence_path, "evidence")
+        target = load_target(verdicts["target"])
+        built = verdicts["built_from"]
+        targets.append(
+            {
+                "target": target,
+                "page": page.name,
+                "counts": verdicts["counts"],
+                "built_at": built["built_at"],
+                "commit": built["project_commit"],
+                "stale": built["project_commit"] != current,
+                "command": snakemake_command(target),
+            }
+        )
+        columns.append({"target": target, "lookup": Lookup(frame(evidence))})
+    env = environment()
+    write_atomically(out, env.get_template("index.html.j2").render(targets=targets, current_commit=current))
+    write_atomically(
+        compare,
+        env.get_template("compare.html.j2").render(
+            rows=rows, columns=columns, current_commit=current, flag_summary=flag_summary
+        ),
+    )

@@ -10,14 +10,15 @@ import math
 from functools import cache
 from typing import Any
 
+from offload_repro.core import memory
 from offload_repro.core.data import Row, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.observation import Observation, Observer
+from offload_repro.core.results import write_result
 from offload_repro.produce import maxtext_args
 
 TENSORS_FILE = REPO_ROOT / "experiments" / "tensors.yaml"
 DTYPE_BYTES = {"bfloat16": 2, "float32": 4}
-MIB = 1024**2
-GIB = 1024**3
 
 
 @cache
@@ -86,3 +87,33 @@ def row_accounting(row: Row, overrides: dict[str, Any] | None = None) -> dict[st
         ),
         "maxtext_config_source": str(maxtext_args.base_config().parent / "models" / f"{row.model}.yml"),
     }
+
+
+def write_accounting(rows: list[Row], out_json: str) -> dict[str, Any]:
+    """Every row's accounting as published (full scale), as one result file."""
+    from importlib import metadata
+
+    return write_result(
+        out_json,
+        "analytic",
+        {
+            "status": "ok",
+            "message": None,
+            "maxtext_version": metadata.version("maxtext"),
+            "rows": [row_accounting(row) for row in rows],
+        },
+    )
+
+
+def observe(result: dict[str, Any], source: str) -> list[Observation]:
+    observations = []
+    for accounting in result["rows"]:
+        seen = Observer(result, source, "analytic", accounting["row"], None)
+        seen.add("host_memory_gib", memory.gib(accounting["offloaded_bytes_per_step"]), "GiB")
+        seen.add("device_saved_gib", memory.gib(accounting["device_saved_bytes_per_step"]), "GiB")
+        seen.add("offloaded_mib_per_layer", memory.mib(accounting["offloaded_bytes_per_layer"]), "MiB")
+        for tensor, sizes in accounting["tensors"].items():
+            per_layer = sizes["bytes_per_layer"]
+            seen.add(f"{tensor}_mib_per_layer", memory.mib(per_layer["moe" if "moe" in per_layer else "dense"]), "MiB")
+        observations += seen.observations
+    return observations

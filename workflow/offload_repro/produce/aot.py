@@ -24,19 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from offload_repro.core import gpu
 from offload_repro.core.files import write_json
 from offload_repro.produce.hlo import canonical, summarize_hlo
 from offload_repro.produce.launch import memory_analysis_dict
 
 # XLA's own warnings while fitting the program into device memory (hlo_rematerialization).
 MEMORY_WARNING = re.compile(r"Can't reduce memory use below.*|.*exceeds the memory limit.*")
-
-
-def compute_capability(target_text: str) -> tuple[int, int]:
-    found = re.search(r"cuda_compute_capability\s*{\s*major:\s*(\d+)(?:\s*minor:\s*(\d+))?", target_text)
-    if not found:
-        raise ValueError("target description has no cuda_compute_capability")
-    return int(found.group(1)), int(found.group(2) or 0)
 
 
 def declare_cudnn(version: int, capability: tuple[int, int]) -> None:
@@ -92,7 +86,7 @@ def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str])
 def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, maxtext_argv: list[str]) -> int:
     started = time.monotonic()
     target_text = Path(target_path).read_text(encoding="utf-8")
-    declare_cudnn(cudnn_version, compute_capability(target_text))
+    declare_cudnn(cudnn_version, gpu.compute_capability(target_text))
     record: dict[str, Any] = {"exception": None}
     try:
         compiled, mesh = compile_train_step(target_text, topology, maxtext_argv)

@@ -14,23 +14,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import provenance
+from offload_repro.core import gpu, memory, provenance
 from offload_repro.core.data import Row, Target
-from offload_repro.core.files import REPO_ROOT, read_json, write_json
+from offload_repro.core.files import REPO_ROOT, read_json
+from offload_repro.core.observation import Observation, Observer
 from offload_repro.core.process import fresh_work_dir, package_environment, run_logged
-from offload_repro.present.collect import device_bytes, host_bytes
+from offload_repro.core.results import write_result
 from offload_repro.produce import maxtext_args
-from offload_repro.produce.analytic import GIB, row_accounting
+from offload_repro.produce.analytic import row_accounting
 from offload_repro.produce.aot import MEMORY_WARNING
 
-
-def cudnn_version(description: str) -> int:
-    """'dnn_version: "9.15.0"' -> 91500, the integer jax's cuDNN check returns."""
-    found = re.search(r'dnn_version:\s*"(\d+)\.(\d+)\.(\d+)"', description)
-    if not found:
-        raise ValueError("target description has no dnn_version")
-    major, minor, patch = (int(part) for part in found.groups())
-    return major * 10000 + minor * 100 + patch
+REDUCED_TO = re.compile(r"only reduced to [\d.]+GiB \((\d+) bytes\)")
 
 
 def compile_overrides(row: Row, target: Target) -> dict[str, Any]:
@@ -95,7 +89,7 @@ def compile_row(
         str(stats_file),
         str(description_path),
         spec["topology"],
-        str(cudnn_version(description)),
+        str(gpu.cudnn_version(description)),
         "--",
         *arguments,
     ]
@@ -103,7 +97,7 @@ def compile_row(
     returncode, wall_s = run_logged(command, env, work_dir, log_file)
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     stats = read_json(stats_file) if stats_file.exists() else {}
-    capacity = int(re.search(r"device_memory_size:\s*(\d+)", description).group(1))
+    capacity = gpu.capacity_bytes_of(description)
 
     result: dict[str, Any] = {
         "row": row.id,
@@ -115,7 +109,7 @@ def compile_row(
         "devices": stats.get("devices"),
         "mesh": stats.get("mesh"),
         "capacity_bytes": capacity,
-        "xla_memory_warnings": sorted(set(MEMORY_WARNING.findall(log_text))),
+        "xla_memory_warnings": [],
         "compile_seconds": stats.get("compile_seconds"),
         "peak_rss_bytes": stats.get("peak_rss_bytes"),
         "assumptions": [*spec.get("assumptions", []), *row.assumptions],
@@ -127,29 +121,85 @@ def compile_row(
             f"{exception['type']}: {exception['message']}" if exception else f"compile exited with status {returncode}"
         )[:2000]
     else:
-        memory = stats["memory"]
-        used = device_bytes(memory)
-        host = host_bytes(memory)
+        analysis = stats["memory"]
+        used, host = memory.device_bytes(analysis), memory.host_bytes(analysis)
         result.update(
-            memory=memory,
+            memory=analysis,
             device_bytes=used,
             host_bytes=host,
-            fits=used <= capacity,
-            margin_gib=(capacity - used) / GIB,
+            **memory.fit(used, capacity),
             hlo=stats["hlo"],
             hlo_sha256=stats["hlo_sha256"],
             mechanism=mechanism(row, host, stats["hlo"], overrides),
+            xla_memory_warnings=explain_warnings(log_text, used, host),
         )
     result["provenance"] = {
         "maxtext_arguments": arguments,
         "xla_flags": env["XLA_FLAGS"],
         "target_description": spec["description_file"],
         "topology": spec["topology"],
-        "declared_cudnn": cudnn_version(description),
+        "declared_cudnn": gpu.cudnn_version(description),
         "versions": {name: metadata.version(name) for name in ("jax", "jaxlib", "jax-cuda12-plugin", "maxtext")},
         "wall_time_s": round(wall_s, 2),
         "compile_log": str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file),
         **provenance.stamp(),
     }
-    write_json(out_json, result)
-    return result
+    return write_result(out_json, "compile", result)
+
+
+def explain_warnings(log_text: str, device: int, host: int) -> list[dict[str, Any]]:
+    """XLA's rematerialisation warnings, each with what it means for this program.
+
+    The pass counts buffers that are about to be offloaded as device memory, so on an offload
+    row its 'only reduced to' is device + host, not a contradiction of the device figure."""
+    device_gib, host_gib = memory.gib(device), memory.gib(host)
+    explained = []
+    for found in MEMORY_WARNING.finditer(log_text):
+        text = found.group(0).strip()
+        reduced = REDUCED_TO.search(text)
+        reduced_gib = memory.gib(int(reduced.group(1))) if reduced else None
+        if reduced_gib is None:
+            meaning = "XLA could not fit the program under its own limit; the memory analysis is what is judged."
+        elif memory.remat_warning_explained(reduced_gib, device_gib, host_gib):
+            meaning = (
+                f"Not a contradiction: XLA's rematerialisation pass counts the {host_gib:.2f} GiB about to be "
+                f"offloaded as device memory ({device_gib:.2f} device + {host_gib:.2f} host = "
+                f"{device_gib + host_gib:.2f} GiB); after offloading the device holds {device_gib:.2f} GiB."
+            )
+        elif abs(reduced_gib - device_gib) <= 0.01 * reduced_gib:
+            meaning = f"The program needs {device_gib:.2f} GiB per device: XLA could not rematerialise it smaller."
+        else:
+            meaning = (
+                f"Reported for one computation while scheduling ({reduced_gib:.2f} GiB); the program's final memory "
+                f"analysis ({device_gib:.2f} GiB device, {host_gib:.2f} GiB host) is what fits / out of memory is "
+                "judged on."
+            )
+        entry = {"text": text, "reduced_to_gib": reduced_gib, "meaning": meaning}
+        if entry not in explained:
+            explained.append(entry)
+    return explained
+
+
+def observe(result: dict[str, Any], source: str) -> list[Observation]:
+    """A compile's observations: fits or not, device and host memory, the offload mechanism, the program."""
+    seen = Observer(result, source, "compiled", result["row"], result["target"])
+    seen.status_line()
+    seen.add("capacity_gib", memory.gib(result["capacity_bytes"]), "GiB")
+    seen.add("compile_s", result.get("compile_seconds"), "s")
+    seen.add("compile_peak_rss_gib", memory.gib(result.get("peak_rss_bytes")), "GiB")
+    if result["status"] != "ok":
+        return seen.observations
+    seen.add("outcome", "fits" if result["fits"] else "oom")
+    seen.add("gpu_memory_gib", memory.gib(result["device_bytes"]), "GiB")
+    seen.add("host_memory_gib", memory.gib(result["host_bytes"]), "GiB")
+    seen.add("margin_gib", result["margin_gib"], "GiB")
+    check = result["mechanism"]
+    seen.add("host_buffers", check["host_buffers"])
+    seen.add("expected_host_buffers", check["analytic_host_buffers"])
+    seen.add("host_buffer_gib", memory.gib(check["host_buffer_bytes"]), "GiB")
+    seen.add("expected_host_buffer_gib", memory.gib(check["analytic_offload_bytes"]), "GiB")
+    seen.add("async_pairs", result["hlo"]["async_pairs_total"])
+    seen.add("program_digest", result["hlo_sha256"])
+    for warning in result["xla_memory_warnings"]:
+        seen.add("xla_memory_warning", warning["text"], message=warning["meaning"])
+    return seen.observations

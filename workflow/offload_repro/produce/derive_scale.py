@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import Row, Target, load_rows, load_target
-from offload_repro.core.files import REPO_ROOT
+from offload_repro.core.files import REPO_ROOT, write_json
 from offload_repro.produce.compile import compile_row
 
 # The source's capacity contrast (Table 1, rows 4 and 5, and the optimized offload row).
@@ -75,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tables = sorted(str(p) for p in (REPO_ROOT / "experiments" / "rows").glob("*.yaml"))
     result = derive(load_target(args.target), load_rows(tables), args.family, args.parameter, args.values)
+    out = REPO_ROOT / "results" / "derivations" / f"{args.target}.json"
+    write_json(out, result)
     print(json.dumps(result, indent=2))
+    print(f"written to {out}", file=sys.stderr)
     return 0 if result["chosen"] is not None else 1
 
 

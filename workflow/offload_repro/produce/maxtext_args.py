@@ -8,8 +8,6 @@ from typing import Any
 
 from offload_repro.core.data import Row, Target
 
-TRAIN_MODULE = "maxtext.trainers.pre_train.train"
-
 
 def base_config() -> Path:
     """MaxText's own defaults file, as shipped in the installed package."""
@@ -30,7 +28,6 @@ def full_scale_overrides(row: Row) -> dict[str, Any]:
     overrides: dict[str, Any] = {
         "model_name": row.model,
         "dataset_type": "synthetic",
-        "steps": row.steps,
         "per_device_batch_size": row.per_device_batch_size,
         "max_target_length": row.max_target_length,
         "dtype": row.dtype,

@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 from offload_repro.core.data import Row, Target
+from offload_repro.core.observation import Observation, Observer
+from offload_repro.core.results import write_result
 from offload_repro.produce.analytic import row_accounting
 
 GB = 1e9
@@ -68,3 +70,21 @@ def measure(sizes: list[int], limit_gb_s: float | None, repeats: int = 5) -> dic
         "repeats": repeats,
         "transfers": results,
     }
+
+
+def write_probe(target: Target, rows: list[Row], out_json: str, repeats: int) -> dict[str, Any]:
+    # per-layer tensor sizes: one-GPU scale rules keep width, batch and sequence
+    measured = measure(offloaded_sizes(rows), link_limit_gb_s(target), repeats)
+    return write_result(out_json, "probe", {"target": target.name, "status": "ok", "message": None, **measured})
+
+
+def observe(result: dict[str, Any], source: str) -> list[Observation]:
+    """Bandwidth per transfer size (`at` = bytes), each direction, and its share of the link's limit."""
+    seen = Observer(result, source, "measured", None, result["target"])
+    seen.status_line()
+    seen.add("link_limit_gb_s", result.get("link_limit_gb_s_per_direction"), "GB/s")
+    for transfer in result["transfers"]:
+        for direction in ("d2h", "h2d"):
+            seen.add(f"{direction}_gb_s", transfer[f"{direction}_gb_s"], "GB/s", at=transfer["bytes"])
+            seen.add(f"{direction}_of_limit", transfer.get(f"{direction}_of_limit"), "fraction", at=transfer["bytes"])
+    return seen.observations

@@ -1,0 +1,39 @@
+"""The pinned environment: the locks are complete, so the conda declaration of the rules
+(envs/offload-repro.conda.yaml, pip without --no-deps) installs exactly what .venv has."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflow_copy import REPO
+
+
+@pytest.mark.slow
+def test_the_locks_resolve_to_exactly_themselves_without_no_deps(tmp_path):
+    spec = yaml.safe_load((REPO / "envs/offload-repro.conda.yaml").read_text())
+    pip = next(item["pip"] for item in spec["dependencies"] if isinstance(item, dict))
+    locks = [REPO / "envs" / line.split(maxsplit=1)[1] for line in pip if line.startswith("-r ")]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    uv = Path(sys.executable).parent / "uv"
+    done = subprocess.run(
+        [str(uv), "pip", "install", "--dry-run", "--python", str(venv / "bin/python"), "--require-hashes"]
+        + [arg for lock in locks for arg in ("-r", str(lock))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    planned = set(re.findall(r"^ \+ (\S+)$", done.stderr + done.stdout, re.M))
+    pinned = {
+        match.lower().replace("_", "-")
+        for lock in locks
+        for match in re.findall(r"^([A-Za-z0-9_.\-]+==[^\s;\\]+)", lock.read_text(), re.M)
+    }
+    assert {p.lower().replace("_", "-") for p in planned} == pinned

@@ -1,0 +1,118 @@
+"""Every evidence adapter on small real result files (tests/fixtures/results): what each observes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from offload_repro.core.results import ResultError
+from offload_repro.judge.evidence_table import build, frame, observe_files
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
+RUN = FIXTURES / "cpu/runs/llama-qkv-offload-lhs.json"
+COMPILED = FIXTURES / "compiled/gb200-nvl72"
+PROBE = FIXTURES / "h200-1/probe.json"
+
+
+def observed(*paths):
+    observations, sources = observe_files(list(paths))
+    table = {(o.row, o.evidence, o.metric, o.at): o for o in observations}
+    return table, sources
+
+
+def test_a_run_gives_its_status_throughput_and_every_steps_loss():
+    table, sources = observed(RUN)
+    run = json.loads(RUN.read_text())
+    key = ("llama-qkv-offload-lhs", "measured")
+    assert table[(*key, "status", None)].value == "ok" and table[(*key, "outcome", None)].value == "fits"
+    assert table[(*key, "tflops_per_device", None)].value == run["tflops_per_device"]
+    assert table[(*key, "tflops_per_device", None)].unit == "TFLOPs/s/device"
+    assert [table[(*key, "loss", step)].value for step in range(10)] == run["losses"]
+    assert table[(*key, "final_loss", None)].value == run["losses"][-1]
+    assert all(o.source == str(RUN) and o.target == "cpu" for o in table.values())
+    assert sources[0]["kind"] == "run" and sources[0]["provenance"]["xla_flags"] == run["provenance"]["xla_flags"]
+
+
+def test_a_failed_run_is_an_observation_with_its_message(tmp_path):
+    run = json.loads(RUN.read_text())
+    run.update(status="error", message="ValueError: bad mesh", tflops_per_device=None, step_time_s=None, losses=[])
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({k: v for k, v in run.items() if v is not None}))
+    table, _ = observed(path)
+    status = table[("llama-qkv-offload-lhs", "measured", "status", None)]
+    assert (status.value, status.status, status.message) == ("error", "error", "ValueError: bad mesh")
+    assert ("llama-qkv-offload-lhs", "measured", "outcome", None) not in table
+
+
+def test_a_compile_gives_memory_fit_mechanism_and_program():
+    table, _ = observed(COMPILED / "llama-qkv-offload-lhs.json")
+    key = ("llama-qkv-offload-lhs", "compiled")
+    assert table[(*key, "outcome", None)].value == "fits"
+    assert table[(*key, "host_memory_gib", None)].value == 70.875  # 126 x 576 MiB, to the byte
+    assert table[(*key, "host_buffer_gib", None)].value == table[(*key, "expected_host_buffer_gib", None)].value
+    assert table[(*key, "host_buffers", None)].value == 3
+    assert len(table[(*key, "program_digest", None)].value) == 64
+    assert table[(*key, "capacity_gib", None)].value == pytest.approx(184.3, abs=0.05)
+
+
+def test_a_compile_that_does_not_fit_is_an_outcome_with_a_negative_margin():
+    table, _ = observed(COMPILED / "deepseek-device-mb8.json")
+    assert table[("deepseek-device-mb8", "compiled", "outcome", None)].value == "oom"
+    assert table[("deepseek-device-mb8", "compiled", "margin_gib", None)].value < 0
+
+
+def test_xla_warnings_arrive_with_their_meaning():
+    table, _ = observed(COMPILED / "deepseek-offload-plain.json")
+    warnings = [o for o in table.values() if o.metric == "xla_memory_warning"]
+    assert warnings and all(o.message for o in warnings)
+    assert any("counts the 144.88 GiB about to be offloaded as device memory" in o.message for o in warnings)
+
+
+def test_the_analytic_accounting_of_every_row():
+    table, _ = observed(FIXTURES / "analytic.json")
+    key = ("llama-qkv-offload-lhs", "analytic")
+    assert table[(*key, "offloaded_mib_per_layer", None)].value == 576
+    assert table[(*key, "query_proj_mib_per_layer", None)].value == 512
+    assert table[(*key, "host_memory_gib", None)].value == 70.875
+    assert table[(*key, "host_memory_gib", None)].target is None  # analytic holds on any hardware
+    assert len({o.row for o in table.values()}) == 9
+
+
+def test_the_probe_is_a_series_over_transfer_sizes():
+    table, _ = observed(PROBE)
+    probe = json.loads(PROBE.read_text())
+    for transfer in probe["transfers"]:
+        assert table[(None, "measured", "d2h_gb_s", transfer["bytes"])].value == transfer["d2h_gb_s"]
+        assert table[(None, "measured", "h2d_of_limit", transfer["bytes"])].unit == "fraction"
+    assert table[(None, "measured", "link_limit_gb_s", None)].value == 64.0
+
+
+def test_the_table_is_one_typed_file(tmp_path):
+    paths = [RUN, *COMPILED.glob("*.json"), FIXTURES / "analytic.json", PROBE]
+    evidence = build(paths, "cpu", tmp_path / "evidence.json")
+    assert {source["kind"] for source in evidence["sources"]} == {"run", "compile", "analytic", "probe"}
+    columns = frame(evidence)
+    fields = "row target evidence metric value unit status source at message"
+    assert list(columns.columns) == fields.split()
+    assert set(columns["evidence"]) == {"measured", "compiled", "analytic"}
+
+
+def test_a_damaged_file_stops_the_table_naming_it(tmp_path):
+    damaged = tmp_path / "llama-baseline.json"
+    damaged.write_text(RUN.read_text()[:500])
+    with pytest.raises(ResultError, match=r"llama-baseline\.json: not valid JSON"):
+        observe_files([RUN, damaged])
+    wrong = tmp_path / "wrong.json"
+    run = json.loads(RUN.read_text())
+    run["status"] = "finished"
+    wrong.write_text(json.dumps(run))
+    with pytest.raises(ResultError, match=r"wrong\.json: field 'status': 'finished' is not one of"):
+        observe_files([wrong])
+
+
+def test_tables_and_verdicts_are_not_evidence(tmp_path):
+    evidence = build([RUN], "cpu", tmp_path / "evidence.json")
+    again, sources = observe_files([tmp_path / "evidence.json"])
+    assert again == [] and sources == [] and evidence["observations"]

@@ -1,0 +1,47 @@
+"""The one place memory arithmetic lives: byte units, and what a compiled program needs per device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MIB = 1024**2
+GIB = 1024**3
+
+
+def device_bytes(memory: dict[str, int] | None) -> int | None:
+    """Per-device peak estimate from XLA's memory analysis: arguments + outputs not aliased + temporaries."""
+    if not memory:
+        return None
+    return (
+        memory["argument_size_in_bytes"]
+        + memory["output_size_in_bytes"]
+        - memory["alias_size_in_bytes"]
+        + memory["temp_size_in_bytes"]
+    )
+
+
+def host_bytes(memory: dict[str, int] | None) -> int | None:
+    """Host (pinned) memory the program holds per device: its host arguments, outputs and temporaries."""
+    if not memory:
+        return None
+    total = sum(memory.get(f"host_{kind}_size_in_bytes", 0) for kind in ("argument", "output", "temp"))
+    return total - memory.get("host_alias_size_in_bytes", 0)
+
+
+def gib(value: int | float | None) -> float | None:
+    return None if value is None else value / GIB
+
+
+def mib(value: int | float | None) -> float | None:
+    return None if value is None else value / MIB
+
+
+def fit(used_bytes: int, capacity_bytes: int) -> dict[str, Any]:
+    """Fits or not, with the margin (negative: by how much it does not)."""
+    return {"fits": used_bytes <= capacity_bytes, "margin_gib": (capacity_bytes - used_bytes) / GIB}
+
+
+def remat_warning_explained(reported_gib: float, device_gib: float, host_gib: float) -> bool:
+    """XLA's rematerialisation pass counts buffers about to be offloaded as device memory, so its
+    'only reduced to N GiB' is about device + host of an offload row; within 1% that is what it is."""
+    return host_gib > 0 and abs(reported_gib - (device_gib + host_gib)) <= 0.01 * reported_gib

@@ -1,0 +1,58 @@
+"""One fact that some evidence gives about a row on a target: the unit of the evidence table."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+Value = float | int | str | bool | None
+
+
+@dataclass(frozen=True)
+class Observation:
+    row: str | None  # None: a fact about the target as a whole (the transfer probe)
+    target: str | None  # None: evidence that holds on any hardware (analytic)
+    evidence: str  # measured | compiled | analytic
+    metric: str
+    value: Value
+    unit: str | None
+    status: str  # ok | oom | error: the status of the result it came from
+    source: str  # the result file it came from
+    at: float | None = None  # the point of a series: step of a loss curve, bytes of a transfer
+    message: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Observer:
+    """Builds the observations of one result file; `add` skips metrics the evidence did not observe."""
+
+    def __init__(self, result: dict[str, Any], source: str, evidence: str, row: str | None, target: str | None):
+        self.result, self.source, self.evidence, self.row, self.target = result, source, evidence, row, target
+        self.status = result.get("status", "ok")
+        self.observations: list[Observation] = []
+
+    def add(self, metric: str, value: Value, unit: str | None = None, **extra: Any) -> None:
+        if value is not None:
+            self.observations.append(
+                Observation(
+                    self.row, self.target, self.evidence, metric, value, unit, self.status, self.source, **extra
+                )
+            )
+
+    def status_line(self) -> None:
+        """Every result says how it ended, with its message: an error or OOM is evidence too."""
+        self.observations.append(
+            Observation(
+                self.row,
+                self.target,
+                self.evidence,
+                "status",
+                self.status,
+                None,
+                self.status,
+                self.source,
+                message=self.result.get("message"),
+            )
+        )
