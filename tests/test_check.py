@@ -38,10 +38,28 @@ def test_every_published_statement_is_a_claim(claims):
             assert tolerance is None or tolerance["reason"]
 
 
-def test_claims_refer_to_rows_that_exist(claims, tables):
+def test_claims_refer_to_rows_and_frontier_policies_that_exist(claims, tables):
+    from offload_repro.produce.frontier import load_policies
+
     row_ids = {row.id for row in load_rows(tables)}
+    row_ids |= {f"frontier:{policy['id']}" for policy in load_policies()["policies"]}
     for claim in claims:
         assert set(claim["check"]["rows"]) <= row_ids, claim["id"]
+
+
+def test_frontier_contrast_claims(claims):
+    device = next(c for c in claims if c["id"] == "deepseek-device-save-frontier-below-8")
+    offload = next(c for c in claims if c["id"] == "deepseek-offload-frontier-reaches-8")
+
+    def frontier(policy, largest):
+        return full_scale({f"frontier:{policy}": ok(largest_fitting_micro_batch=largest)}, kind="compiled")
+
+    assert judge(device, device["judged_by"][0], frontier("deepseek-device", 5))["verdict"] == "pass"
+    assert judge(device, device["judged_by"][0], frontier("deepseek-device", 8))["verdict"] == "fail"
+    assert judge(device, device["judged_by"][0], frontier("deepseek-device", 1))["verdict"] == "fail"
+    assert judge(offload, offload["judged_by"][0], frontier("deepseek-offload", 12))["verdict"] == "pass"
+    missing = judge(offload, offload["judged_by"][0], full_scale({}, kind="compiled"))
+    assert missing["verdict"] == "not-comparable" and "--config whatif=True" in missing["reason"]
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,14 @@ def with_overlap(tmp_path: Path) -> Path:
     return path
 
 
+def probe_of_this_target(tmp_path: Path) -> Path:
+    """The real probe fixture as the page's own target (a probe belongs to the target it ran on)."""
+    probe = json.loads((FIXTURES / "h200-1/probe.json").read_text())
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(probe | {"target": "cpu"}))
+    return path
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, tables):
     work = tmp_path_factory.mktemp("report")
@@ -42,7 +50,7 @@ def built(tmp_path_factory, tables):
         FIXTURES / "cpu/runs/deepseek-device-mb8.json",
         *sorted((FIXTURES / "compiled/gb200-nvl72").glob("*.json")),
         FIXTURES / "analytic.json",
-        FIXTURES / "h200-1/probe.json",
+        probe_of_this_target(work),
     ]
     evidence, verdicts, page = work / "evidence.json", work / "verdicts.json", work / "cpu.html"
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0

@@ -228,3 +228,32 @@ def test_malformed_table_fails_before_anything_runs(tmp_path):
 def test_unknown_row_in_config_is_refused(tmp_path):
     done = snakemake(copy_workflow(tmp_path), "-n", "--config", 'rows=["llama-nope"]')
     assert done.returncode != 0 and "unknown row ids ['llama-nope']" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_compile_only_options_leave_every_rows_memory_analysis_identical(main_job, tables, tmp_path, monkeypatch):
+    """The main job compiles with --xla_gpu_autotune_level=0; XLA's default autotuning must give
+    the same memory analysis, byte for byte, for every row (the program digest may differ)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from offload_repro.core.data import load_rows, load_target
+    from offload_repro.produce.compile import DEFAULT_AUTOTUNING, compile_row
+
+    monkeypatch.setenv("OFFLOAD_REPRO_FORKSERVER", str(tmp_path / "fs"))
+    (tmp_path / "fs").mkdir()
+    gb200 = load_target("gb200-nvl72")
+
+    def default_compile(row):
+        out = tmp_path / f"{row.id}.json"
+        return compile_row(row, gb200, out, tmp_path / row.id, compile_only_flags=DEFAULT_AUTOTUNING)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        defaults = {result["row"]: result for result in pool.map(default_compile, load_rows(tables))}
+    fast = compiled(main_job)
+    assert set(defaults) == set(fast) and len(fast) == 9
+    for row, result in defaults.items():
+        assert result["status"] == "ok", (row, result["message"])
+        assert "--xla_gpu_autotune_level=0" in fast[row]["provenance"]["xla_flags"]
+        assert "--xla_gpu_autotune_level=0" not in result["provenance"]["xla_flags"]
+        assert result["memory"] == fast[row]["memory"], row
+        assert result["hlo"]["host_buffer_bytes"] == fast[row]["hlo"]["host_buffer_bytes"], row

@@ -91,6 +91,13 @@ def parser() -> argparse.ArgumentParser:
     analytic.add_argument("--tables", nargs="+", required=True)
     analytic.add_argument("--out", required=True, type=Path)
 
+    frontier = sub.add_parser("frontier", help="the largest micro batch a placement policy fits, by compiling")
+    frontier.add_argument("--tables", nargs="+", required=True)
+    frontier.add_argument("--policy", required=True)
+    frontier.add_argument("--target", required=True)
+    frontier.add_argument("--out", required=True, type=Path)
+    frontier.add_argument("--points", required=True, type=Path, help="cache directory of compiled points")
+
     probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
     probe.add_argument("--tables", nargs="+", required=True)
     probe.add_argument("--target", required=True)
@@ -166,6 +173,14 @@ def dispatch(args: argparse.Namespace) -> int:
         from offload_repro.produce.analytic import write_accounting
 
         write_accounting(load_rows(args.tables), args.out)
+    elif args.command == "frontier":
+        from offload_repro.produce.frontier import write_frontier
+
+        result = write_frontier(args.policy, load_rows(args.tables), load_target(args.target), args.out, args.points)
+        cached = sum(point["cached"] for point in result["points"])
+        note = f"; {result['message']}" if result["message"] else ""
+        largest = result["largest_fitting_micro_batch"]
+        print(f"{args.target} {args.policy}: largest fitting micro batch {largest} ({cached} points cached){note}")
     elif args.command == "probe":
         from offload_repro.produce.probe import write_probe
 

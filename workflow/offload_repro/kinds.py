@@ -57,5 +57,6 @@ RESULT_KINDS = {
         ResultKind("compile", "compiled", "offload_repro.produce.compile:observe"),
         ResultKind("analytic", "analytic", "offload_repro.produce.analytic:observe"),
         ResultKind("probe", "measured", "offload_repro.produce.probe:observe"),
+        ResultKind("frontier", "compiled", "offload_repro.produce.frontier:observe"),
     )
 }

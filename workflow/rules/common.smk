@@ -13,6 +13,7 @@ sys.path.insert(0, PACKAGE_DIR)
 
 from offload_repro.cluster.slurm import container_for, job_resources  # noqa: E402
 from offload_repro.core.data import DataError, load_rows, load_target  # noqa: E402
+from offload_repro.core.files import read_yaml  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
 # --config parses "true" as a string and "True" as a boolean: accept both spellings.
@@ -44,13 +45,18 @@ COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
 if "compile" not in COMPILE_TARGET.spec:
     raise WorkflowError(f"{COMPILE_TARGET_FILE}: field 'compile': needed for config 'compile_target'")
 
+if config["fork_server"]:
+    # Jobs inherit it: MaxText processes fork from one server per machine that imported MaxText
+    # once (workflow/offload_repro/core/forkserver.py), falling back to a plain process.
+    os.environ.setdefault("OFFLOAD_REPRO_FORKSERVER", "1")
 # The pinned environment every rule runs in (.venv from the same locks when not --use-conda).
 CONDA_ENV = "../../envs/offload-repro.conda.yaml"
 # The command line every rule calls; a failure prints the rule's log (its traceback) on the console.
 # Under --use-conda the rule's environment provides `python`; otherwise it is Snakemake's own (.venv).
 _CONDA = "CONDA" in {method.name for method in workflow.deployment_settings.deployment_method}
 PYTHON = "python" if _CONDA else shlex.quote(sys.executable)
-CLI = f"PYTHONPATH={shlex.quote(PACKAGE_DIR)} {PYTHON} -m offload_repro.cli"
+# Relative to the working directory, so a moved or copied workflow does not rerun every job.
+CLI = f"PYTHONPATH={shlex.quote(os.path.relpath(PACKAGE_DIR))} {PYTHON} -m offload_repro.cli"
 LOGGED = "> {log} 2>&1 || {{ cat {log} >&2; exit 1; }}"
 TABLES = shlex.join(config["tables"])
 
@@ -70,9 +76,12 @@ CODE = {
     + package("core/gpu", "core/process", "core/provenance"),
     "analytic": CORE + LOCK + package("produce/analytic", "produce/maxtext_args"),
     "probe": CORE + LOCK + package("produce/probe", "produce/analytic"),
+    "frontier": CORE + LOCK + ["envs/requirements-gpu-compile.lock", "experiments/frontier.yaml"]
+    + package("produce/frontier", "produce/compile", "produce/aot", "produce/hlo", "produce/maxtext_args")
+    + package("core/gpu", "core/process", "core/provenance"),
     # each producer module also holds the observer that turns its files into observations
     "evidence": CORE + package("judge/evidence_table", "produce/runner", "produce/compile", "produce/analytic")
-    + package("produce/probe"),
+    + package("produce/probe", "produce/frontier"),
     "check": CORE + package("judge/check", "cluster/commands", "core/provenance"),
     "report": CORE + package("present/report", "present/charts", "cluster/commands")
     + ["report/base.html.j2", "report/target.html.j2", "report/style.css"],
@@ -80,12 +89,32 @@ CODE = {
     + ["report/base.html.j2", "report/index.html.j2", "report/compare.html.j2", "report/style.css"],
 }
 
+# What-if: every row compiled for every GPU target a cluster would run (SLURM GPU targets: a new
+# target file enters by itself), and the capacity frontier of each placement policy.
+config["whatif"] = str(config["whatif"]).lower() == "true"
+WHATIF_TARGETS = []
+if config["whatif"]:
+    WHATIF_TARGETS = [
+        path.stem
+        for path in sorted(Path("experiments/targets").glob("*.yaml"))
+        if (spec := load_target(path.stem)).kind == "gpu" and spec.launcher == "slurm" and "compile" in spec.spec
+    ]
+    _unknown = sorted(set(config["frontier_targets"]) - set(WHATIF_TARGETS))
+    if _unknown:
+        raise WorkflowError(f"config 'frontier_targets': {_unknown} are not GPU targets with a compile section")
+GRID_TARGETS = [COMPILE_TARGET.name, *[name for name in WHATIF_TARGETS if name != COMPILE_TARGET.name]]
+POLICIES = [policy["id"] for policy in read_yaml("experiments/frontier.yaml")["policies"]]
+
 # Every result file the evidence table of this target is built from, by producer.
 EVIDENCE_FILES = {
     "run": expand("results/{target}/runs/{row}.json", target=TARGET.name, row=ROW_IDS),
-    "compile": expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=ROW_IDS),
+    "compile": expand("results/compiled/{gpu_target}/{row}.json", gpu_target=GRID_TARGETS, row=ROW_IDS),
     "analytic": ["results/analytic.json"],
 }
+if config["whatif"]:
+    EVIDENCE_FILES["frontier"] = expand(
+        "results/whatif/{gpu_target}/frontier-{policy}.json", gpu_target=config["frontier_targets"], policy=POLICIES
+    )
 # A single local GPU also measures its host link (the transfer probe).
 if TARGET.kind == "gpu" and TARGET.launcher == "local":
     EVIDENCE_FILES["probe"] = [f"results/{TARGET.name}/probe.json"]
@@ -105,4 +134,5 @@ def earlier_targets():
 wildcard_constraints:
     row="|".join(ROW_IDS),
     target=TARGET.name,
-    gpu_target=COMPILE_TARGET.name,
+    gpu_target="|".join(GRID_TARGETS),
+    policy="|".join(POLICIES),

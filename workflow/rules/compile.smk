@@ -5,8 +5,8 @@
 rule compile_row:
     input:
         tables=config["tables"],
-        target=COMPILE_TARGET_FILE,
-        description=COMPILE_TARGET.spec["compile"]["description_file"],
+        target="experiments/targets/{gpu_target}.yaml",
+        description=lambda wildcards: load_target(wildcards.gpu_target).spec["compile"]["description_file"],
         code=CODE["compile"],
     output:
         "results/compiled/{gpu_target}/{row}.json",
@@ -35,3 +35,23 @@ rule analytic:
         CONDA_ENV
     shell:
         f"{CLI} analytic --tables {TABLES} --out {{output}} {LOGGED}"
+
+
+rule frontier:
+    input:
+        tables=config["tables"],
+        target="experiments/targets/{gpu_target}.yaml",
+        description=lambda wildcards: load_target(wildcards.gpu_target).spec["compile"]["description_file"],
+        code=CODE["frontier"],
+    output:
+        "results/whatif/{gpu_target}/frontier-{policy}.json",
+    log:
+        "results/whatif/{gpu_target}/logs/frontier-{policy}.log",
+    resources:
+        runtime=120,
+        mem_mb=4000,
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} frontier --tables {TABLES} --policy {{wildcards.policy}} --target {{wildcards.gpu_target}}"
+        f" --out {{output}} --points results/whatif/{{wildcards.gpu_target}}/points {LOGGED}"

@@ -1,68 +1,222 @@
-"""Performance numbers of the package on this machine (not a test: numbers to report).
+"""Performance numbers of the main job on this machine (numbers to report, not a test).
 
-    .venv/bin/python workflow/scripts/benchmark.py [--skip-main-job]
+    .venv/bin/python workflow/scripts/benchmark.py [--against COMMIT] [--repeats N] [--skip-main-job]
 
-- `snakemake -n` on the repository: median wall time of 5 (target: under 5 s);
-- the cold main job, `snakemake --cores all`, on a fresh copy of the workflow (target: at most
-  5 minutes for the measured runs on 2 cores, 15 minutes for all full-scale compiles): its
-  wall time and, from the results it wrote, each row's run and compile time.
+For this checkout, and for COMMIT side by side (a clean `git worktree` of it, same .venv), it
+measures, alternating the two so that a busy machine slows both alike:
+
+- the cold main job (`snakemake --cores all` on a fresh copy): wall time, per stage (first job
+  start to last job end of each rule, from Snakemake's log) and per job;
+- the dry run on the fresh copy (`snakemake -n`, median of 3) and the no-op rerun after the job
+  (`snakemake --cores all` with nothing to do, median of 3);
+- one bare MaxText run of llama-baseline's CPU arguments (median of 3), and the ratio
+  main job / bare run;
+- whether both trees produced the same verdicts and the same compiled memory for every row.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-from workflow_copy import copy_workflow  # noqa: E402
+PYTHON = sys.executable
+SNAKEMAKE = [PYTHON, "-m", "snakemake"]
+TREE = ("Snakefile", "workflow", "experiments", "envs", "report")
+STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$")
+JOB = re.compile(r"^(?:local)?rule (\w+):$")
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
-
-def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
     started = time.monotonic()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    return time.monotonic() - started, done
-
-
-def dry_run_seconds(repeats: int = 5) -> float:
-    return statistics.median(timed([*SNAKEMAKE, "-n", "--quiet"], REPO)[0] for _ in range(repeats))
-
-
-def main_job() -> dict:
-    directory = copy_workflow(Path(tempfile.mkdtemp(prefix="offload-repro-bench-")))
-    wall, done = timed([*SNAKEMAKE, "--cores", "all"], directory)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
-        raise SystemExit(done.stdout[-3000:] + done.stderr[-3000:])
-    runs = {p.stem: json.loads(p.read_text()) for p in (directory / "results/cpu/runs").glob("*.json")}
-    compiled = {p.stem: json.loads(p.read_text()) for p in (directory / "results/compiled").glob("*/*.json")}
-    return {
-        "cores": os.cpu_count(),
-        "main_job_wall_s": round(wall, 1),
-        "run_wall_s": {row: r["provenance"]["wall_time_s"] for row, r in sorted(runs.items())},
-        "compile_wall_s": {row: r["provenance"]["wall_time_s"] for row, r in sorted(compiled.items())},
-        "compile_peak_rss_gib": {row: round(r["peak_rss_bytes"] / 2**30, 2) for row, r in sorted(compiled.items())},
-        "verdict_counts": json.loads((directory / "results/cpu/verdicts.json").read_text())["counts"],
-        "report_bytes": (directory / "results/report/index.html").stat().st_size,
+        raise SystemExit(f"{' '.join(command)} failed in {cwd}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return time.monotonic() - started, done.stdout + done.stderr
+
+
+def tree_of(commit: str | None, scratch: Path) -> Path:
+    """The workflow files of this checkout (commit None) or of a commit, in a fresh directory."""
+    source = REPO
+    if commit:
+        source = scratch / f"src-{commit[:12]}"
+        if not source.exists():
+            subprocess.run(
+                ["git", "-C", str(REPO), "worktree", "add", "--detach", str(source), commit],
+                check=True,
+                capture_output=True,
+            )
+    copy = Path(tempfile.mkdtemp(prefix="bench-", dir=scratch))
+    for name in TREE:
+        path = source / name
+        if path.is_dir():
+            shutil.copytree(path, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif path.exists():
+            shutil.copy2(path, copy / name)
+    return copy
+
+
+def jobs_from_log(log: str) -> list[dict[str, Any]]:
+    """(rule, wildcards, start, end) of every job, from Snakemake's console log."""
+    now: datetime.datetime | None = None
+    started: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
+    jobs = []
+    for line in log.splitlines():
+        if stamp := STAMP.match(line.strip()):
+            now = datetime.datetime.strptime(stamp.group(1), "%a %b %d %H:%M:%S %Y")
+        elif job := JOB.match(line.strip()):
+            current = {"rule": job.group(1), "start": now, "wildcards": ""}
+        elif current is not None and line.strip().startswith("jobid:"):
+            started[line.split(":")[1].strip()] = current
+        elif current is not None and line.strip().startswith("wildcards:"):
+            current["wildcards"] = line.split(":", 1)[1].strip()
+        elif line.startswith("Finished jobid:"):
+            jobid = line.split(":")[1].split()[0].strip()
+            if jobid in started:
+                jobs.append({**started.pop(jobid), "end": now})
+    return jobs
+
+
+def stages(jobs: list[dict[str, Any]]) -> dict[str, float]:
+    spans: dict[str, list[datetime.datetime]] = {}
+    for job in jobs:
+        spans.setdefault(job["rule"], []).extend([job["start"], job["end"]])
+    return {rule: (max(times) - min(times)).total_seconds() for rule, times in spans.items()}
+
+
+def main_job(tree: Path) -> dict[str, Any]:
+    dry = statistics.median(timed([*SNAKEMAKE, "-n", "--quiet"], tree)[0] for _ in range(3))
+    wall, log = timed([*SNAKEMAKE, "--cores", "all"], tree)
+    jobs = jobs_from_log(log)
+    noop = statistics.median(timed([*SNAKEMAKE, "--cores", "all"], tree)[0] for _ in range(3))
+    verdicts = json.loads((tree / "results/cpu/verdicts.json").read_text())
+    compiled = {
+        p.stem: json.loads(p.read_text()).get("memory") for p in sorted((tree / "results/compiled").glob("*/*.json"))
     }
+    return {
+        "main_job_s": round(wall, 1),
+        "dry_run_s": round(dry, 2),
+        "noop_rerun_s": round(noop, 2),
+        "stages_s": stages(jobs),
+        "jobs_s": {f"{job['rule']}[{job['wildcards']}]": (job["end"] - job["start"]).total_seconds() for job in jobs},
+        "verdicts": {claim["id"]: claim["verdict"] for claim in verdicts["claims"]},
+        "compiled_memory": compiled,
+    }
+
+
+def bare_maxtext_run(tree: Path) -> float:
+    """One MaxText training run with llama-baseline's CPU arguments, as the main job recorded them."""
+    run = json.loads((tree / "results/cpu/runs/llama-baseline.json").read_text())
+    arguments = run["provenance"]["maxtext_arguments"]
+    import maxtext
+
+    base = str(Path(maxtext.__file__).parent / "configs/base.yml")
+    work = Path(tempfile.mkdtemp(prefix="bare-"))
+    arguments = [base if a.startswith("maxtext:") else a for a in arguments]
+    arguments = [f"base_output_directory={work}" if a.startswith("base_output_directory=") else a for a in arguments]
+    arguments = [a for a in arguments if not a.startswith("metrics_file=")]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": run["provenance"]["xla_flags"]}
+    seconds = [timed([PYTHON, "-m", "maxtext.trainers.pre_train.train", *arguments], work, env)[0] for _ in range(3)]
+    return statistics.median(seconds)
+
+
+def table(rows: list[tuple[str, Any, Any]]) -> str:
+    lines = [f"{'':40} {'this tree':>12} {'against':>12} {'ratio':>8}"]
+    for name, new, old in rows:
+        ratio = f"{old / new:8.2f}" if isinstance(new, int | float) and isinstance(old, int | float) and new else ""
+        lines.append(f"{name:40} {new if new is not None else '—':>12} {old if old is not None else '—':>12} {ratio}")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--skip-main-job", action="store_true")
+    parser.add_argument("--against", help="a previous commit to measure side by side")
+    parser.add_argument("--repeats", type=int, default=1, help="cold main jobs per tree (alternating)")
+    parser.add_argument("--skip-main-job", action="store_true", help="dry runs only")
     args = parser.parse_args()
-    numbers = {"snakemake_dry_run_s": round(dry_run_seconds(), 2)}
-    if not args.skip_main_job:
-        numbers |= main_job()
-    print(json.dumps(numbers, indent=2))
+    scratch = Path(tempfile.mkdtemp(prefix="offload-repro-bench-"))
+    trees = {"this tree": None, **({"against": args.against} if args.against else {})}
+    if args.skip_main_job:
+        for name, commit in trees.items():
+            print(
+                name,
+                round(
+                    statistics.median(
+                        timed([*SNAKEMAKE, "-n", "--quiet"], tree_of(commit, scratch))[0] for _ in range(5)
+                    ),
+                    2,
+                ),
+                "s dry run",
+            )
+        return
+    measured: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for repeat in range(args.repeats):
+        order = list(trees) if repeat % 2 == 0 else list(reversed(trees))
+        for name in order:
+            tree = tree_of(trees[name], scratch)
+            print(f"[{datetime.datetime.now():%H:%M:%S}] cold main job {repeat + 1}: {name}", file=sys.stderr)
+            measured[name].append(main_job(tree) | {"tree": str(tree)})
+    bare = bare_maxtext_run(Path(measured["this tree"][0]["tree"]))
+
+    def med(name: str, pick) -> float | None:
+        values = [pick(m) for m in measured.get(name, [])]
+        values = [v for v in values if v is not None]
+        return round(statistics.median(values), 1) if values else None
+
+    rows = [
+        (
+            f"{key} (median of {args.repeats})",
+            med("this tree", lambda m, k=key: m[k]),
+            med("against", lambda m, k=key: m[k]),
+        )
+        for key in ("main_job_s", "dry_run_s", "noop_rerun_s")
+    ]
+    stage_names = sorted({s for runs in measured.values() for m in runs for s in m["stages_s"]})
+    rows += [
+        (
+            f"stage {s}",
+            med("this tree", lambda m, s=s: m["stages_s"].get(s)),
+            med("against", lambda m, s=s: m["stages_s"].get(s)),
+        )
+        for s in stage_names
+    ]
+    job_names = sorted({j for runs in measured.values() for m in runs for j in m["jobs_s"]})
+    rows += [
+        (j[:40], med("this tree", lambda m, j=j: m["jobs_s"].get(j)), med("against", lambda m, j=j: m["jobs_s"].get(j)))
+        for j in job_names
+    ]
+    print(table(rows))
+    main_new = med("this tree", lambda m: m["main_job_s"])
+    print(
+        f"\nbare MaxText run (llama-baseline, CPU, median of 3): {bare:.1f} s; "
+        f"main job / bare run = {main_new / bare:.1f}"
+    )
+    if args.against:
+        new, old = measured["this tree"][0], measured["against"][0]
+        same_verdicts = {k: v for k, v in new["verdicts"].items() if k in old["verdicts"]} == old["verdicts"]
+        same_memory = new["compiled_memory"] == old["compiled_memory"]
+        print(
+            f"verdicts of the claims both trees have: {'identical' if same_verdicts else 'DIFFER'}; "
+            f"claims only here: {sorted(set(new['verdicts']) - set(old['verdicts']))}"
+        )
+        print(
+            f"compiled memory analysis of all {len(new['compiled_memory'])} rows: "
+            f"{'identical' if same_memory else 'DIFFERS'}"
+        )
+    (scratch / "benchmark.json").write_text(json.dumps(measured, indent=1, default=str))
+    print(f"raw numbers: {scratch / 'benchmark.json'}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from typing import Any
 
 MIB = 1024**2
 GIB = 1024**3
+GB = 10**9  # host memory is sold in GB
 
 
 def device_bytes(memory: dict[str, int] | None) -> int | None:
@@ -45,3 +46,11 @@ def remat_warning_explained(reported_gib: float, device_gib: float, host_gib: fl
     """XLA's rematerialisation pass counts buffers about to be offloaded as device memory, so its
     'only reduced to N GiB' is about device + host of an offload row; within 1% that is what it is."""
     return host_gib > 0 and abs(reported_gib - (device_gib + host_gib)) <= 0.01 * reported_gib
+
+
+def host_fit(host_bytes_used: int, capacity_gb: float | None) -> dict[str, Any]:
+    """Does the pinned host memory a program needs fit the host memory per GPU? (None: unknown)"""
+    if capacity_gb is None:
+        return {"host_capacity_bytes": None, "host_fits": None}
+    capacity = int(capacity_gb * GB)
+    return {"host_capacity_bytes": capacity, "host_fits": host_bytes_used <= capacity}

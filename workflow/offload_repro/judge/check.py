@@ -109,7 +109,8 @@ def judge_one(
     base |= {"target": evidence.target, "source": evidence.source}
     missing = [row for row in check["rows"] if row not in evidence.rows]
     if missing:
-        return base | _not_comparable(f"rows without {kind} evidence here: {', '.join(missing)}")
+        needs = f"; {claim['needs']}" if claim.get("needs") else ""
+        return base | _not_comparable(f"rows without {kind} evidence here: {', '.join(missing)}{needs}")
     observed_rows = {row: evidence.rows[row] for row in check["rows"]}
     errors = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "error"]
     if errors:
@@ -165,6 +166,10 @@ def _evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[s
             "reason": f"differ: {', '.join(f'{r} {values[r]} vs {expected[r]}' for r in unequal)}" if unequal else None,
             "observed_rows": values,
         }
+    if check["type"] == "between":
+        value = values[rows[0]]
+        inside = value >= check.get("min", value) and ("below" not in check or value < check["below"])
+        return {"verdict": "pass" if inside else "fail", "observed": value, "observed_rows": values}
     if check["type"] == "distinct":
         same = sorted({row for row in rows for other in rows if other != row and values[row] == values[other]})
         return {

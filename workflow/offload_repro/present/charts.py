@@ -186,3 +186,40 @@ def overlap(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelM
         )
         .properties(width=420, height=alt.Step(16), title="Compute and exposed host-copy time per step, offload rows")
     )
+
+
+def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
+    """Compiled device memory per micro batch of each policy, one panel per GPU target (what-if)."""
+    chosen = observations[(observations["metric"] == "frontier_device_gib") & observations["at"].notna()]
+    if chosen.empty:
+        return None
+    data = pd.DataFrame(
+        [
+            {"target": o.target, "policy": o.row.removeprefix("frontier:"), "micro_batch": int(o.at), "gib": o.value}
+            for o in chosen.itertuples()
+        ]
+    )
+    capacity = observations[(observations["metric"] == "capacity_gib") & observations["at"].isna()]
+    data = data.merge(
+        capacity.groupby("target")["value"].first().rename("capacity_gib").reset_index(), on="target", how="left"
+    )
+    points = (
+        alt.Chart()
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("micro_batch:Q", scale=alt.Scale(type="log", base=2), title="micro batch (compiled points)"),
+            y=alt.Y("gib:Q", title="device GiB per GPU"),
+            color=alt.Color("policy:N"),
+            tooltip=["target", "policy", "micro_batch", alt.Tooltip("gib:Q", format=".1f")],
+        )
+    )
+    limit = alt.Chart().mark_rule(color="crimson", strokeDash=[4, 3]).encode(y="max(capacity_gib):Q")
+    return (
+        alt.layer(points, limit, data=data)
+        .properties(width=300, height=240)
+        .facet(
+            column=alt.Column("target:N", title=None),
+            title="What-if: compiled device memory per micro batch, each GPU on its own axis (dashed: its capacity)",
+        )
+        .resolve_scale(y="independent")
+    )

@@ -177,6 +177,59 @@ def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, com
     return [{"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")} for name, chart in built]
 
 
+def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None:
+    """Rows x GPU targets from the compiled evidence of every target, and each policy's frontier."""
+    compiled = observations[(observations["evidence"] == "compiled") & observations["at"].isna()]
+    targets = sorted(set(compiled["target"].dropna()))
+    if len(targets) < 2 and not compiled["row"].fillna("").str.startswith("frontier:").any():
+        return None
+    cells = {(o.row, o.target, o.metric): o.value for o in compiled.itertuples()}
+    grid = [
+        {
+            "row": row,
+            "cells": [
+                {
+                    metric: cells.get((row.id, name, metric))
+                    for metric in ("outcome", "gpu_memory_gib", "margin_gib", "host_memory_gib", "host_fits")
+                }
+                for name in targets
+            ],
+        }
+        for row in rows
+    ]
+    frontier_rows = sorted({r for r in compiled["row"].dropna() if r.startswith("frontier:")})
+    frontier_targets = sorted({t for (r, t, _m) in cells if r in frontier_rows})
+    frontier = [
+        {
+            "policy": policy.removeprefix("frontier:"),
+            "published": cells.get((policy, frontier_targets[0], "policy_published")) if frontier_targets else None,
+            "cells": [
+                {
+                    "largest": cells.get((policy, name, "largest_fitting_micro_batch")),
+                    "status": cells.get((policy, name, "status")),
+                    "message": next(
+                        (o.message for o in compiled.itertuples() if (o.row, o.target) == (policy, name) and o.message),
+                        None,
+                    ),
+                }
+                for name in frontier_targets
+            ],
+        }
+        for policy in frontier_rows
+    ]
+    return {
+        "targets": [load_target(name) for name in targets],
+        "grid": grid,
+        "frontier_targets": [load_target(name) for name in frontier_targets],
+        "frontier": frontier,
+    }
+
+
+def whatif_charts(observations: pd.DataFrame) -> list[dict[str, Any]]:
+    chart = charts.frontier(observations)
+    return [] if chart is None else [{"id": "frontier", "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")}]
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
@@ -196,7 +249,10 @@ def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out
     observations = frame(evidence)
     target = load_target(evidence["target"])
     compiled_on = load_target(verdicts["compile_target"]) if verdicts["compile_target"] else None
-    lookup = Lookup(observations)
+    # The row tables show this target's runs and its compile target's programs; the what-if
+    # section shows every other GPU target.
+    own = observations["target"].isna() | observations["target"].isin([target.name, verdicts["compile_target"]])
+    lookup = Lookup(observations[own])
     numbers, notes = footnotes(verdicts["claims"])
     sources = evidence["sources"]
     html = (
@@ -209,7 +265,8 @@ def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out
             notes=notes,
             note_numbers=numbers,
             tables=tables(rows, lookup),
-            charts=chart_specs(rows, observations, target, compiled_on),
+            charts=chart_specs(rows, observations[own], target, compiled_on) + whatif_charts(observations),
+            whatif=whatif(rows, observations),
             probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
             sources=sources,
             run_provenance=next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None),

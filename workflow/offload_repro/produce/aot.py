@@ -80,7 +80,25 @@ def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str])
         config,
         logical_axis_rules(config.logical_axis_rules),
     )
-    return compiled, {"devices": len(gpus.devices), "mesh": {k: int(v) for k, v in mesh.shape.items() if v > 1}}
+    model_tflops, _, _ = maxtext_utils.calculate_tflops_training_per_device(config, log=False)
+    return compiled, {
+        "devices": len(gpus.devices),
+        "mesh": {k: int(v) for k, v in mesh.shape.items() if v > 1},
+        "model_tflops_per_device_per_step": float(model_tflops),  # MaxText's own count, from the config
+    }
+
+
+def cost(compiled: Any) -> dict[str, float] | None:
+    """XLA's cost analysis of the compiled step (FLOPs and bytes per device), where it gives one."""
+    try:
+        analysis = compiled.cost_analysis()
+    except Exception:  # not every backend implements it for an AOT compile
+        return None
+    if isinstance(analysis, list):
+        analysis = analysis[0] if analysis else None
+    if not analysis or "flops" not in analysis:
+        return None
+    return {"flops": float(analysis["flops"]), "bytes_accessed": float(analysis.get("bytes accessed", 0.0))}
 
 
 def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, maxtext_argv: list[str]) -> int:
@@ -96,6 +114,7 @@ def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, m
             memory=memory_analysis_dict(compiled.memory_analysis()),
             hlo=summarize_hlo(hlo),
             hlo_sha256=hashlib.sha256(canonical(hlo).encode()).hexdigest(),
+            cost=cost(compiled),
         )
     except Exception as err:  # recorded; the parent decides what it means
         record["exception"] = {"type": type(err).__name__, "message": str(err)[-4000:]}

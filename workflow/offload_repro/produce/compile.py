@@ -24,6 +24,12 @@ from offload_repro.produce import maxtext_args
 from offload_repro.produce.analytic import row_accounting
 from offload_repro.produce.aot import MEMORY_WARNING
 
+# A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
+# with, and autotune level 0 halves the compile while every row's memory analysis stays
+# byte-identical (tests/test_workflow.py compiles every row both ways to show it; the program
+# digest changes, since untuned fusions carry a default backend config).
+COMPILE_ONLY_FLAGS = ("--xla_gpu_shard_autotuning=false", "--xla_gpu_autotune_level=0")
+DEFAULT_AUTOTUNING = ("--xla_gpu_shard_autotuning=false",)
 REDUCED_TO = re.compile(r"only reduced to [\d.]+GiB \((\d+) bytes\)")
 
 
@@ -68,7 +74,12 @@ def mechanism(
 
 
 def compile_row(
-    row: Row, target: Target, out_json: Path, work_dir: Path, python: str = sys.executable
+    row: Row,
+    target: Target,
+    out_json: Path,
+    work_dir: Path,
+    python: str = sys.executable,
+    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
 ) -> dict[str, Any]:
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
@@ -78,9 +89,8 @@ def compile_row(
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id)
     arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
     stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
-    # Shard autotuning needs GPUs to share results with; off for a compile-only target.
     env = package_environment(
-        {"XLA_FLAGS": maxtext_args.xla_flags(row, ["--xla_gpu_shard_autotuning=false"]), "JAX_PLATFORMS": "cpu"}
+        {"XLA_FLAGS": maxtext_args.xla_flags(row, list(compile_only_flags)), "JAX_PLATFORMS": "cpu"}
     )
     command = [
         python,
@@ -132,6 +142,9 @@ def compile_row(
             hlo_sha256=stats["hlo_sha256"],
             mechanism=mechanism(row, host, stats["hlo"], overrides),
             xla_memory_warnings=explain_warnings(log_text, used, host),
+            **memory.host_fit(host, target.spec["hardware"].get("host_memory_gb_per_gpu")),
+            cost=stats.get("cost"),
+            model_tflops_per_device_per_step=stats.get("model_tflops_per_device_per_step"),
         )
     result["provenance"] = {
         "maxtext_arguments": arguments,
@@ -200,6 +213,10 @@ def observe(result: dict[str, Any], source: str) -> list[Observation]:
     seen.add("expected_host_buffer_gib", memory.gib(check["analytic_offload_bytes"]), "GiB")
     seen.add("async_pairs", result["hlo"]["async_pairs_total"])
     seen.add("program_digest", result["hlo_sha256"])
+    seen.add("host_capacity_gib", memory.gib(result.get("host_capacity_bytes")), "GiB")
+    seen.add("host_fits", result.get("host_fits"))
+    seen.add("model_tflops_per_step", result.get("model_tflops_per_device_per_step"), "TFLOP/device")
+    seen.add("xla_tflops_per_step", (result.get("cost") or {}).get("flops", 0) / 1e12 or None, "TFLOP/device")
     for warning in result["xla_memory_warnings"]:
         seen.add("xla_memory_warning", warning["text"], message=warning["meaning"])
     return seen.observations

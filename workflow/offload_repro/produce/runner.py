@@ -16,6 +16,7 @@ from offload_repro.cluster import slurm
 from offload_repro.core import memory, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, read_json
+from offload_repro.core.forkserver import VARIABLE as FORKSERVER_VARIABLE
 from offload_repro.core.observation import Observation, Observer
 from offload_repro.core.process import fresh_work_dir, package_environment, run_logged
 from offload_repro.core.results import write_result
@@ -53,6 +54,8 @@ def environment(row: Row, target: Target) -> dict[str, str]:
     env = package_environment({"XLA_FLAGS": maxtext_args.xla_flags(row)})
     if target.kind == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
+    else:  # the fork server is proven on XLA:CPU runs and compiles; a GPU run starts its own process
+        env.pop(FORKSERVER_VARIABLE, None)
     env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})
     return env
 
