@@ -98,6 +98,11 @@ def parser() -> argparse.ArgumentParser:
     frontier.add_argument("--out", required=True, type=Path)
     frontier.add_argument("--points", required=True, type=Path, help="cache directory of compiled points")
 
+    budget = sub.add_parser("budget", help="what-if transfer budget and recompute cost from compiled programs")
+    budget.add_argument("--tables", nargs="+", required=True)
+    budget.add_argument("--out", required=True, type=Path)
+    budget.add_argument("compiled", nargs="+", type=Path)
+
     probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
     probe.add_argument("--tables", nargs="+", required=True)
     probe.add_argument("--target", required=True)
@@ -181,6 +186,10 @@ def dispatch(args: argparse.Namespace) -> int:
         note = f"; {result['message']}" if result["message"] else ""
         largest = result["largest_fitting_micro_batch"]
         print(f"{args.target} {args.policy}: largest fitting micro batch {largest} ({cached} points cached){note}")
+    elif args.command == "budget":
+        from offload_repro.produce.budget import write_budget
+
+        write_budget(load_rows(args.tables), args.compiled, args.out)
     elif args.command == "probe":
         from offload_repro.produce.probe import write_probe
 

@@ -58,5 +58,6 @@ RESULT_KINDS = {
         ResultKind("analytic", "analytic", "offload_repro.produce.analytic:observe"),
         ResultKind("probe", "measured", "offload_repro.produce.probe:observe"),
         ResultKind("frontier", "compiled", "offload_repro.produce.frontier:observe"),
+        ResultKind("budget", "compiled", "offload_repro.produce.budget:observe"),
     )
 }

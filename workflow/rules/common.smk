@@ -81,7 +81,8 @@ CODE = {
     + package("core/gpu", "core/process", "core/provenance"),
     # each producer module also holds the observer that turns its files into observations
     "evidence": CORE + package("judge/evidence_table", "produce/runner", "produce/compile", "produce/analytic")
-    + package("produce/probe", "produce/frontier"),
+    + package("produce/probe", "produce/frontier", "produce/budget"),
+    "budget": CORE + package("produce/budget", "core/gpu"),
     "check": CORE + package("judge/check", "cluster/commands", "core/provenance"),
     "report": CORE + package("present/report", "present/charts", "cluster/commands")
     + ["report/base.html.j2", "report/target.html.j2", "report/style.css"],
@@ -115,6 +116,7 @@ if config["whatif"]:
     EVIDENCE_FILES["frontier"] = expand(
         "results/whatif/{gpu_target}/frontier-{policy}.json", gpu_target=config["frontier_targets"], policy=POLICIES
     )
+    EVIDENCE_FILES["budget"] = ["results/whatif/budget.json"]
 # A single local GPU also measures its host link (the transfer probe).
 if TARGET.kind == "gpu" and TARGET.launcher == "local":
     EVIDENCE_FILES["probe"] = [f"results/{TARGET.name}/probe.json"]

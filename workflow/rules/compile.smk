@@ -55,3 +55,19 @@ rule frontier:
     shell:
         f"{CLI} frontier --tables {TABLES} --policy {{wildcards.policy}} --target {{wildcards.gpu_target}}"
         f" --out {{output}} --points results/whatif/{{wildcards.gpu_target}}/points {LOGGED}"
+
+
+rule budget:
+    input:
+        tables=config["tables"],
+        compiled=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=GRID_TARGETS, row=ROW_IDS),
+        targets=expand("experiments/targets/{name}.yaml", name=GRID_TARGETS),
+        code=CODE["budget"],
+    output:
+        "results/whatif/budget.json",
+    log:
+        "results/whatif/logs/budget.log",
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} budget --tables {TABLES} --out {{output}} {{input.compiled}} {LOGGED}"

@@ -5,6 +5,7 @@
 localrules:
     collect_runs,
     analytic,
+    budget,
     evidence_table,
     check_claims,
     report,

@@ -89,6 +89,12 @@ def jobs_from_log(log: str) -> list[dict[str, Any]]:
     return jobs
 
 
+def job_name(job: dict[str, Any]) -> str:
+    """'compile_row deepseek-remat': the rule and the row (or the other wildcards)."""
+    wildcards = dict(part.split("=", 1) for part in job["wildcards"].split(", ") if "=" in part)
+    return f"{job['rule']} {wildcards.get('row', ' '.join(wildcards.values()))}".strip()
+
+
 def stages(jobs: list[dict[str, Any]]) -> dict[str, float]:
     spans: dict[str, list[datetime.datetime]] = {}
     for job in jobs:
@@ -110,7 +116,7 @@ def main_job(tree: Path) -> dict[str, Any]:
         "dry_run_s": round(dry, 2),
         "noop_rerun_s": round(noop, 2),
         "stages_s": stages(jobs),
-        "jobs_s": {f"{job['rule']}[{job['wildcards']}]": (job["end"] - job["start"]).total_seconds() for job in jobs},
+        "jobs_s": {job_name(job): (job["end"] - job["start"]).total_seconds() for job in jobs},
         "verdicts": {claim["id"]: claim["verdict"] for claim in verdicts["claims"]},
         "compiled_memory": compiled,
     }
@@ -133,10 +139,10 @@ def bare_maxtext_run(tree: Path) -> float:
 
 
 def table(rows: list[tuple[str, Any, Any]]) -> str:
-    lines = [f"{'':40} {'this tree':>12} {'against':>12} {'ratio':>8}"]
+    lines = [f"{'':44} {'this tree':>12} {'against':>12} {'ratio':>8}"]
     for name, new, old in rows:
         ratio = f"{old / new:8.2f}" if isinstance(new, int | float) and isinstance(old, int | float) and new else ""
-        lines.append(f"{name:40} {new if new is not None else '—':>12} {old if old is not None else '—':>12} {ratio}")
+        lines.append(f"{name:44} {new if new is not None else '—':>12} {old if old is not None else '—':>12} {ratio}")
     return "\n".join(lines)
 
 
@@ -194,7 +200,7 @@ def main() -> None:
     ]
     job_names = sorted({j for runs in measured.values() for m in runs for j in m["jobs_s"]})
     rows += [
-        (j[:40], med("this tree", lambda m, j=j: m["jobs_s"].get(j)), med("against", lambda m, j=j: m["jobs_s"].get(j)))
+        (j[:44], med("this tree", lambda m, j=j: m["jobs_s"].get(j)), med("against", lambda m, j=j: m["jobs_s"].get(j)))
         for j in job_names
     ]
     print(table(rows))

@@ -217,9 +217,32 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
         }
         for policy in frontier_rows
     ]
+    transfers = [
+        {
+            "row": row,
+            "cells": [
+                {
+                    "copy_s": cells.get((row.id, name, "whatif_copy_s_per_step")),
+                    "step_s": cells.get((row.id, name, "whatif_step_s")),
+                    "share": cells.get((row.id, name, "whatif_copy_share")),
+                    "link_gb_s": cells.get((row.id, name, "whatif_link_gb_s")),
+                }
+                for name in targets
+            ],
+        }
+        for row in rows
+        if any((row.id, name, "whatif_copy_s_per_step") in cells for name in targets)
+    ]
+    recompute = [
+        {"row": row, "cells": [cells.get((row.id, name, "xla_tflops_per_step")) for name in targets]}
+        for row in rows
+        if any((row.id, name, "xla_tflops_per_step") in cells for name in targets)
+    ]
     return {
         "targets": [load_target(name) for name in targets],
         "grid": grid,
+        "transfers": transfers,
+        "recompute": recompute,
         "frontier_targets": [load_target(name) for name in frontier_targets],
         "frontier": frontier,
     }
@@ -267,6 +290,7 @@ def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out
             tables=tables(rows, lookup),
             charts=chart_specs(rows, observations[own], target, compiled_on) + whatif_charts(observations),
             whatif=whatif(rows, observations),
+            budget_assumptions=next((s["assumptions"] for s in sources if s["kind"] == "budget"), []),
             probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
             sources=sources,
             run_provenance=next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None),
@@ -303,7 +327,11 @@ def render_index(
                 "command": snakemake_command(target),
             }
         )
-        columns.append({"target": target, "lookup": Lookup(frame(evidence))})
+        observations = frame(evidence)
+        own = observations["target"].isna() | observations["target"].isin([target.name, verdicts["compile_target"]])
+        columns.append(
+            {"target": target, "compiled_on": verdicts["compile_target"], "lookup": Lookup(observations[own])}
+        )
     env = environment()
     write_atomically(out, env.get_template("index.html.j2").render(targets=targets, current_commit=current))
     write_atomically(
