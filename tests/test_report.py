@@ -155,3 +155,29 @@ def test_charts_render_in_headless_chromium(built):
     assert vega_graphics(dom) >= 5
     for claim in verdicts["claims"]:
         assert f'data-verdict="{claim["verdict"]}"' in dom
+
+
+def test_the_new_hardware_section_from_real_whatif_results(tmp_path, tables):
+    """Rows x targets, the frontier (with its contrast claims judged) and the transfer budget."""
+    results = [
+        *sorted((FIXTURES / "compiled").glob("*/*.json")),
+        *sorted((FIXTURES / "whatif").glob("*/frontier-*.json")),
+        FIXTURES / "whatif/budget.json",
+        FIXTURES / "analytic.json",
+    ]
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
+    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
+    assert main(["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page)]) == 0
+    html = page.read_text()
+    by_id = {c["id"]: c for c in read_result(verdicts, "verdicts")["claims"]}
+    assert by_id["deepseek-device-save-frontier-below-8"]["verdict"] == "pass"
+    assert by_id["deepseek-offload-frontier-reaches-8"]["verdict"] == "pass"
+    grid = re.search(r'<tr id="whatif-deepseek-device-mb8">(.*?)</tr>', html, re.S).group(1)
+    assert grid.count("OOM") == 2  # out of memory on GB200 and on Vera Rubin
+    assert "not compiled" in re.search(r'<tr id="whatif-llama-baseline">(.*?)</tr>', html, re.S).group(1)
+    frontier = re.search(r'<tr id="frontier-deepseek-device">(.*?)</tr>', html, re.S).group(1)
+    assert re.search(r"<strong>[2-7]</strong>", frontier)
+    assert 'id="budget-deepseek-offload-optimized"' in html and "What the transfer budget assumes" in html
+    assert 'id="chart-frontier"' in html

@@ -184,6 +184,7 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
     if len(targets) < 2 and not compiled["row"].fillna("").str.startswith("frontier:").any():
         return None
     cells = {(o.row, o.target, o.metric): o.value for o in compiled.itertuples()}
+    notes = {(o.row, o.target, o.metric): o.message for o in compiled.itertuples() if isinstance(o.message, str)}
     grid = [
         {
             "row": row,
@@ -207,10 +208,7 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
                 {
                     "largest": cells.get((policy, name, "largest_fitting_micro_batch")),
                     "status": cells.get((policy, name, "status")),
-                    "message": next(
-                        (o.message for o in compiled.itertuples() if (o.row, o.target) == (policy, name) and o.message),
-                        None,
-                    ),
+                    "message": notes.get((policy, name, "largest_fitting_micro_batch")),
                 }
                 for name in frontier_targets
             ],
@@ -291,6 +289,7 @@ def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out
             charts=chart_specs(rows, observations[own], target, compiled_on) + whatif_charts(observations),
             whatif=whatif(rows, observations),
             budget_assumptions=next((s["assumptions"] for s in sources if s["kind"] == "budget"), []),
+        budget_message=next((s["message"] for s in sources if s["kind"] == "budget"), None),
             probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
             sources=sources,
             run_provenance=next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None),
