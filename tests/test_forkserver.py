@@ -65,7 +65,7 @@ def report(log: Path) -> dict[str, Any]:
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # procfs answers ESRCH while a process exits
         return False
     return state not in ("Z", "X")
 

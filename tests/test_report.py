@@ -181,3 +181,13 @@ def test_the_new_hardware_section_from_real_whatif_results(tmp_path, tables):
     assert re.search(r"<strong>[2-7]</strong>", frontier)
     assert 'id="budget-deepseek-offload-optimized"' in html and "What the transfer budget assumes" in html
     assert 'id="chart-frontier"' in html
+
+
+def test_check_can_gate_ci_on_the_verdicts(built, tmp_path, capsys):
+    page, _, verdicts = built
+    evidence = page.parent / "evidence.json"
+    common = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(tmp_path / "v.json")]
+    assert verdicts["counts"]["fail"] == verdicts["counts"]["error"] == 0
+    assert main([*common, "--fail-on", "fail,error"]) == 0
+    assert main([*common, "--fail-on", "not-comparable"]) == 3
+    assert "failing on" in capsys.readouterr().err
