@@ -69,24 +69,33 @@ def package(*modules):
 CORE = package("cli", "kinds", "core/data", "core/files", "core/memory", "core/results", "core/observation")
 LOCK = ["envs/requirements.lock"]
 CODE = {
-    "run": CORE + LOCK + package("produce/runner", "produce/launch", "produce/metrics", "produce/maxtext_args")
+    "run": CORE
+    + LOCK
+    + package("produce/runner", "produce/launch", "produce/metrics", "produce/maxtext_args")
     + package("produce/trace", "cluster/slurm", "core/process", "core/provenance"),
-    "compile": CORE + LOCK + ["envs/requirements-gpu-compile.lock"]
+    "compile": CORE
+    + LOCK
+    + ["envs/requirements-gpu-compile.lock"]
     + package("produce/compile", "produce/aot", "produce/hlo", "produce/maxtext_args", "produce/analytic")
     + package("core/gpu", "core/process", "core/provenance"),
     "analytic": CORE + LOCK + package("produce/analytic", "produce/maxtext_args"),
     "probe": CORE + LOCK + package("produce/probe", "produce/analytic"),
-    "frontier": CORE + LOCK + ["envs/requirements-gpu-compile.lock", "experiments/frontier.yaml"]
+    "frontier": CORE
+    + LOCK
+    + ["envs/requirements-gpu-compile.lock", "experiments/frontier.yaml"]
     + package("produce/frontier", "produce/compile", "produce/aot", "produce/hlo", "produce/maxtext_args")
     + package("core/gpu", "core/process", "core/provenance"),
     # each producer module also holds the observer that turns its files into observations
-    "evidence": CORE + package("judge/evidence_table", "produce/runner", "produce/compile", "produce/analytic")
+    "evidence": CORE
+    + package("judge/evidence_table", "produce/runner", "produce/compile", "produce/analytic")
     + package("produce/probe", "produce/frontier", "produce/budget"),
     "budget": CORE + package("produce/budget", "core/gpu"),
     "check": CORE + package("judge/check", "cluster/commands", "core/provenance"),
-    "report": CORE + package("present/report", "present/charts", "cluster/commands")
+    "report": CORE
+    + package("present/report", "present/charts", "cluster/commands")
     + ["report/base.html.j2", "report/target.html.j2", "report/style.css"],
-    "index": CORE + package("present/report", "cluster/commands")
+    "index": CORE
+    + package("present/report", "cluster/commands")
     + ["report/base.html.j2", "report/index.html.j2", "report/compare.html.j2", "report/style.css"],
 }
 

@@ -12,11 +12,11 @@ rule compile_row:
         "results/compiled/{gpu_target}/{row}.json",
     log:
         "results/compiled/{gpu_target}/logs/{row}.log",
+    conda:
+        CONDA_ENV
     resources:
         runtime=20,
         mem_mb=3000,
-    conda:
-        CONDA_ENV
     shell:
         f"{CLI} compile --tables {TABLES} --row {{wildcards.row}} --target {{wildcards.gpu_target}} --out {{output}}"
         f" --work-dir results/compiled/{{wildcards.gpu_target}}/work/{{wildcards.row}} {LOGGED}"
@@ -47,11 +47,11 @@ rule frontier:
         "results/whatif/{gpu_target}/frontier-{policy}.json",
     log:
         "results/whatif/{gpu_target}/logs/frontier-{policy}.log",
+    conda:
+        CONDA_ENV
     resources:
         runtime=120,
         mem_mb=4000,
-    conda:
-        CONDA_ENV
     shell:
         f"{CLI} frontier --tables {TABLES} --policy {{wildcards.policy}} --target {{wildcards.gpu_target}}"
         f" --out {{output}} --points results/whatif/{{wildcards.gpu_target}}/points {LOGGED}"

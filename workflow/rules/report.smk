@@ -30,7 +30,9 @@ rule check_claims:
     input:
         evidence="results/{target}/evidence.json",
         claims=CLAIMS_FILE,
-        targets=expand("experiments/targets/{name}.yaml", name=[p.stem for p in Path("experiments/targets").glob("*.yaml")]),
+        targets=expand(
+            "experiments/targets/{name}.yaml", name=[p.stem for p in Path("experiments/targets").glob("*.yaml")]
+        ),
         code=CODE["check"],
     output:
         "results/{target}/verdicts.json",

@@ -10,13 +10,13 @@ rule run_row:
         "results/{target}/runs/{row}.json",
     log:
         "results/{target}/logs/run-{row}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        **RUN_RESOURCES,
     params:
         unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
         runtime=config["container_runtime"],
-    resources:
-        **RUN_RESOURCES,
-    conda:
-        CONDA_ENV
     shell:
         f"{CLI} run --tables {TABLES} --row {{wildcards.row}} --target {{wildcards.target}} --out {{output}}"
         " --work-dir results/{wildcards.target}/work/{wildcards.row} --container-runtime {params.runtime}"
