@@ -12,9 +12,10 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
-def copy_workflow(destination: Path) -> Path:
+def copy_workflow(destination: Path, root: Path = REPO) -> Path:
+    """The workflow's files from `root` (this checkout by default) into `destination`."""
     for name in ("Snakefile", "workflow", "experiments", "envs", "report"):
-        source = REPO / name
+        source = root / name
         if source.is_dir():
             shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif source.exists():

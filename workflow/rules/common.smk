@@ -16,8 +16,14 @@ from offload_repro.core.data import DataError, load_rows, load_target  # noqa: E
 from offload_repro.core.files import read_yaml  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
+
+
 # --config parses "true" as a string and "True" as a boolean: accept both spellings.
-config["allow_unpinned_container"] = str(config["allow_unpinned_container"]).lower() == "true"
+def as_bool(value):
+    return str(value).lower() == "true"
+
+
+config["allow_unpinned_container"] = as_bool(config["allow_unpinned_container"])
 
 try:
     ALL_ROWS = load_rows(config["tables"])
@@ -101,7 +107,7 @@ CODE = {
 
 # What-if: every row compiled for every GPU target a cluster would run (SLURM GPU targets: a new
 # target file enters by itself), and the capacity frontier of each placement policy.
-config["whatif"] = str(config["whatif"]).lower() == "true"
+config["whatif"] = as_bool(config["whatif"])
 WHATIF_TARGETS = []
 if config["whatif"]:
     WHATIF_TARGETS = [
@@ -140,6 +146,10 @@ def earlier_targets():
         if name != TARGET.name and all(os.path.exists(path) for path in paths):
             found.append(name)
     return found
+
+
+# This run's target first, then every earlier target whose page the entry page keeps linking.
+PAGE_TARGETS = [TARGET.name, *earlier_targets()]
 
 
 wildcard_constraints:

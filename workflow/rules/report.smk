@@ -64,9 +64,9 @@ rule report:
 rule index:
     input:
         tables=config["tables"],
-        pages=[f"results/report/{name}.html" for name in [TARGET.name, *earlier_targets()]],
-        verdicts=[f"results/{name}/verdicts.json" for name in [TARGET.name, *earlier_targets()]],
-        evidence=[f"results/{name}/evidence.json" for name in [TARGET.name, *earlier_targets()]],
+        pages=[f"results/report/{name}.html" for name in PAGE_TARGETS],
+        verdicts=[f"results/{name}/verdicts.json" for name in PAGE_TARGETS],
+        evidence=[f"results/{name}/evidence.json" for name in PAGE_TARGETS],
         code=CODE["index"],
     output:
         index="results/report/index.html",

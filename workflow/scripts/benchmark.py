@@ -21,7 +21,6 @@ import datetime
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 SNAKEMAKE = [PYTHON, "-m", "snakemake"]
-TREE = ("Snakefile", "workflow", "experiments", "envs", "report")
+sys.path.insert(0, str(REPO / "tests"))
+from workflow_copy import copy_workflow  # noqa: E402
+
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$")
 JOB = re.compile(r"^(?:local)?rule (\w+):$")
 
@@ -57,14 +58,7 @@ def tree_of(commit: str | None, scratch: Path) -> Path:
                 check=True,
                 capture_output=True,
             )
-    copy = Path(tempfile.mkdtemp(prefix="bench-", dir=scratch))
-    for name in TREE:
-        path = source / name
-        if path.is_dir():
-            shutil.copytree(path, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif path.exists():
-            shutil.copy2(path, copy / name)
-    return copy
+    return copy_workflow(Path(tempfile.mkdtemp(prefix="bench-", dir=scratch)), source)
 
 
 def jobs_from_log(log: str) -> list[dict[str, Any]]:

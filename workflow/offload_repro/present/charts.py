@@ -31,6 +31,17 @@ def _labelled(records: list[dict[str, Any]], labels: dict[str, Row], columns: li
     return pd.DataFrame(records, columns=["row", "label", "table", *columns])
 
 
+def _bars(chart: alt.Chart, field: str, title: str, number_format: str, extra_tooltip=()) -> alt.Chart:
+    """One bar per row and evidence source, coloured by the source."""
+    return chart.mark_bar().encode(
+        x=alt.X(f"{field}:Q", title=title),
+        y=alt.Y("label:N", title=None, sort=None),
+        yOffset="source:N",
+        color=alt.Color("source:N", scale=COLOURS, title="evidence"),
+        tooltip=["row", "source", *extra_tooltip, alt.Tooltip(f"{field}:Q", format=number_format)],
+    )
+
+
 def throughput(
     rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, with_published: bool
 ) -> alt.TopLevelMixin | None:
@@ -50,15 +61,7 @@ def throughput(
         else f"Throughput per row, measured on {machine} only (not comparable to the published GB200 numbers)"
     )
     return (
-        alt.Chart(_labelled(records, labels, ["source", "tflops"]))
-        .mark_bar()
-        .encode(
-            x=alt.X("tflops:Q", title="TFLOPs/s/device"),
-            y=alt.Y("label:N", title=None, sort=None),
-            yOffset="source:N",
-            color=alt.Color("source:N", scale=COLOURS, title="evidence"),
-            tooltip=["row", "source", alt.Tooltip("tflops:Q", format=",.4g")],
-        )
+        _bars(alt.Chart(_labelled(records, labels, ["source", "tflops"])), "tflops", "TFLOPs/s/device", ",.4g")
         .properties(width=420, height=alt.Step(12))
         .facet(row=alt.Row("table:N", title=None), title=title)
         .resolve_scale(y="independent")
@@ -86,17 +89,7 @@ def memory(
                     records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
     data = _labelled(records, labels, ["source", "memory", "gib"])
     capacity = _points(observations, "compiled", "capacity_gib")["value"]
-    bars = (
-        alt.Chart()
-        .mark_bar()
-        .encode(
-            x=alt.X("gib:Q", title="GiB per device"),
-            y=alt.Y("label:N", title=None, sort=None),
-            yOffset="source:N",
-            color=alt.Color("source:N", scale=COLOURS, title="evidence"),
-            tooltip=["row", "source", "memory", alt.Tooltip("gib:Q", format=",.3f")],
-        )
-    )
+    bars = _bars(alt.Chart(), "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
     layers = [bars]
     title = (
         f"Device and host memory per row, compiled for {machine}"

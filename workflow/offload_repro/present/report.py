@@ -157,6 +157,11 @@ def tables(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
     return list(grouped.values())
 
 
+def inline_spec(name: str, chart: alt.TopLevelMixin) -> dict[str, str]:
+    """A chart's Vega-Lite spec, safe inside a <script> element."""
+    return {"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")}
+
+
 def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, compiled_on: Target | None) -> list:
     labels = {row.id: row for row in rows}
     built = []
@@ -174,7 +179,7 @@ def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, com
     ):
         if chart is not None:
             built.append((name, chart))
-    return [{"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")} for name, chart in built]
+    return [inline_spec(name, chart) for name, chart in built]
 
 
 def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None:
@@ -248,7 +253,7 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
 
 def whatif_charts(observations: pd.DataFrame) -> list[dict[str, Any]]:
     chart = charts.frontier(observations)
-    return [] if chart is None else [{"id": "frontier", "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")}]
+    return [] if chart is None else [inline_spec("frontier", chart)]
 
 
 def environment() -> jinja2.Environment:
@@ -289,7 +294,7 @@ def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out
             charts=chart_specs(rows, observations[own], target, compiled_on) + whatif_charts(observations),
             whatif=whatif(rows, observations),
             budget_assumptions=next((s["assumptions"] for s in sources if s["kind"] == "budget"), []),
-        budget_message=next((s["message"] for s in sources if s["kind"] == "budget"), None),
+            budget_message=next((s["message"] for s in sources if s["kind"] == "budget"), None),
             probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
             sources=sources,
             run_provenance=next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -49,14 +50,18 @@ def policy_row(policy: dict[str, Any], rows: dict[str, Row], micro_batch: int) -
     )
 
 
+@cache
+def compile_code() -> dict[str, str]:
+    return {name: (REPO_ROOT / "workflow/offload_repro" / name).read_text() for name in CODE}
+
+
 def point_key(row: Row, target: Target) -> str:
     """Everything that decides a compiled point; a point is reused only under the same key."""
-    sources = {name: (REPO_ROOT / "workflow/offload_repro" / name).read_text() for name in CODE}
     decided = {
         "arguments": maxtext_args.as_arguments(compile_overrides(row, target)),
         "xla_flags": maxtext_args.xla_flags(row, list(COMPILE_ONLY_FLAGS)),
         "description": description(target),
-        "code": sources,
+        "code": compile_code(),
         "versions": [metadata.version(name) for name in ("jax", "jaxlib", "jax-cuda12-plugin", "maxtext")],
     }
     return hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest()[:16]
