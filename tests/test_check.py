@@ -110,9 +110,9 @@ def test_throughput_on_cpu_is_not_comparable_with_the_command_to_judge_it(claims
     assert judgement["command"] == COMMANDS["gb200-nvl72"]
 
 
-def full_scale(rows: dict, target="gb200-nvl72", kind="measured") -> EvidenceView:
+def full_scale(rows: dict, target="gb200-nvl72", kind="measured", spreads=None) -> EvidenceView:
     judges = ("source-hardware", "full-scale-gpu") if target == "gb200-nvl72" else ("full-scale-gpu",)
-    return EvidenceView(kind, target, "GB200", judges=judges, rows=rows)
+    return EvidenceView(kind, target, "GB200", judges=judges, rows=rows, spreads=spreads or {})
 
 
 def ok(**metrics):
@@ -286,3 +286,116 @@ def test_unknown_evidence_kind_in_claims_names_the_claim(tmp_path):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(DataError, match=r"claim 3 \(id '[a-z0-9-]+'\), field 'judged_by.evidence': 'rumoured'"):
         load_claims(path)
+
+
+def repeated(low, high, n=3, metric="tflops_per_device"):
+    """A row's spread as views() keeps it from observations that are medians of repeats."""
+    return {metric: {"low": low, "high": high, "n": n}}
+
+
+def test_a_spread_wider_than_the_tolerance_is_noted(claims):
+    claim = next(c for c in claims if c["id"] == "llama-qkv-lhs-throughput")  # ±5%
+    rows = {"llama-qkv-offload-lhs": ok(tflops_per_device=2746.3)}
+    narrow = judge(
+        claim, claim["judged_by"][0], full_scale(rows, spreads={"llama-qkv-offload-lhs": repeated(2716.1, 2760.4)})
+    )
+    assert narrow["verdict"] == "pass" and "note" not in narrow
+    assert narrow["observed_spread"] == {"low": 2716.1, "high": 2760.4, "n": 3}
+    wide = judge(
+        claim, claim["judged_by"][0], full_scale(rows, spreads={"llama-qkv-offload-lhs": repeated(2590.0, 2905.0)})
+    )
+    assert wide["verdict"] == "pass"  # the verdict stands on the median; the note qualifies it
+    assert wide["note"] == "spread of 3 repeats 2,590\u20132,905 (11.5%) is wider than the tolerance (±5%)"
+    single = judge(claim, claim["judged_by"][0], full_scale(rows))
+    assert "note" not in single and "observed_spread" not in single
+
+
+def test_a_ratio_notes_the_side_whose_spread_moves_it_past_the_tolerance(claims):
+    claim = next(c for c in claims if c["id"] == "deepseek-optimized-vs-remat")  # ±0.05 on the ratio
+    rows = {"deepseek-offload-optimized": ok(tflops_per_device=908.2), "deepseek-remat": ok(tflops_per_device=578.5)}
+    spreads = {"deepseek-offload-optimized": repeated(889.6, 925.3), "deepseek-remat": repeated(575.0, 582.1)}
+    judgement = judge(claim, claim["judged_by"][0], full_scale(rows, spreads=spreads))
+    assert judgement["verdict"] == "pass"
+    # 35.7 / 578.5 = 0.0617 of the ratio from the optimized row; the remat row moves it by 0.0196 only
+    assert judgement["note"] == (
+        "deepseek-offload-optimized: spread of 3 repeats 889.6\u2013925.3 (3.9%) moves the ratio by 0.06171, "
+        "more than the tolerance (±0.05)"
+    )
+    assert judgement["spreads"]["deepseek-remat"] == spreads["deepseek-remat"]["tflops_per_device"]
+    assert "observed_spread" not in judgement  # the observed value is a ratio, not one row's median
+    spreads["deepseek-offload-optimized"] = repeated(900.1, 915.0)
+    assert "note" not in judge(claim, claim["judged_by"][0], full_scale(rows, spreads=spreads))
+
+
+def test_an_absolute_tolerance_compares_the_width_itself(claims):
+    claim = next(c for c in claims if c["id"] == "llama-qkv-lhs-vs-baseline")  # ±0.01 on the ratio
+    rows = {"llama-qkv-offload-lhs": ok(tflops_per_device=2746.0), "llama-baseline": ok(tflops_per_device=2669.0)}
+    spreads = {"llama-baseline": repeated(2650.0, 2690.0, n=2)}
+    judgement = judge(claim, claim["judged_by"][0], full_scale(rows, spreads=spreads))
+    assert judgement["note"].startswith("llama-baseline: spread of 2 repeats 2,650\u20132,690 (1.5%) moves the ratio")
+    value = {**claim, "check": {**claim["check"], "type": "value"}, "published": 2746.0, "tolerance": {"absolute": 20}}
+    noted = judge(
+        value, value["judged_by"][0], full_scale(rows, spreads={"llama-qkv-offload-lhs": repeated(2720, 2750)})
+    )
+    assert noted["note"] == "spread of 3 repeats 2,720\u20132,750 (30) is wider than the tolerance (±20)"
+
+
+def test_orderings_note_overlapping_spreads(claims):
+    direction = next(c for c in claims if c["id"] == "deepseek-optimized-faster-than-remat")
+    rows = {"deepseek-offload-optimized": ok(tflops_per_device=1500.0), "deepseek-remat": ok(tflops_per_device=1480.0)}
+    spreads = {"deepseek-offload-optimized": repeated(1460.0, 1530.0), "deepseek-remat": repeated(1450.0, 1490.0)}
+    judgement = judge(direction, direction["judged_by"][0], full_scale(rows, target="vr-nvl144", spreads=spreads))
+    assert judgement["verdict"] == "pass"
+    assert judgement["note"] == (
+        "spreads of the repeats overlap: deepseek-offload-optimized 1,460\u20131,530 (3 repeats), "
+        "deepseek-remat 1,450\u20131,490 (3 repeats); single runs could order these rows either way"
+    )
+    apart = {"deepseek-offload-optimized": repeated(1495.0, 1510.0)}
+    assert "note" not in judge(
+        direction, direction["judged_by"][0], full_scale(rows, target="vr-nvl144", spreads=apart)
+    )
+
+    fastest = next(c for c in claims if c["id"] == "llama-lhs-without-pipelining-fastest")
+    speeds = {
+        "llama-baseline": 2669,
+        "llama-qkv-offload-lhs": 2746,
+        "llama-qkv-offload-nolhs": 2569,
+        "llama-qkv-offload-lhs-pipelined": 2718,
+    }
+    evidence = full_scale(
+        {row: ok(tflops_per_device=v) for row, v in speeds.items()},
+        target="vr-nvl144",
+        spreads={"llama-qkv-offload-lhs": repeated(2701.0, 2760.0)},
+    )
+    judgement = judge(fastest, fastest["judged_by"][0], evidence)
+    assert judgement["verdict"] == "pass" and "llama-qkv-offload-lhs-pipelined 2,718;" in judgement["note"]
+    assert "llama-baseline" not in judgement["note"]
+
+
+def test_views_keep_the_spread_of_repeated_values_and_the_summary_shows_it(claims):
+    def obs(row, value, low=None, high=None, n=None, metric="tflops_per_device"):
+        record = {
+            "row": row,
+            "target": "gb200-nvl72",
+            "evidence": "measured",
+            "metric": metric,
+            "value": value,
+            "unit": None,
+            "status": "ok",
+            "source": "f.json",
+            "at": None,
+            "message": None,
+        }
+        return record if n is None else record | {"low": low, "high": high, "n": n}
+
+    observations = [
+        obs("llama-qkv-offload-lhs", 2746.3, 2590.0, 2905.0, 3),
+        obs("llama-baseline", 2669.0, 2669.0, 2669.0, 1),  # one repeat: no spread to show
+        obs("llama-qkv-offload-nolhs", 2569.0),  # a table written before repeats
+    ]
+    (view,) = views(observations, {"gb200-nvl72": load_target("gb200-nvl72")})
+    assert view.spreads == {"llama-qkv-offload-lhs": repeated(2590.0, 2905.0)}
+    claim = next(c for c in claims if c["id"] == "llama-qkv-lhs-throughput")
+    summary = check_claims([claim], [view], QUALIFYING)["claims"][0]["summary"]
+    assert summary["observed"] == 2746.3 and summary["observed_spread"] == {"low": 2590.0, "high": 2905.0, "n": 3}
+    assert "is wider than the tolerance" in summary["note"]

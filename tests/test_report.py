@@ -11,8 +11,9 @@ import pytest
 
 from conftest import require
 from offload_repro.cli import main
-from offload_repro.core.results import read_result
-from offload_repro.present.report import fmt, render_index
+from offload_repro.core.observation import Observer
+from offload_repro.core.results import read_result, write_result
+from offload_repro.present.report import fmt, render_index, spread_text
 from offload_repro.produce import trace
 from report_page import rendered_charts, rendered_dom, vega_graphics
 
@@ -140,9 +141,56 @@ def test_entry_page_and_comparison_mark_stale_targets(built, tmp_path, tables):
     assert "139.2 (fits)" in re.search(r'<tr id="compare-llama-qkv-offload-lhs">(.*?)</tr>', compare, re.S).group(1)
 
 
+def repeated_evidence(path: Path) -> None:
+    """A GB200 evidence table whose Llama throughputs are medians of repeats, as the runner observes them."""
+    spreads = {  # row -> (median, min, max, repeats) of TFLOPs/s/device
+        "llama-baseline": (2669.0, 2669.0, 2669.0, 1),
+        "llama-qkv-offload-lhs": (2746.0, 2700.0, 2760.0, 3),
+        "llama-qkv-offload-nolhs": (2569.0, 2440.0, 2710.0, 3),  # wider than the ±5% tolerance
+        "llama-qkv-offload-lhs-pipelined": (2718.0, 2701.0, 2731.0, 3),
+    }
+    observations = []
+    for row, (value, low, high, n) in spreads.items():
+        result = {"status": "ok", "message": None}
+        seen = Observer(result, f"runs/{row}.json", "measured", row, "gb200-nvl72")
+        seen.status_line()
+        spread = {"median": value, "min": low, "max": high, "relative": (high - low) / value, "n": n}
+        seen.add("tflops_per_device", value, "TFLOPs/s/device", spread=spread)
+        observations += [o.record() for o in seen.observations]
+    source = {"kind": "run", "evidence": "measured", "status": "ok", "message": None, "provenance": None}
+    sources = [source | {"file": f"runs/{row}.json", "assumptions": []} for row in spreads]
+    write_result(path, "evidence", {"target": "gb200-nvl72", "observations": observations, "sources": sources})
+
+
+def test_observed_values_show_the_spread_of_their_repeats(tmp_path, tables):
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "gb200.html"
+    repeated_evidence(evidence)
+    assert main(["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page)]) == 0
+    html = page.read_text()
+
+    def claim_line(claim_id: str) -> str:
+        return re.search(rf'<tr id="claim-{claim_id}"[^>]*>(.*?)</tr>', html, re.S).group(1)
+
+    def cells(row: str) -> list[str]:
+        return re.findall(r"<td[^>]*>(.*?)</td>", row_html(html, row), re.S)
+
+    assert '2,746<span class="spread"> (2,700\u20132,760, 3 repeats)</span>' in claim_line("llama-qkv-lhs-throughput")
+    assert "wider than the tolerance" not in claim_line("llama-qkv-lhs-throughput")
+    assert "spread of 3 repeats 2,440\u20132,710 (10.5%) is wider than the tolerance (±5%)" in claim_line(
+        "llama-qkv-nolhs-throughput"
+    )
+    assert "repeats" not in claim_line("llama-baseline-throughput").split("</details>")[1]  # one run: no spread
+    assert "2,746 (2,700\u20132,760, 3 repeats)" in re.sub(r"<[^>]+>", "", cells("llama-qkv-offload-lhs")[6])
+    assert re.sub(r"<[^>]+>", "", cells("llama-baseline")[6]).strip() == "2,669"
+
+
 def test_number_formatting():
     assert fmt(None) == "—" and fmt(2669) == "2,669" and fmt(908.2) == "908.2"
     assert fmt(70.875) == "70.88" and fmt(0.0123456) == "0.01235" and fmt("fits") == "fits"
+    assert spread_text({"low": 2700.0, "high": 2760.0, "n": 3}) == " (2,700\u20132,760, 3 repeats)"
+    assert spread_text({"low": 2746.0, "high": 2746.0, "n": 1}) == spread_text(None) == ""
 
 
 @pytest.mark.browser

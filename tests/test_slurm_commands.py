@@ -9,7 +9,7 @@ import pytest
 from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-from offload_repro.cluster import slurm
+from offload_repro.cluster import registry, slurm
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.produce.runner import launch_command
@@ -84,12 +84,38 @@ def test_deepseek_runs_in_the_sources_deepseek_image(tables):
     assert slurm.container_for(rows["deepseek-remat"]).reference == "ghcr.io/nvidia/jax:deepseek_v3_maxtext"
 
 
-def test_gpu_run_refuses_an_image_without_digest(tables, tmp_path):
+def test_gpu_run_refuses_an_image_without_digest(tables, tmp_path, monkeypatch):
     row = next(row for row in load_rows(tables) if row.family == "llama")
     with pytest.raises(slurm.ContainerError, match="field 'digest' is null"):
         launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=False)
+
+    def unreachable(reference: str) -> str:
+        raise registry.RegistryError(f"{reference}: registry unreachable")
+
+    monkeypatch.setattr(registry, "resolve_digest", unreachable)
     _, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=True)
     assert container["digest"] is None and container["image"] == "ghcr.io#nvidia/jax:maxtext"
+    assert container["digest_at_run_time"] is None and "unreachable" in container["digest_error"]
+
+
+def test_an_unpinned_image_runs_by_the_digest_its_tag_has_at_run_time(tables, tmp_path, monkeypatch):
+    row = next(row for row in load_rows(tables) if row.family == "llama")
+    digest = "sha256:" + "ab" * 32
+    monkeypatch.setattr(registry, "resolve_digest", lambda reference: digest)
+    prefix, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "py", "pyxis", allow_unpinned=True)
+    assert f"--container-image=ghcr.io#nvidia/jax@{digest}" in prefix
+    assert container["digest"] is None and container["digest_at_run_time"] == digest
+
+
+def test_cpu_slurm_rows_start_one_process_per_task(tables, tmp_path):
+    target = load_target("cpu-slurm-2")
+    prefix, env, container = launch_command(load_rows(tables)[0], target, tmp_path, "py", "pyxis", False)
+    assert prefix[0] == "srun" and prefix[-1] == "py" and container is None
+    assert "--ntasks-per-node=2" in prefix and "--kill-on-bad-exit=1" in prefix
+    assert f"--output={tmp_path}/ranks/rank-%t.log" in prefix
+    assert env["OFFLOAD_REPRO_RANKS_DIR"] == str(tmp_path / "ranks")
+    line = sbatch_line(slurm.job_resources(target))
+    assert "--ntasks-per-node=2" in line and "--cpus-per-task=1" in line and "--mem 8000" in line
 
 
 def test_cpu_rows_run_locally_inside_their_job(tables, tmp_path):

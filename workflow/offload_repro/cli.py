@@ -1,7 +1,8 @@
 """Command line of the package; each Snakemake rule calls one subcommand.
 
 Exit status: 0 done; 1 an unexpected failure (its traceback on stderr); 2 bad input (the message
-names the file, the row and the field); 3 `check --fail-on` found a verdict it was told to fail on.
+names the file, the row and the field); 3 `check --fail-on` found a verdict it was told to fail on;
+143 the cluster ended a row's job (no result written: Snakemake retries it).
 """
 
 from __future__ import annotations
@@ -230,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except InterruptedError as err:
+        print(f"interrupted: {err}; no result written, so Snakemake runs the row again", file=sys.stderr)
+        return 143
     except Exception:  # the traceback goes to stderr, which every rule keeps in its log
         traceback.print_exc()
         print(f"error: offload_repro {args.command} failed unexpectedly (traceback above)", file=sys.stderr)

@@ -1,17 +1,21 @@
 """How a row runs on a SLURM cluster: what its job asks for, and how its ranks are launched.
 
 Submission is Snakemake's SLURM executor plugin's job (from the resources below); inside the
-job, the runner starts one MaxText process per GPU with `srun`, in the row's pinned container
-(pyxis `--container-image`, or `apptainer exec --nv`).
+job, the runner starts one MaxText process per GPU (per task, on CPUs) with `srun`, in the
+row's pinned container on GPUs (pyxis `--container-image`, or `apptainer exec --nv`).
 """
 
 from __future__ import annotations
 
+import datetime
+import os
+import subprocess
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from offload_repro.cluster import registry
 from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.produce import maxtext_args
@@ -46,6 +50,22 @@ class Container:
             return f"{registry}#{path}"
         return f"docker://{pinned}"
 
+    def resolved(self, runtime: str, allow_unpinned: bool) -> dict[str, Any]:
+        """The image to run, pinned by the digest the registry gives now when only a tag is recorded,
+        and a record of what ran."""
+        record: dict[str, Any] = {"name": self.name, "reference": self.reference, "digest": self.digest}
+        record.update(runtime=runtime, digest_at_run_time=self.digest, digest_error=None)
+        image = self.image(runtime, allow_unpinned)
+        if self.digest is None:
+            try:
+                digest = registry.resolve_digest(self.reference)
+            except registry.RegistryError as err:  # the tag runs; the record says its digest is unknown
+                record["digest_error"] = str(err)
+            else:
+                record["digest_at_run_time"] = digest
+                image = Container(self.name, self.reference, digest).image(runtime, allow_unpinned)
+        return record | {"image": image}
+
 
 @cache
 def containers() -> dict[str, Any]:
@@ -64,16 +84,34 @@ def container_for(row: Row) -> Container:
 
 
 def job_resources(target: Target) -> dict[str, Any]:
-    """Snakemake resources of one row's job on this target (rendered to sbatch by the plugin)."""
+    """Snakemake resources of one row's job on this target (rendered to sbatch by the plugin).
+
+    A job of several tasks is marked `mpi`: the plugin's job step then runs the runner once, in
+    the batch step, and the runner's own `srun` starts one process per task.
+    """
     cluster = target.spec.get("cluster")
-    if target.kind == "cpu" or cluster is None:
+    if cluster is None:
         return dict(CPU_JOB)
-    resources: dict[str, Any] = {
+    if target.kind == "cpu":
+        resources: dict[str, Any] = {
+            "nodes": cluster["nodes"],
+            "tasks_per_node": cluster["tasks_per_node"],
+            "cpus_per_task": cluster.get("cpus_per_task", 1),
+            "runtime": cluster["runtime_minutes"],
+        }
+        if "mem_mb" in cluster:
+            resources["mem_mb"] = cluster["mem_mb"]
+        if target.processes > 1:
+            resources["mpi"] = "srun"
+        return resources
+    resources = {
         "nodes": cluster["nodes"],
         "gres": f"gpu:{cluster['gpus_per_node']}",
         "tasks_per_gpu": 1,
         "runtime": cluster["runtime_minutes"],
     }
+    if cluster["gpus_per_node"] > 1:  # the plugin's MPI geometry wants more than one task per node
+        resources.update(mpi="srun", tasks_per_node=cluster["gpus_per_node"])
     if "cpus_per_gpu" in cluster:
         resources["cpus_per_gpu"] = cluster["cpus_per_gpu"]
     if cluster.get("exclusive"):
@@ -92,21 +130,36 @@ def rank_environment(row: Row, target: Target) -> dict[str, str]:
     }
 
 
-def launch_prefix(row: Row, target: Target, runtime: str, allow_unpinned: bool, work_dir: Path) -> list[str]:
-    """`srun ...` that starts one process per GPU in the row's container; the Python command follows."""
-    if runtime not in RUNTIMES:
-        raise DataError(f"config 'container_runtime': '{runtime}' is not one of {RUNTIMES}")
+def rank_log_pattern(work_dir: Path) -> Path:
+    """Each rank's own log (srun expands %t to the task id)."""
+    return work_dir / "ranks" / "rank-%t.log"
+
+
+def srun_command(target: Target, work_dir: Path) -> list[str]:
+    """`srun` with one task per GPU (per CPU task), each rank's output in its own log."""
     cluster = target.spec["cluster"]
-    image = container_for(row).image(runtime, allow_unpinned)
+    per_node = cluster.get("gpus_per_node", cluster.get("tasks_per_node"))
     srun = [
         "srun",
-        "--overlap",
-        "--kill-on-bad-exit=1",
+        "--overlap",  # also inside a one-task job, whose step the plugin already started
+        "--kill-on-bad-exit=1",  # a rank that dies takes the others down, instead of leaving them waiting
         "--export=ALL",
         f"--nodes={cluster['nodes']}",
-        f"--ntasks-per-node={cluster['gpus_per_node']}",
-        f"--gpus-per-node={cluster['gpus_per_node']}",
+        f"--ntasks-per-node={per_node}",
+        f"--output={rank_log_pattern(work_dir)}",
     ]
+    if target.kind == "gpu":
+        return [*srun, f"--gpus-per-node={per_node}"]
+    return [*srun, f"--cpus-per-task={cluster.get('cpus_per_task', 1)}"]
+
+
+def launch_prefix(target: Target, image: str | None, runtime: str, work_dir: Path, python: str) -> list[str]:
+    """`srun ...` that starts one process per rank (in `image` on GPUs); the module follows."""
+    srun = srun_command(target, work_dir)
+    if image is None:  # CPU ranks run this checkout's interpreter: no container on a CPU target
+        return [*srun, python]
+    if runtime not in RUNTIMES:
+        raise DataError(f"config 'container_runtime': '{runtime}' is not one of {RUNTIMES}")
     if runtime == "pyxis":
         return [
             *srun,
@@ -116,3 +169,51 @@ def launch_prefix(row: Row, target: Target, runtime: str, allow_unpinned: bool, 
             "python3",
         ]
     return [*srun, "apptainer", "exec", "--nv", "--bind", str(REPO_ROOT), "--pwd", str(work_dir), image, "python3"]
+
+
+@dataclass(frozen=True)
+class TimeLimit:
+    """The running job's time limit, as SLURM holds it (a --set-resources override included)."""
+
+    job_id: str
+    limit_s: float
+    ends_at: float  # epoch seconds
+
+
+def parse_duration(text: str) -> float:
+    """SLURM's `[days-]hours:minutes:seconds` (or `minutes:seconds`) -> seconds."""
+    days, _, clock = text.rpartition("-")
+    parts = [float(part) for part in clock.split(":")]
+    while len(parts) < 3:
+        parts.insert(0, 0.0)
+    hours, minutes, seconds = parts
+    return (float(days) if days else 0.0) * 86400 + hours * 3600 + minutes * 60 + seconds
+
+
+def time_limit(job_id: str | None = None) -> TimeLimit | None:
+    """This job's time limit and end; None outside SLURM or without a limit."""
+    job_id = job_id or os.environ.get("SLURM_JOB_ID")
+    if not job_id:
+        return None
+    try:
+        done = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%l|%e"], capture_output=True, text=True, timeout=30)
+        limit, end = done.stdout.strip().split("|")
+        return TimeLimit(job_id, parse_duration(limit), datetime.datetime.fromisoformat(end).timestamp())
+    except (OSError, ValueError, subprocess.SubprocessError):  # no squeue, no such job, or UNLIMITED
+        return None
+
+
+def node_list(job_id: str | None = None) -> list[str] | None:
+    """The job's nodes, one name each; None outside SLURM. Asked of SLURM by job id, since the
+    plugin's job step keeps only the id of SLURM's variables."""
+    job_id = job_id or os.environ.get("SLURM_JOB_ID")
+    if not job_id:
+        return None
+    try:
+        compact = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%N"], capture_output=True, text=True, timeout=30)
+        names = subprocess.run(
+            ["scontrol", "show", "hostnames", compact.stdout.strip()], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return names.stdout.split() or None

@@ -127,13 +127,48 @@ class Target:
         """Hardware classes whose claims this target's evidence may judge (see claims.yaml)."""
         return self.spec.get("judges", [])
 
+    @property
+    def repeats(self) -> int:
+        """How many times each row runs on this target (each repeat its own training run)."""
+        return self.spec.get("repeats", 1)
 
-def load_target(name: str, directory: Path = TARGET_DIR) -> Target:
+    @property
+    def processes(self) -> int:
+        """JAX processes of one row's run: one per task of its SLURM job, else one."""
+        cluster = self.spec.get("cluster")
+        if self.launcher != "slurm" or cluster is None:
+            return 1
+        return cluster["nodes"] * cluster.get("tasks_per_node", cluster.get("gpus_per_node", 1))
+
+
+def merged(base: Any, override: Any) -> Any:
+    """`override` laid over `base`: mappings merge key by key, anything else is replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        return {key: merged(base[key], value) if key in base else value for key, value in override.items()} | {
+            key: value for key, value in base.items() if key not in override
+        }
+    return override
+
+
+def _target_spec(name: str, directory: Path, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The target's file, laid over the target it `extends` (if any), not yet validated."""
     path = directory / f"{name}.yaml"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in directory.glob("*.yaml")))
-        raise DataError(f"{path}: no such target (known: {known})")
+        where = f" (extended by {seen[-1]})" if seen else ""
+        raise DataError(f"{path}: no such target{where} (known: {known})")
     spec = read_yaml(path)
+    base = spec.pop("extends", None) if isinstance(spec, dict) else None
+    if base is None:
+        return spec
+    if base in (*seen, name):
+        raise DataError(f"{path}: field 'extends': '{base}' extends itself through {' -> '.join((*seen, name))}")
+    return merged(_target_spec(base, directory, (*seen, name)), spec)
+
+
+def load_target(name: str, directory: Path = TARGET_DIR) -> Target:
+    path = directory / f"{name}.yaml"
+    spec = _target_spec(name, directory)
     validate(spec, "target", path)
     if spec["name"] != name:
         raise DataError(f"{path}: field 'name': '{spec['name']}' differs from the file name '{name}'")

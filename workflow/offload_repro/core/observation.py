@@ -20,6 +20,11 @@ class Observation:
     source: str  # the result file it came from
     at: float | None = None  # the point of a series: step of a loss curve, bytes of a transfer
     message: str | None = None
+    # The spread of a value that is the median of repeated runs: its lowest and highest repeat
+    # and how many repeats reported it (None: one measurement, or evidence that does not repeat).
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -33,7 +38,17 @@ class Observer:
         self.status = result.get("status", "ok")
         self.observations: list[Observation] = []
 
-    def add(self, metric: str, value: Value, unit: str | None = None, **extra: Any) -> None:
+    def add(
+        self,
+        metric: str,
+        value: Value,
+        unit: str | None = None,
+        spread: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> None:
+        """`spread`: the metric's entry in a run's `spread` ({median, min, max, relative, n}), if any."""
+        if spread is not None:
+            extra |= {"low": spread["min"], "high": spread["max"], "n": spread["n"]}
         if value is not None:
             self.observations.append(
                 Observation(

@@ -16,6 +16,7 @@ from typing import Any
 
 from offload_repro.core.data import DataError, Target, validate
 from offload_repro.core.files import read_yaml
+from offload_repro.judge import spread
 from offload_repro.kinds import EVIDENCE
 
 VERDICTS = ("pass", "fail", "not-comparable", "error")
@@ -41,13 +42,15 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
 
 @dataclass
 class EvidenceView:
-    """One evidence kind on one target, as {row: {metric: value}} (series points left out)."""
+    """One evidence kind on one target, as {row: {metric: value}} (series points left out), and
+    {row: {metric: {low, high, n}}} for the values that are medians of more than one repeat."""
 
     evidence: str
     target: str | None
     source: str  # in words: what produced it
     judges: tuple[str, ...] = ()
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    spreads: dict[str, dict[str, spread.Spread]] = field(default_factory=dict)
 
 
 def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> list[EvidenceView]:
@@ -70,6 +73,9 @@ def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> lis
             row["status"], row["message"] = obs["value"], obs["message"]
         else:
             row[obs["metric"]] = obs["value"]
+            if (obs.get("n") or 0) > 1:  # .get: tables written before repeats have no spread fields
+                spreads = found[key].spreads.setdefault(obs["row"], {})
+                spreads[obs["metric"]] = {"low": obs["low"], "high": obs["high"], "n": obs["n"]}
     return list(found.values())
 
 
@@ -115,7 +121,10 @@ def judge_one(
     errors = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "error"]
     if errors:
         return base | {"verdict": "error", "reason": "; ".join(errors)}
-    return base | _evaluate(claim, rule, observed_rows)
+    judgement = _evaluate(claim, rule, observed_rows)
+    metric = check.get("metric")
+    spreads = {row: evidence.spreads[row][metric] for row in check["rows"] if metric in evidence.spreads.get(row, {})}
+    return base | judgement | spread.qualify(claim, judgement, spreads)
 
 
 def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, Any], str | None]:
@@ -227,10 +236,12 @@ def check_claims(
                         "evidence",
                         "target",
                         "observed",
+                        "observed_spread",
                         "deviation",
                         "relative_deviation",
                         "tolerance",
                         "reason",
+                        "note",
                     )
                 },
                 "judgements": judgements,

@@ -56,6 +56,13 @@ def percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.1f}%"
 
 
+def spread_text(spread: dict[str, Any] | None) -> str:
+    """' (2,700 to 2,760, 3 repeats)' (with an en dash) after a median of repeats; nothing for one run."""
+    if not spread or not spread.get("n") or spread["n"] <= 1:
+        return ""
+    return f" ({fmt(spread['low'])}\u2013{fmt(spread['high'])}, {spread['n']} repeats)"
+
+
 def tolerance_text(tolerance: dict[str, Any] | None) -> str:
     if not tolerance:
         return ""
@@ -74,11 +81,20 @@ def placement_summary(row: Row) -> str:
 
 
 class Lookup:
-    """Point values of the evidence table: value(row, evidence, metric) for one target per kind."""
+    """Point values of the evidence table: value(row, evidence, metric) for one target per kind, and
+    spread(...) for the values that are medians of more than one repeat."""
 
     def __init__(self, observations: pd.DataFrame):
         points = observations[observations["at"].isna() & observations["row"].notna()]
         self.points = {(o.row, o.evidence, o.metric): (o.value, o.message) for o in points.itertuples(index=False)}
+        self.spreads = {
+            (o.row, o.evidence, o.metric): {"low": o.low, "high": o.high, "n": int(o.n)}
+            for o in points.itertuples(index=False)
+            if pd.notna(o.n) and o.n > 1
+        }
+
+    def spread(self, row: str, evidence: str, metric: str) -> dict[str, Any] | None:
+        return self.spreads.get((row, evidence, metric))
 
     def value(self, row: str, evidence: str, metric: str) -> Any:
         return self.points.get((row, evidence, metric), (None, None))[0]
@@ -121,7 +137,9 @@ def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
                     "status": get("measured", "status"),
                     "message": lookup.message(row.id, "measured", "status"),
                     "tflops": get("measured", "tflops_per_device"),
+                    "tflops_spread": lookup.spread(row.id, "measured", "tflops_per_device"),
                     "step_s": get("measured", "step_time_s"),
+                    "step_spread": lookup.spread(row.id, "measured", "step_time_s"),
                     "final_loss": get("measured", "final_loss"),
                 },
                 "compiled": {
@@ -260,7 +278,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    env.filters.update(fmt=fmt, percent=percent, tolerance=tolerance_text)
+    env.filters.update(fmt=fmt, percent=percent, tolerance=tolerance_text, spread=spread_text)
     env.globals.update(
         evidence_classes=EVIDENCE,
         published_colour=PUBLISHED_COLOUR,

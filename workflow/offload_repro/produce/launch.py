@@ -109,7 +109,23 @@ def resolve_config(argument: str) -> str:
     return str(Path(maxtext.__file__).parent / argument.removeprefix(PACKAGE_CONFIG))
 
 
+def rank_arguments(maxtext_argv: list[str], task: int) -> list[str]:
+    """Every MaxText process appends to `metrics_file`: ranks after the first get one of their own."""
+    if task == 0:
+        return maxtext_argv
+    prefix = "metrics_file="
+    return [
+        f"{prefix}{Path(arg.removeprefix(prefix)).with_suffix(f'.rank{task}.jsonl')}" if arg.startswith(prefix) else arg
+        for arg in maxtext_argv
+    ]
+
+
 def main(stats_path: str, maxtext_argv: list[str]) -> int:
+    from offload_repro.produce import distributed
+
+    rank = distributed.start()  # before anything touches a JAX backend
+    if rank is not None:
+        maxtext_argv = rank_arguments(maxtext_argv, rank["task"])
     from absl import app
     from maxtext.trainers.pre_train import train
     from maxtext.utils import max_utils
@@ -134,13 +150,18 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     except SystemExit as done:
         status = 0 if done.code in (None, 0) else 1
     except BaseException as err:  # recorded for the runner, which classifies OOM vs error
-        record["exception"] = {"type": type(err).__name__, "message": str(err)[-4000:]}
+        record["exception"] = distributed.exception_record(err)
         traceback.print_exc()
         status = 1
     import jax
 
+    from offload_repro.core import stack
+
     devices = jax.devices()
     record.update(
+        # what a reviewer needs to trust a GPU number: driver, CUDA, cuDNN, NCCL, and JAX's own view
+        software_stack=stack.gpu_stack(),
+        jax_environment=stack.jax_environment(),
         versions={name: _version(name) for name in ("jax", "jaxlib", "maxtext", "flax")},
         python=sys.version.split()[0],
         train_seconds=round(time.monotonic() - started, 3),
@@ -154,6 +175,7 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     )
     if jax.process_index() == 0:  # one record per run, from rank 0, as on the CPU path
         write_json(stats_path, record)
+    distributed.finish(rank, status, record["exception"])
     return status
 
 

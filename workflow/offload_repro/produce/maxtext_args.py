@@ -56,6 +56,14 @@ def target_overrides(row: Row, target: Target) -> dict[str, Any]:
     if "max_target_length" in scale:
         overrides["max_target_length"] = scale["max_target_length"]
     overrides["steps"] = scale["steps"]
+    if "global_batch_devices" in scale:
+        global_batch = row.per_device_batch_size * scale["global_batch_devices"]
+        if global_batch % scale["devices"]:
+            raise ValueError(
+                f"target '{target.name}': field 'scale.global_batch_devices': row '{row.id}' has a global batch"
+                f" of {global_batch}, which does not split evenly over {scale['devices']} devices"
+            )
+        overrides["per_device_batch_size"] = global_batch // scale["devices"]
     if scale["devices"] != row.devices:
         # Published parallelism is for the full device count; let MaxText fill the smaller mesh.
         for key in row.parallelism:

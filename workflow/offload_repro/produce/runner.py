@@ -7,6 +7,7 @@ and last, so an interrupted job never leaves a file that looks complete.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -15,12 +16,13 @@ from typing import Any
 from offload_repro.cluster import slurm
 from offload_repro.core import memory, provenance
 from offload_repro.core.data import Row, Target
-from offload_repro.core.files import REPO_ROOT, read_json
+from offload_repro.core.files import REPO_ROOT, read_json, write_json
 from offload_repro.core.forkserver import VARIABLE as FORKSERVER_VARIABLE
 from offload_repro.core.observation import Observation, Observer
-from offload_repro.core.process import fresh_work_dir, package_environment, run_logged
+from offload_repro.core.process import Supervised, fresh_work_dir, package_environment, run_logged, run_supervised
 from offload_repro.core.results import write_result
-from offload_repro.produce import maxtext_args, metrics, trace
+from offload_repro.produce import distributed, maxtext_args, metrics, repeats, trace
+from offload_repro.produce.distributed import RANKS_DIR_VARIABLE
 from offload_repro.produce.launch import TRACE_DIR_VARIABLE
 
 OOM_PATTERN = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_MEMORY", re.IGNORECASE)
@@ -54,7 +56,8 @@ def environment(row: Row, target: Target) -> dict[str, str]:
     env = package_environment({"XLA_FLAGS": maxtext_args.xla_flags(row)})
     if target.kind == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
-    else:  # the fork server is proven on XLA:CPU runs and compiles; a GPU run starts its own process
+    if target.kind == "gpu" or target.launcher == "slurm":
+        # the fork server is proven on local XLA:CPU runs and compiles; GPU and srun ranks start their own
         env.pop(FORKSERVER_VARIABLE, None)
     env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})
     return env
@@ -63,31 +66,81 @@ def environment(row: Row, target: Target) -> dict[str, str]:
 def launch_command(
     row: Row, target: Target, work_dir: Path, python: str, container_runtime: str, allow_unpinned: bool
 ) -> tuple[list[str], dict[str, str], dict[str, Any] | None]:
-    """(command prefix up to the Python interpreter, extra environment, container record)."""
-    if target.launcher != "slurm" or target.kind != "gpu":
+    """(command prefix up to the Python interpreter, extra environment, record of the container run)."""
+    if target.launcher != "slurm":
         return [python], {}, None
-    container = slurm.container_for(row)
-    prefix = slurm.launch_prefix(row, target, container_runtime, allow_unpinned, work_dir)
-    record = {
-        "name": container.name,
-        "reference": container.reference,
-        "digest": container.digest,
-        "image": container.image(container_runtime, allow_unpinned),
-        "runtime": container_runtime,
-    }
-    return prefix, slurm.rank_environment(row, target), record
+    rank_env = slurm.rank_environment(row, target) | {RANKS_DIR_VARIABLE: str(work_dir / "ranks")}
+    container = None
+    if target.kind == "gpu":  # resolved once: the digest recorded is the one srun is given
+        container = slurm.container_for(row).resolved(container_runtime, allow_unpinned)
+    image = container["image"] if container else None
+    return slurm.launch_prefix(target, image, container_runtime, work_dir, python), rank_env, container
 
 
-def run_row(
-    row: Row,
-    target: Target,
-    out_json: Path,
-    work_dir: Path,
-    python: str = sys.executable,
-    container_runtime: str = "pyxis",
-    allow_unpinned: bool = False,
+class Interrupted(InterruptedError):
+    """The cluster ended the job (cancelled, preempted, node lost): no result; Snakemake retries it."""
+
+
+def stop_deadline(limit: slurm.TimeLimit | None) -> float | None:
+    """Stop this long before SLURM's time limit, so the row's record is still written: a quarter of
+    the limit, between 15 s and 2 minutes (srun needs a few seconds to stop its tasks)."""
+    if limit is None:
+        return None
+    return limit.ends_at - min(120.0, max(15.0, limit.limit_s / 4))
+
+
+def interruptions_file(work_dir: Path) -> Path:
+    """Beside the work directory (which each attempt empties): earlier attempts the cluster ended."""
+    return work_dir.with_name(work_dir.name + ".interruptions.json")
+
+
+def read_ranks(work_dir: Path, processes: int) -> list[dict[str, Any]]:
+    """Each rank's record, by task; a rank that never wrote one is listed as such."""
+    if processes < 2:
+        return []
+    ranks = []
+    for task in range(processes):
+        path = distributed.rank_file(work_dir / "ranks", task)
+        record = read_json(path) if path.exists() else {"task": task, "state": "never joined"}
+        record["log"] = relative(Path(str(slurm.rank_log_pattern(work_dir)).replace("%t", str(task))))
+        ranks.append(record)
+    return ranks
+
+
+SRUN_TASK_ERROR = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (.+)")
+
+
+def rank_failure(ranks: list[dict[str, Any]], srun_log: str) -> str | None:
+    """Which rank failed first, and its own words: its exception, or how srun saw it end."""
+    for rank in ranks:
+        if rank.get("exception"):
+            exception = rank["exception"]
+            return f"rank {rank['task']} on {rank.get('host')}: {exception['type']}: {exception['message']}"[:2000]
+    for line in srun_log.splitlines():
+        if match := SRUN_TASK_ERROR.search(line):
+            host, tasks, what = match.groups()
+            log = next((rank["log"] for rank in ranks if str(rank["task"]) == tasks.split(",")[0]), None)
+            return f"rank {tasks} on {host}: {what.strip()} ({line.strip()}); its log: {log}"
+    return None
+
+
+def time_limit_message(target: Target, limit: slurm.TimeLimit | None, wall_s: float, steps_done: int) -> str:
+    job = f"SLURM job {limit.job_id}'s time limit of {limit.limit_s / 60:g} min" if limit else "SLURM's time limit"
+    return (
+        f"time limit: stopped after {wall_s:.0f} s and {steps_done} of {target.scale['steps']} steps, before"
+        f" {job}, so that this record could be written; the target asks for"
+        f" {target.spec['cluster']['runtime_minutes']} min (cluster.runtime_minutes in its target file)"
+    )
+
+
+def relative(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
+
+
+def launch_once(
+    row: Row, target: Target, work_dir: Path, python: str, container_runtime: str, allow_unpinned: bool
 ) -> dict[str, Any]:
-    work_dir = fresh_work_dir(work_dir)  # MaxText runs inside it; every path handed over is absolute
+    """One training run of the row in `work_dir`: how it ended and what it measured."""
     metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"
     overrides = maxtext_args.target_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
@@ -101,49 +154,121 @@ def run_row(
     if traced:
         env[TRACE_DIR_VARIABLE] = str(trace_dir)
 
-    returncode, wall_s = run_logged(command, env, work_dir, log_file)
+    if target.launcher == "slurm":
+        (work_dir / "ranks").mkdir(exist_ok=True)
+        limit = slurm.time_limit()
+        outcome = run_supervised(command, env, work_dir, log_file, stop_deadline(limit))
+        if outcome.ended_by == "terminated":
+            job = os.environ.get("SLURM_JOB_ID")
+            raise Interrupted(f"SLURM job {job} was sent SIGTERM after {outcome.wall_s:.0f} s")
+    else:
+        limit = None
+        returncode, wall_s = run_logged(command, env, work_dir, log_file)
+        outcome = Supervised(returncode, wall_s, "exit")
 
     launch = read_json(stats_file) if stats_file.exists() else {}
     steps = metrics.read_steps(metrics_file)
-    log_tail = log_file.read_text(encoding="utf-8", errors="replace")[-20000:]
-    status, message = classify(returncode, launch.get("exception"), log_tail, len(steps), target.scale["steps"])
+    ranks = read_ranks(work_dir, target.processes)
+    srun_log = log_file.read_text(encoding="utf-8", errors="replace")[-20000:]
+    rank_logs = [REPO_ROOT / rank["log"] for rank in ranks]
+    log_tail = srun_log + "".join(
+        log.read_text(encoding="utf-8", errors="replace")[-20000:] for log in rank_logs if log.exists()
+    )
+    status, message = classify(outcome.returncode, launch.get("exception"), log_tail, len(steps), target.scale["steps"])
+    ended_by = "completed" if status == "ok" else "own failure"
+    if outcome.ended_by == "deadline" or "DUE TO TIME LIMIT" in srun_log:
+        status, message, ended_by = "error", time_limit_message(target, limit, outcome.wall_s, len(steps)), "time limit"
+    elif status == "error" and ranks:
+        message = rank_failure(ranks, srun_log) or message
 
     overlap = None
     if traced and status == "ok":
         perfetto = sorted(trace_dir.rglob("perfetto_trace.json.gz"))
         if perfetto:
             overlap = trace.summarize(trace.read_events(perfetto[-1]), steps=len(steps))
+    return {
+        "status": status,
+        "message": message,
+        "ended_by": ended_by,
+        "summary": metrics.summarize(steps, target.scale["warmup_steps"]),
+        "launch": launch,
+        "ranks": ranks,
+        "overlap": overlap,
+        "command": command[: len(prefix)],
+        "container": container,
+        "arguments": arguments,
+        "xla_flags": env["XLA_FLAGS"],
+        "wall_time_s": round(outcome.wall_s, 2),
+        "train_log": relative(log_file),
+    }
+
+
+def run_row(
+    row: Row,
+    target: Target,
+    out_json: Path,
+    work_dir: Path,
+    python: str = sys.executable,
+    container_runtime: str = "pyxis",
+    allow_unpinned: bool = False,
+) -> dict[str, Any]:
+    """Run the row `target.repeats` times (each its own run, stopping at the first that fails) and
+    write its record; an attempt the cluster ended writes none (see Interrupted)."""
+    work_dir = fresh_work_dir(work_dir)  # MaxText runs inside it; every path handed over is absolute
+    interrupted_before = interruptions_file(work_dir)
+    runs: list[dict[str, Any]] = []
+    try:
+        for repeat in range(1, target.repeats + 1):
+            repeat_dir = work_dir if target.repeats == 1 else fresh_work_dir(work_dir / f"repeat-{repeat}")
+            runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned))
+            if runs[-1]["status"] != "ok":
+                break
+    except Interrupted as interruption:
+        earlier = read_json(interrupted_before) if interrupted_before.exists() else []
+        write_json(interrupted_before, [*earlier, {"reason": str(interruption), **provenance.stamp()}])
+        raise
+    first, last = runs[0], runs[-1]
+    ok = last["status"] == "ok"
+    launch = first["launch"]
     result: dict[str, Any] = {
         "row": row.id,
         "table": row.table,
         "label": row.label,
         "target": target.name,
-        "status": status,
-        "message": message,
+        "status": last["status"],
+        "message": last["message"],
+        "ended_by": last["ended_by"],
         "published_outcome": row.published["outcome"],
         "scaled": target.scale["devices"] != row.devices or bool(target.scale.get("families")),
-        **metrics.summarize(steps, target.scale["warmup_steps"]),
+        **first["summary"],  # losses and steps of the first repeat; throughput: the median of all
+        **(repeats.aggregate([run["summary"] | {"wall_time_s": run["wall_time_s"]} for run in runs]) if ok else {}),
         "devices": launch.get("device_count"),
+        "processes": launch.get("process_count"),
         "compiled_memory": launch.get("compiled_memory"),
         "runtime_memory": launch.get("runtime_memory"),
         "nvml_peak_used_bytes": launch.get("nvml_peak_used_bytes"),
         "host_peak_rss_bytes": launch.get("host_peak_rss_bytes"),
-        "overlap": overlap,
+        "overlap": first["overlap"],
+        "ranks": last["ranks"],
+        "interruptions": read_json(interrupted_before) if interrupted_before.exists() else [],
         "provenance": {
-            "command": command[: len(prefix)],
-            "container": container,
-            "maxtext_arguments": arguments,
-            "xla_flags": env["XLA_FLAGS"],
+            "command": first["command"],
+            "container": first["container"],
+            "maxtext_arguments": first["arguments"],
+            "xla_flags": first["xla_flags"],
             "python": launch.get("python"),
             "versions": launch.get("versions"),
             "device_kind": launch.get("device_kind"),
             "platform": launch.get("platform"),
-            "wall_time_s": round(wall_s, 2),
-            "train_log": str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file),
+            "wall_time_s": round(sum(run["wall_time_s"] for run in runs), 2),
+            "train_log": first["train_log"],
+            "nodes": slurm.node_list(),
             **provenance.stamp(),
         },
     }
-    return write_result(out_json, "run", result)
+    written = write_result(out_json, "run", result)
+    interrupted_before.unlink(missing_ok=True)
+    return written
 
 
 def observe(result: dict[str, Any], source: str) -> list[Observation]:
@@ -151,9 +276,10 @@ def observe(result: dict[str, Any], source: str) -> list[Observation]:
     seen = Observer(result, source, "measured", result["row"], result["target"])
     seen.status_line()
     seen.add("outcome", OUTCOME_OF_STATUS.get(result["status"]))
-    seen.add("tflops_per_device", result.get("tflops_per_device"), "TFLOPs/s/device")
-    seen.add("step_time_s", result.get("step_time_s"), "s")
-    seen.add("tokens_per_s_per_device", result.get("tokens_per_s_per_device"), "tokens/s/device")
+    for metric, unit in (("tflops_per_device", "TFLOPs/s/device"), ("step_time_s", "s")):
+        seen.add(metric, result.get(metric), unit, spread=repeats.spread_of(result, metric))
+    tokens = "tokens_per_s_per_device"
+    seen.add(tokens, result.get(tokens), "tokens/s/device", spread=repeats.spread_of(result, tokens))
     peak = (result.get("runtime_memory") or {}).get("peak_bytes_in_use") or result.get("nvml_peak_used_bytes")
     seen.add("gpu_memory_gib", memory.gib(peak), "GiB")
     seen.add("host_peak_rss_gib", memory.gib(result.get("host_peak_rss_bytes")), "GiB")

@@ -1,0 +1,50 @@
+"""Repeated training runs of one row -> one run's numbers: the medians, each repeat, and their spread.
+
+A full-scale target runs each row several times (`repeats:` in its target file) because one run's
+throughput moves with the cluster's state; the row's number is the median of the repeats, and the
+spread (min, max, (max - min) / median) says how far a single run could have landed from it.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+METRICS = ("step_time_s", "tflops_per_device", "tokens_per_s_per_device")
+PER_REPEAT = (*METRICS, "wall_time_s")
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Median, min, max and the width relative to the median of one metric over the repeats."""
+    middle, low, high = median(values), min(values), max(values)
+    return {
+        "median": middle,
+        "min": low,
+        "max": high,
+        # A zero median (a run that did nothing) has no meaningful relative width.
+        "relative": (high - low) / middle if middle else None,
+        "n": len(values),
+    }
+
+
+def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each repeat's summary -> {"repeats": [...], <metric>: median, "spread": {<metric>: ...}}.
+
+    A metric is aggregated over the repeats that report it (a failed repeat reports none); one no
+    repeat reports is left out, as `metrics.summarize` leaves out what it could not time.
+    """
+    repeats = [{"repeat": number, **{key: run.get(key) for key in PER_REPEAT}} for number, run in enumerate(runs, 1)]
+    aggregated: dict[str, Any] = {"repeats": repeats}
+    spreads: dict[str, dict[str, Any]] = {}
+    for metric in METRICS:
+        values = [repeat[metric] for repeat in repeats if repeat[metric] is not None]
+        if values:
+            spreads[metric] = spread(values)
+            aggregated[metric] = spreads[metric]["median"]
+    aggregated["spread"] = spreads
+    return aggregated
+
+
+def spread_of(result: dict[str, Any], metric: str) -> dict[str, Any] | None:
+    """One metric's spread in a run result, or None for a result without repeats."""
+    return (result.get("spread") or {}).get(metric)
