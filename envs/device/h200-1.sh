@@ -5,7 +5,7 @@
 # are profiled, the host link is probed. What comes back ($OUT): one archive of the run and
 # probe JSONs with their logs and trace summaries, and the full log. Back here:
 #   tar -xzf <files_at>/h200-1-results.tar.gz
-#   .venv/bin/snakemake --cores all --config target=h200-1 compile_target=h200-1 --rerun-triggers mtime
+#   .venv/bin/snakemake --cores all --resources gpu=1 --config target=h200-1 compile_target=h200-1 --rerun-triggers mtime
 # turns them into verdicts and the report, beside the H200 compile of the same scaled rows.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -88,6 +88,15 @@ def parser() -> argparse.ArgumentParser:
             one_row.add_argument("--container-runtime", default="pyxis", choices=["pyxis", "apptainer"])
             one_row.add_argument("--allow-unpinned-container", action="store_true")
 
+    preflight = sub.add_parser("preflight", help="inside a SLURM job: check image, MaxText, GPUs, memory, start")
+    preflight.add_argument("--tables", nargs="+", required=True)
+    preflight.add_argument("--target", required=True)
+    preflight.add_argument("--out", required=True, type=Path)
+    preflight.add_argument("--work-dir", required=True, type=Path)
+    preflight.add_argument("--container-runtime", default="pyxis", choices=["pyxis", "apptainer"])
+    preflight.add_argument("--allow-unpinned-container", action="store_true")
+    preflight.add_argument("compiled", nargs="*", type=Path, help="the rows' compiled results on this target")
+
     analytic = sub.add_parser("analytic", help="bytes of every saved or offloaded activation, per row")
     analytic.add_argument("--tables", nargs="+", required=True)
     analytic.add_argument("--out", required=True, type=Path)
@@ -175,6 +184,19 @@ def dispatch(args: argparse.Namespace) -> int:
         result = compile_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
         verdict = "fits" if result.get("fits") else "out of memory"
         print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else ""))
+    elif args.command == "preflight":
+        from offload_repro.cluster.preflight import write_preflight
+
+        passed = write_preflight(
+            load_rows(args.tables),
+            load_target(args.target),
+            args.compiled,
+            args.out,
+            args.work_dir.resolve(),
+            args.container_runtime,
+            args.allow_unpinned_container,
+        )
+        return 0 if passed else 1
     elif args.command == "analytic":
         from offload_repro.produce.analytic import write_accounting
 

@@ -11,7 +11,7 @@ from snakemake.utils import validate
 PACKAGE_DIR = os.path.join(workflow.basedir, "workflow")
 sys.path.insert(0, PACKAGE_DIR)
 
-from offload_repro.cluster.slurm import container_for, job_resources  # noqa: E402
+from offload_repro.cluster.slurm import container_for, job_resources, preflight_resources  # noqa: E402
 from offload_repro.core.data import DataError, load_rows, load_target  # noqa: E402
 from offload_repro.core.files import read_yaml  # noqa: E402
 
@@ -40,6 +40,20 @@ ROW_IDS = [row.id for row in ROWS]
 TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
 # What each row's job asks a cluster for (ignored by local runs).
 RUN_RESOURCES = job_resources(TARGET)
+# A SLURM target's rows wait for its preflight (one short job that checks the image, MaxText,
+# GPUs, host memory and the distributed start); other targets have none.
+PREFLIGHT = [f"results/{TARGET.name}/preflight.json"] if TARGET.launcher == "slurm" else []
+if TARGET.launcher == "slurm":
+    PREFLIGHT_RESOURCES = preflight_resources(TARGET)
+# A local GPU runs one MaxText process (or the probe) at a time: each takes 92-95% of its memory.
+# Snakemake enforces that only with a limit: --resources gpu=N (N GPUs on this machine).
+if TARGET.kind == "gpu" and TARGET.launcher == "local":
+    RUN_RESOURCES = {"gpu": TARGET.spec["hardware"]["devices"]}
+    if "gpu" not in workflow.global_resources:
+        raise WorkflowError(
+            f"target '{TARGET.name}' runs on this machine's GPU, one MaxText process at a time: add"
+            f" --resources gpu={RUN_RESOURCES['gpu']} (the number of GPUs here) to the snakemake command"
+        )
 if TARGET.kind == "gpu" and TARGET.launcher == "slurm":
     try:  # a GPU run refuses an image without a digest, before anything is submitted
         for row in ROWS:
@@ -78,7 +92,12 @@ CODE = {
     "run": CORE
     + LOCK
     + package("produce/runner", "produce/launch", "produce/metrics", "produce/maxtext_args")
-    + package("produce/trace", "cluster/slurm", "core/process", "core/provenance"),
+    + package("produce/trace", "produce/distributed", "produce/repeats", "cluster/slurm", "cluster/registry")
+    + package("core/process", "core/provenance", "core/stack"),
+    "preflight": CORE
+    + LOCK
+    + package("cluster/preflight", "cluster/preflight_probe", "cluster/slurm", "cluster/registry")
+    + package("produce/distributed", "produce/maxtext_args", "core/process", "core/provenance"),
     "compile": CORE
     + LOCK
     + ["envs/requirements-gpu-compile.lock"]
@@ -119,6 +138,11 @@ if config["whatif"]:
     if _unknown:
         raise WorkflowError(f"config 'frontier_targets': {_unknown} are not GPU targets with a compile section")
 GRID_TARGETS = [COMPILE_TARGET.name, *[name for name in WHATIF_TARGETS if name != COMPILE_TARGET.name]]
+# A SLURM GPU target's preflight checks host memory against its own compiled programs.
+PREFLIGHT_COMPILED = []
+if TARGET.kind == "gpu" and TARGET.launcher == "slurm":
+    PREFLIGHT_COMPILED = expand("results/compiled/{gpu_target}/{row}.json", gpu_target=TARGET.name, row=ROW_IDS)
+    GRID_TARGETS += [TARGET.name] if TARGET.name not in GRID_TARGETS else []
 POLICIES = [policy["id"] for policy in read_yaml("experiments/frontier.yaml")["policies"]]
 
 # Every result file the evidence table of this target is built from, by producer.

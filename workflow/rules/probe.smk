@@ -12,5 +12,7 @@ rule probe_transfers:
         "results/{target}/logs/probe.log",
     conda:
         CONDA_ENV
+    resources:
+        gpu=1,
     shell:
         f"{CLI} probe --tables {TABLES} --target {{wildcards.target}} --out {{output}} {LOGGED}"

@@ -6,6 +6,7 @@ rule run_row:
         tables=config["tables"],
         target=TARGET_FILE,
         code=CODE["run"],
+        preflight=PREFLIGHT,
     output:
         "results/{target}/runs/{row}.json",
     log:
@@ -35,3 +36,28 @@ rule collect_runs:
         CONDA_ENV
     shell:
         f"{CLI} collect --out {{output}} {{input.runs}} {LOGGED}"
+
+
+if TARGET.launcher == "slurm":
+
+    rule preflight:
+        input:
+            tables=config["tables"],
+            target=TARGET_FILE,
+            code=CODE["preflight"],
+            compiled=PREFLIGHT_COMPILED,
+        output:
+            "results/{target}/preflight.json",
+        log:
+            "results/{target}/logs/preflight.log",
+        conda:
+            CONDA_ENV
+        resources:
+            **PREFLIGHT_RESOURCES,
+        params:
+            unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
+            runtime=config["container_runtime"],
+        shell:
+            f"{CLI} preflight --tables {TABLES} --target {{wildcards.target}} --out {{output}}"
+            " --work-dir results/{wildcards.target}/work/preflight --container-runtime {params.runtime}"
+            f" {{params.unpinned}} {{input.compiled}} {LOGGED}"

@@ -22,5 +22,7 @@ def snakemake_command(target: Target) -> str:
             # until envs/containers.yaml has digests, a GPU run must say that it accepts tags
             command += " allow_unpinned_container=True"
         return command
-    extra = f" compile_target={target.name}" if target.kind == "gpu" else ""
-    return f"{SNAKEMAKE} --cores all --config target={target.name}{extra}"
+    if target.kind == "gpu":  # rows and the probe hold the GPU one at a time
+        gpus, name = target.spec["hardware"]["devices"], target.name
+        return f"{SNAKEMAKE} --cores all --resources gpu={gpus} --config target={name} compile_target={name}"
+    return f"{SNAKEMAKE} --cores all --config target={target.name}"

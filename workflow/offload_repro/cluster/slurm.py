@@ -121,6 +121,27 @@ def job_resources(target: Target) -> dict[str, Any]:
     return resources
 
 
+# The preflight is short: image start, a probe, a distributed start.
+PREFLIGHT_MINUTES = 15
+
+
+def preflight_resources(target: Target) -> dict[str, Any]:
+    """The preflight's job: up to two nodes, one probe task on each (two on a one-node target)."""
+    cluster = target.spec["cluster"]
+    nodes = min(2, cluster["nodes"])
+    resources: dict[str, Any] = {"nodes": nodes, "tasks": 2, "mpi": "srun", "runtime": PREFLIGHT_MINUTES}
+    if target.kind == "cpu":
+        resources.update(cpus_per_task=cluster.get("cpus_per_task", 1))
+        if "mem_mb" in cluster:
+            resources["mem_mb"] = cluster["mem_mb"]
+        return resources
+    # All of a node's GPUs, to count them; tasks_per_gpu 0 keeps the plugin from deriving one from tasks.
+    resources.update(gres=f"gpu:{cluster['gpus_per_node']}", tasks_per_gpu=0)
+    if "partition" in cluster:
+        resources["slurm_partition"] = cluster["partition"]
+    return resources
+
+
 def rank_environment(row: Row, target: Target) -> dict[str, str]:
     """What every rank's environment carries: the row's XLA flags and the target's memory limits."""
     return {
@@ -155,20 +176,23 @@ def srun_command(target: Target, work_dir: Path) -> list[str]:
 
 def launch_prefix(target: Target, image: str | None, runtime: str, work_dir: Path, python: str) -> list[str]:
     """`srun ...` that starts one process per rank (in `image` on GPUs); the module follows."""
-    srun = srun_command(target, work_dir)
-    if image is None:  # CPU ranks run this checkout's interpreter: no container on a CPU target
-        return [*srun, python]
+    return [*srun_command(target, work_dir), *interpreter(image, runtime, work_dir, python)]
+
+
+def interpreter(image: str | None, runtime: str, work_dir: Path, python: str) -> list[str]:
+    """What follows srun's own options: Python in the image, or this checkout's (CPU targets have no image)."""
+    if image is None:
+        return [python]
     if runtime not in RUNTIMES:
         raise DataError(f"config 'container_runtime': '{runtime}' is not one of {RUNTIMES}")
     if runtime == "pyxis":
         return [
-            *srun,
             f"--container-image={image}",
             f"--container-mounts={REPO_ROOT}:{REPO_ROOT}",
             f"--container-workdir={work_dir}",
             "python3",
         ]
-    return [*srun, "apptainer", "exec", "--nv", "--bind", str(REPO_ROOT), "--pwd", str(work_dir), image, "python3"]
+    return ["apptainer", "exec", "--nv", "--bind", str(REPO_ROOT), "--pwd", str(work_dir), image, "python3"]
 
 
 @dataclass(frozen=True)
