@@ -40,12 +40,12 @@ def workflow(tmp_path_factory):
 def test_readme_command_dry_runs(workflow, command):
     words = shlex.split(command)
     assert words[0] == ".venv/bin/snakemake", command
-    done = snakemake(workflow, *words[1:], "-n")
+    done = snakemake(workflow, "-n", *words[1:])
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 
 @pytest.mark.parametrize("target", ["gb200-nvl72", "vr-nvl144", "h200-1", "h100-1"])
 def test_commands_the_report_prints_dry_run(workflow, target):
     words = shlex.split(snakemake_command(load_target(target)))
-    done = snakemake(workflow, *words[1:], "-n")
+    done = snakemake(workflow, "-n", *words[1:])
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]

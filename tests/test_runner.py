@@ -77,3 +77,23 @@ def test_summary_of_a_run_that_never_got_past_warmup(tmp_path):
     summary = metrics.summarize([step(0, 5.0, 3.0)], warmup_steps=2)
     assert summary["steps_timed"] == 0 and "step_time_s" not in summary
     assert metrics.read_steps(tmp_path / "missing.jsonl") == []
+
+
+@pytest.mark.slow
+def test_each_repeat_is_its_own_run_and_the_row_keeps_their_median_and_spread(tables, tmp_path):
+    from offload_repro.core.data import Target, load_rows, load_target
+    from offload_repro.produce.runner import observe, run_row
+
+    cpu = load_target("cpu")
+    twice = Target(cpu.name, cpu.kind, cpu.launcher, {**cpu.spec, "repeats": 2})
+    row = next(row for row in load_rows(tables) if row.id == "llama-baseline")
+    result = run_row(row, twice, tmp_path / "llama-baseline.json", tmp_path / "work")
+    assert result["status"] == "ok" and [r["repeat"] for r in result["repeats"]] == [1, 2]
+    assert all((tmp_path / "work" / f"repeat-{n}" / "metrics.jsonl").exists() for n in (1, 2))
+    per_repeat = [r["tflops_per_device"] for r in result["repeats"]]
+    spread = result["spread"]["tflops_per_device"]
+    assert spread["n"] == 2 and spread["min"] == min(per_repeat) and spread["max"] == max(per_repeat)
+    assert result["tflops_per_device"] == sum(per_repeat) / 2  # the median of two
+    assert result["provenance"]["wall_time_s"] == pytest.approx(sum(r["wall_time_s"] for r in result["repeats"]))
+    (tflops,) = [o for o in observe(result, "x.json") if o.metric == "tflops_per_device"]
+    assert (tflops.low, tflops.high, tflops.n) == (min(per_repeat), max(per_repeat), 2)

@@ -200,6 +200,8 @@ def preflight(
     except (RuntimeError, IndexError) as err:
         what = f"image {image}" if image else python
         return [Finding("start", "fail", f"could not run {what} on a node: {err}")], {}
+    # The probe's step may not carry SLURM's memory variables; the job's grant is asked of SLURM.
+    facts["memory"]["slurm_job_bytes"] = facts["memory"]["slurm_job_bytes"] or slurm.job_memory_bytes()
     findings.append(check_container(container, facts["host"], python))
     findings += check_maxtext(facts, keys, pinned_maxtext())
     findings.append(check_gpus(facts, target))

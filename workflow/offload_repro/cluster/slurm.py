@@ -241,3 +241,20 @@ def node_list(job_id: str | None = None) -> list[str] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return names.stdout.split() or None
+
+
+def job_memory_bytes(job_id: str | None = None) -> int | None:
+    """Memory SLURM granted the job per node (`squeue %m`, e.g. 8000M); None if unknown or unset."""
+    job_id = job_id or os.environ.get("SLURM_JOB_ID")
+    if not job_id:
+        return None
+    try:
+        text = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%m"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    value = text.stdout.strip()
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    if len(value) < 2 or value[-1] not in units or not value[:-1].replace(".", "", 1).isdigit():
+        return None
+    amount = float(value[:-1])
+    return int(amount * units[value[-1]]) if amount > 0 else None

@@ -89,9 +89,20 @@ def stop_deadline(limit: slurm.TimeLimit | None) -> float | None:
     return limit.ends_at - min(120.0, max(15.0, limit.limit_s / 4))
 
 
-def interruptions_file(work_dir: Path) -> Path:
-    """Beside the work directory (which each attempt empties): earlier attempts the cluster ended."""
-    return work_dir.with_name(work_dir.name + ".interruptions.json")
+def attempts_file(work_dir: Path) -> Path:
+    """Beside the work directory (which each attempt empties): the attempts that left no record."""
+    return work_dir.with_name(work_dir.name + ".attempts.json")
+
+
+def begin_attempt(work_dir: Path) -> list[dict[str, Any]]:
+    """Note this attempt before it runs; returns the earlier ones that never wrote a record: the
+    cluster ended them (cancelled, preempted, node lost: a SIGKILL leaves no time to say so)."""
+    path = attempts_file(work_dir)
+    earlier = read_json(path) if path.exists() else []
+    job = os.environ.get("SLURM_JOB_ID")
+    now = {"slurm_job_id": job, "restart": os.environ.get("SLURM_RESTART_COUNT"), **provenance.stamp()}
+    write_json(path, [*earlier, {"reason": "ended without a record (cancelled, preempted or node lost)", **now}])
+    return earlier
 
 
 def read_ranks(work_dir: Path, processes: int) -> list[dict[str, Any]]:
@@ -215,7 +226,7 @@ def run_row(
     """Run the row `target.repeats` times (each its own run, stopping at the first that fails) and
     write its record; an attempt the cluster ended writes none (see Interrupted)."""
     work_dir = fresh_work_dir(work_dir)  # MaxText runs inside it; every path handed over is absolute
-    interrupted_before = interruptions_file(work_dir)
+    interruptions = begin_attempt(work_dir)
     runs: list[dict[str, Any]] = []
     try:
         for repeat in range(1, target.repeats + 1):
@@ -223,9 +234,12 @@ def run_row(
             runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned))
             if runs[-1]["status"] != "ok":
                 break
-    except Interrupted as interruption:
-        earlier = read_json(interrupted_before) if interrupted_before.exists() else []
-        write_json(interrupted_before, [*earlier, {"reason": str(interruption), **provenance.stamp()}])
+    except Interrupted as interruption:  # when there was time to say why, the next attempt reads it
+        attempts = read_json(attempts_file(work_dir))
+        write_json(attempts_file(work_dir), [*attempts[:-1], attempts[-1] | {"reason": str(interruption)}])
+        raise
+    except Exception:  # this process's own failure (its traceback goes to the log), not the cluster's
+        write_json(attempts_file(work_dir), interruptions)
         raise
     first, last = runs[0], runs[-1]
     ok = last["status"] == "ok"
@@ -250,7 +264,7 @@ def run_row(
         "host_peak_rss_bytes": launch.get("host_peak_rss_bytes"),
         "overlap": first["overlap"],
         "ranks": last["ranks"],
-        "interruptions": read_json(interrupted_before) if interrupted_before.exists() else [],
+        "interruptions": interruptions,
         "provenance": {
             "command": first["command"],
             "container": first["container"],
@@ -258,6 +272,9 @@ def run_row(
             "xla_flags": first["xla_flags"],
             "python": launch.get("python"),
             "versions": launch.get("versions"),
+            # driver, CUDA, cuDNN, NCCL (None on CPU, with the reason) and JAX's own environment report
+            "software_stack": launch.get("software_stack"),
+            "jax_environment": launch.get("jax_environment"),
             "device_kind": launch.get("device_kind"),
             "platform": launch.get("platform"),
             "wall_time_s": round(sum(run["wall_time_s"] for run in runs), 2),
@@ -267,7 +284,7 @@ def run_row(
         },
     }
     written = write_result(out_json, "run", result)
-    interrupted_before.unlink(missing_ok=True)
+    attempts_file(work_dir).unlink(missing_ok=True)
     return written
 
 
