@@ -113,9 +113,9 @@ CODE = {
     # each producer module also holds the observer that turns its files into observations
     "evidence": CORE
     + package("judge/evidence_table", "produce/runner", "produce/compile", "produce/analytic")
-    + package("produce/probe", "produce/frontier", "produce/budget"),
+    + package("produce/probe", "produce/frontier", "produce/budget", "produce/repeats"),
     "budget": CORE + package("produce/budget", "core/gpu"),
-    "check": CORE + package("judge/check", "cluster/commands", "core/provenance"),
+    "check": CORE + package("judge/check", "judge/spread", "cluster/commands", "core/provenance"),
     "report": CORE
     + package("present/report", "present/charts", "cluster/commands")
     + ["report/base.html.j2", "report/target.html.j2", "report/style.css"],
