@@ -214,47 +214,52 @@ def parse_duration(text: str) -> float:
     return (float(days) if days else 0.0) * 86400 + hours * 3600 + minutes * 60 + seconds
 
 
-def time_limit(job_id: str | None = None) -> TimeLimit | None:
-    """This job's time limit and end; None outside SLURM or without a limit."""
+def job_field(format_code: str, job_id: str | None = None) -> tuple[str, str] | None:
+    """(job id, one `squeue -o` field of it); None outside SLURM or when SLURM cannot say. Asked of
+    SLURM by job id: the plugin's job step keeps only the id of SLURM's variables."""
     job_id = job_id or os.environ.get("SLURM_JOB_ID")
     if not job_id:
         return None
     try:
-        done = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%l|%e"], capture_output=True, text=True, timeout=30)
-        limit, end = done.stdout.strip().split("|")
-        return TimeLimit(job_id, parse_duration(limit), datetime.datetime.fromisoformat(end).timestamp())
-    except (OSError, ValueError, subprocess.SubprocessError):  # no squeue, no such job, or UNLIMITED
+        command = ["squeue", "-h", "-j", job_id, "-o", format_code]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (job_id, done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
+
+
+def time_limit(job_id: str | None = None) -> TimeLimit | None:
+    """This job's time limit and end; None outside SLURM or without a limit."""
+    field = job_field("%l|%e", job_id)
+    if field is None:
+        return None
+    try:
+        limit, end = field[1].split("|")
+        return TimeLimit(field[0], parse_duration(limit), datetime.datetime.fromisoformat(end).timestamp())
+    except ValueError:  # UNLIMITED, or no end time yet
         return None
 
 
 def node_list(job_id: str | None = None) -> list[str] | None:
-    """The job's nodes, one name each; None outside SLURM. Asked of SLURM by job id, since the
-    plugin's job step keeps only the id of SLURM's variables."""
-    job_id = job_id or os.environ.get("SLURM_JOB_ID")
-    if not job_id:
+    """The job's nodes, one name each (SLURM's compact `node[01-04]` expanded); None outside SLURM."""
+    field = job_field("%N", job_id)
+    if field is None:
         return None
     try:
-        compact = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%N"], capture_output=True, text=True, timeout=30)
-        names = subprocess.run(
-            ["scontrol", "show", "hostnames", compact.stdout.strip()], capture_output=True, text=True, timeout=30
-        )
+        names = subprocess.run(["scontrol", "show", "hostnames", field[1]], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
-        return None
-    return names.stdout.split() or None
+        return [field[1]]
+    return names.stdout.split() or [field[1]]
+
+
+MEMORY_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def job_memory_bytes(job_id: str | None = None) -> int | None:
     """Memory SLURM granted the job per node (`squeue %m`, e.g. 8000M); None if unknown or unset."""
-    job_id = job_id or os.environ.get("SLURM_JOB_ID")
-    if not job_id:
-        return None
-    try:
-        text = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%m"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    value = text.stdout.strip()
-    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-    if len(value) < 2 or value[-1] not in units or not value[:-1].replace(".", "", 1).isdigit():
+    field = job_field("%m", job_id)
+    value = field[1] if field else ""
+    if len(value) < 2 or value[-1] not in MEMORY_UNITS or not value[:-1].replace(".", "", 1).isdigit():
         return None
     amount = float(value[:-1])
-    return int(amount * units[value[-1]]) if amount > 0 else None
+    return int(amount * MEMORY_UNITS[value[-1]]) if amount > 0 else None
