@@ -21,10 +21,8 @@ from offload_repro.cluster import slurm
 from offload_repro.core import memory, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.core.forkserver import VARIABLE as FORKSERVER_VARIABLE
-from offload_repro.core.process import package_environment
 from offload_repro.core.results import read_result, write_result
-from offload_repro.produce import maxtext_args
+from offload_repro.produce import maxtext_args, runner
 
 LOCK = REPO_ROOT / "envs" / "requirements.lock"
 PROBE = "offload_repro.cluster.preflight_probe"
@@ -130,7 +128,7 @@ def check_host_memory(facts: dict[str, Any], target: Target, largest: tuple[str,
         reason = "a CPU target places nothing in host memory" if target.kind == "cpu" else "no compiled evidence"
         return Finding("host memory", "ok" if target.kind == "cpu" else "skip", f"{seen}; {reason}")
     row, per_device = largest
-    processes_per_node = target.spec["cluster"]["gpus_per_node"]
+    processes_per_node = target.tasks_per_node
     needed = per_device * processes_per_node
     pinned_limit = target.spec["cluster"].get("environment", {}).get("XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB")
     detail = (
@@ -160,7 +158,7 @@ def check_distributed(outputs: list[dict[str, Any]], nodes: int, tasks: int) -> 
 
 def srun(options: list[str], interpreter: list[str], arguments: list[str], env: dict[str, str]) -> list[str]:
     """Run one srun step; its stdout lines (one JSON per task)."""
-    command = ["srun", "--overlap", "--kill-on-bad-exit=1", "--export=ALL", *options, *interpreter, *arguments]
+    command = [*slurm.SRUN, *options, *interpreter, *arguments]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
@@ -188,8 +186,7 @@ def preflight(
         # images are named by envs/containers.yaml, per model family).
         container = slurm.container_for(rows[0]).resolved(runtime, allow_unpinned)
         image = container["image"]
-    per_node = cluster.get("gpus_per_node", cluster.get("tasks_per_node", 1))
-    gpu_option = [f"--gpus-per-node={per_node}"] if target.kind == "gpu" else []
+    gpu_option = [f"--gpus-per-node={target.tasks_per_node}"] if target.kind == "gpu" else []
     interpreter = slurm.interpreter(image, runtime, work_dir, python)
     keys = keys_by_row(rows, target)
     keys_file = work_dir / "keys.json"
@@ -228,10 +225,7 @@ def write_preflight(
     allow_unpinned: bool,
 ) -> bool:
     """Print one line per check; write the record (and return True) only when none failed."""
-    env = package_environment({str(k): str(v) for k, v in target.spec["cluster"].get("environment", {}).items()})
-    env.pop(FORKSERVER_VARIABLE, None)  # srun starts every probe as its own process
-    if target.kind == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
+    env = runner.environment(rows[0], target) | slurm.rank_environment(rows[0], target)  # what a rank gets
     findings, seen = preflight(rows, target, compiled_files, work_dir, sys.executable, runtime, allow_unpinned, env)
     job = os.environ.get("SLURM_JOB_ID")
     print(f"preflight of {target.name} (SLURM job {job}, nodes {','.join(slurm.node_list() or ['?'])}):")

@@ -15,7 +15,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from offload_repro.cluster import registry
 from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.produce import maxtext_args
@@ -57,6 +56,8 @@ class Container:
         record.update(runtime=runtime, digest_at_run_time=self.digest, digest_error=None)
         image = self.image(runtime, allow_unpinned)
         if self.digest is None:
+            from offload_repro.cluster import registry  # urllib: only a run by tag needs it, not start-up
+
             try:
                 digest = registry.resolve_digest(self.reference)
             except registry.RegistryError as err:  # the tag runs; the record says its digest is unknown
@@ -83,6 +84,12 @@ def container_for(row: Row) -> Container:
     return Container(name, entry["reference"], entry["digest"])
 
 
+def cpu_task_resources(cluster: dict[str, Any]) -> dict[str, Any]:
+    """CPUs per task and the job's memory on a CPU target."""
+    memory = {"mem_mb": cluster["mem_mb"]} if "mem_mb" in cluster else {}
+    return {"cpus_per_task": cluster.get("cpus_per_task", 1), **memory}
+
+
 def job_resources(target: Target) -> dict[str, Any]:
     """Snakemake resources of one row's job on this target (rendered to sbatch by the plugin).
 
@@ -96,11 +103,9 @@ def job_resources(target: Target) -> dict[str, Any]:
         resources: dict[str, Any] = {
             "nodes": cluster["nodes"],
             "tasks_per_node": cluster["tasks_per_node"],
-            "cpus_per_task": cluster.get("cpus_per_task", 1),
             "runtime": cluster["runtime_minutes"],
+            **cpu_task_resources(cluster),
         }
-        if "mem_mb" in cluster:
-            resources["mem_mb"] = cluster["mem_mb"]
         if target.processes > 1:
             resources["mpi"] = "srun"
         return resources
@@ -131,10 +136,7 @@ def preflight_resources(target: Target) -> dict[str, Any]:
     nodes = min(2, cluster["nodes"])
     resources: dict[str, Any] = {"nodes": nodes, "tasks": 2, "mpi": "srun", "runtime": PREFLIGHT_MINUTES}
     if target.kind == "cpu":
-        resources.update(cpus_per_task=cluster.get("cpus_per_task", 1))
-        if "mem_mb" in cluster:
-            resources["mem_mb"] = cluster["mem_mb"]
-        return resources
+        return resources | cpu_task_resources(cluster)
     # All of a node's GPUs, to count them; tasks_per_gpu 0 keeps the plugin from deriving one from tasks.
     resources.update(gres=f"gpu:{cluster['gpus_per_node']}", tasks_per_gpu=0)
     if "partition" in cluster:
@@ -151,6 +153,14 @@ def rank_environment(row: Row, target: Target) -> dict[str, str]:
     }
 
 
+SRUN = [
+    "srun",
+    "--overlap",  # also inside a one-task job, whose step the plugin already started
+    "--kill-on-bad-exit=1",  # a rank that dies takes the others down, instead of leaving them waiting
+    "--export=ALL",
+]
+
+
 def rank_log_pattern(work_dir: Path) -> Path:
     """Each rank's own log (srun expands %t to the task id)."""
     return work_dir / "ranks" / "rank-%t.log"
@@ -159,12 +169,9 @@ def rank_log_pattern(work_dir: Path) -> Path:
 def srun_command(target: Target, work_dir: Path) -> list[str]:
     """`srun` with one task per GPU (per CPU task), each rank's output in its own log."""
     cluster = target.spec["cluster"]
-    per_node = cluster.get("gpus_per_node", cluster.get("tasks_per_node"))
+    per_node = target.tasks_per_node
     srun = [
-        "srun",
-        "--overlap",  # also inside a one-task job, whose step the plugin already started
-        "--kill-on-bad-exit=1",  # a rank that dies takes the others down, instead of leaving them waiting
-        "--export=ALL",
+        *SRUN,
         f"--nodes={cluster['nodes']}",
         f"--ntasks-per-node={per_node}",
         f"--output={rank_log_pattern(work_dir)}",

@@ -133,12 +133,18 @@ class Target:
         return self.spec.get("repeats", 1)
 
     @property
+    def tasks_per_node(self) -> int:
+        """JAX processes per node of a SLURM job: one per GPU, or the CPU target's tasks per node."""
+        cluster = self.spec.get("cluster", {})
+        return cluster.get("gpus_per_node", cluster.get("tasks_per_node", 1))
+
+    @property
     def processes(self) -> int:
         """JAX processes of one row's run: one per task of its SLURM job, else one."""
         cluster = self.spec.get("cluster")
         if self.launcher != "slurm" or cluster is None:
             return 1
-        return cluster["nodes"] * cluster.get("tasks_per_node", cluster.get("gpus_per_node", 1))
+        return cluster["nodes"] * self.tasks_per_node
 
 
 def merged(base: Any, override: Any) -> Any:
