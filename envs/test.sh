@@ -1,10 +1,31 @@
 #!/usr/bin/env bash
-# The test command: builds the environment if needed, installs the system programs the
-# browser and SLURM tests use (Debian packages, when run as root), then runs pytest.
+# The tests, in two tiers. Extra arguments go to pytest.
+#
+#   envs/test.sh --quick   after each edit (about 2 minutes on 2 cores): unit tests, dry runs on
+#                          workflow copies, report rendering. Needs .venv (envs/bootstrap.sh);
+#                          installs nothing, starts no SLURM and no main job, writes nothing
+#                          into the checkout (no bytecode, no pytest cache).
+#   envs/test.sh           everything (about 20 minutes): builds .venv if needed, installs the
+#                          browser and SLURM the slow tests use (Debian packages, when run as
+#                          root), runs the quick tier, checks that it left the checkout as it
+#                          was, then the slow, SLURM and browser tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-envs/bootstrap.sh
 
+QUICK="not slow and not slurm and not browser"
+
+quick_tier() {
+    PYTHONDONTWRITEBYTECODE=1 .venv/bin/python -m pytest -p no:cacheprovider -m "$QUICK" "$@"
+}
+
+if [[ ${1:-} == --quick ]]; then
+    shift
+    [[ -x .venv/bin/python ]] || { echo "test: no .venv here; build it once with envs/bootstrap.sh" >&2; exit 1; }
+    quick_tier "$@"
+    exit
+fi
+
+envs/bootstrap.sh
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v slurmctld >/dev/null || missing+=(slurmctld slurmd slurm-client munge)
@@ -17,4 +38,16 @@ if (( ${#missing[@]} )); then
         echo "test: not installed, their tests will be skipped: ${missing[*]}" >&2
     fi
 fi
-exec .venv/bin/python -m pytest "$@"
+
+# The quick tier's promise, checked where it runs: nothing in the checkout is newer afterwards.
+before=$(mktemp)
+trap 'rm -f "$before"' EXIT
+quick_tier "$@"
+touched=$(find . -path ./.venv -prune -o -path ./.git -prune -o -newer "$before" -print)
+if [[ -n $touched ]]; then
+    echo "test: the quick tier wrote into the checkout:" >&2
+    echo "$touched" >&2
+    [[ -z ${OFFLOAD_REPRO_REQUIRE_ALL:-} ]] || exit 1
+fi
+# (pytest exits 5 when arguments select no slow test: that is not a failure.)
+.venv/bin/python -m pytest -m "not ($QUICK)" "$@" || { rc=$?; (( rc == 5 )) || exit $rc; }

@@ -48,3 +48,19 @@ def rendered_charts(dom: str) -> dict[str, str]:
 def vega_graphics(dom: str) -> int:
     """Vega's SVG renderer draws each view as an <svg class="marks">."""
     return len(re.findall(r'<svg[^>]*class="marks"', dom))
+
+
+def visible_text(html: str) -> str:
+    """What a reader sees of a page without its scripts: tags dropped, entities decoded."""
+    import html as entities
+
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    html = re.sub(r'\b(title|data-[\w-]+)="[^"]*"', " ", html)
+    return entities.unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+def raw_placeholders(html: str) -> list[str]:
+    """Placeholders a reader should never see: nan, None, or a JSON object, each with its context."""
+    text = visible_text(html)
+    found = re.finditer(r"\bnan\b|\bNaN\b|\bNone\b|\{\s*\"|\{\s*'", text)
+    return [" ".join(text[max(0, m.start() - 60) : m.end() + 60].split()) for m in found]

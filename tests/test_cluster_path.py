@@ -18,7 +18,7 @@ from test_slurm_commands import sbatch_line
 
 from offload_repro.cluster import preflight, slurm
 from offload_repro.core.data import DataError, load_rows, load_target
-from offload_repro.core.files import REPO_ROOT, write_json
+from offload_repro.core.files import write_json
 from offload_repro.core.process import run_supervised
 from offload_repro.produce import maxtext_args, runner
 
@@ -182,14 +182,13 @@ def test_two_nodes_must_each_report_the_sum():
 
 
 def test_a_local_gpu_target_needs_a_gpu_limit(tmp_path):
-    import subprocess
+    from workflow_copy import copy_workflow, snakemake
 
-    command = [sys.executable, "-m", "snakemake", "--dry-run", "--config", "target=h200-1", "compile_target=h200-1"]
-    refused = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    directory = copy_workflow(tmp_path)
+    config = ["--config", "target=h200-1", "compile_target=h200-1"]
+    refused = snakemake(directory, "--dry-run", *config, timeout=120)
     assert refused.returncode != 0 and "add --resources gpu=1" in refused.stdout + refused.stderr
-    planned = subprocess.run(
-        [*command[:4], "--resources", "gpu=1", *command[4:]], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
-    )
+    planned = snakemake(directory, "--dry-run", "--resources", "gpu=1", *config, timeout=120)
     assert planned.returncode == 0, planned.stderr[-2000:]
     jobs = re.split(r"\n(?=(?:local)?rule \w+:)", planned.stdout)
     for rule in ("run_row", "probe_transfers"):

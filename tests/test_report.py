@@ -15,7 +15,7 @@ from offload_repro.core.observation import Observer
 from offload_repro.core.results import read_result, write_result
 from offload_repro.present.report import fmt, render_index, spread_text
 from offload_repro.produce import trace
-from report_page import rendered_charts, rendered_dom, vega_graphics
+from report_page import raw_placeholders, rendered_charts, rendered_dom, vega_graphics
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
 CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
@@ -102,6 +102,53 @@ def test_xla_warnings_are_shown_with_their_meaning(built):
     assert "Can&#39;t reduce memory use below" in compiled
 
 
+def test_every_warning_of_a_row_is_shown(built):
+    """The Llama QKV offload fixture (a real compile) has two warnings: one per computation."""
+    _, html, _ = built
+    compiled = re.search(r'<tr id="compiled-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
+    assert compiled.count("<details>") == 2
+    assert "only reduced to 126.00GiB" in compiled and "only reduced to 209.97GiB" in compiled
+    assert "counts the 70.88 GiB about to be offloaded as device memory" in compiled
+
+
+def test_no_page_shows_a_raw_placeholder(built, tmp_path, tables):
+    page, html, _ = built
+    assert raw_placeholders(html) == []
+    from offload_repro.core.data import load_rows
+
+    render_index(
+        load_rows(tables),
+        [page],
+        [page.parent / "verdicts.json"],
+        [page.parent / "evidence.json"],
+        tmp_path / "index.html",
+        tmp_path / "compare.html",
+    )
+    for name in ("index.html", "compare.html"):
+        assert raw_placeholders((tmp_path / name).read_text()) == [], name
+    assert raw_placeholders("<td>nan</td><p>{&quot;a&quot;: 1}</p>") == ['nan {"a": 1}', 'nan {"a": 1}']
+
+
+def test_the_comparison_starts_with_the_published_column(built, tmp_path, tables):
+    page, _, _ = built
+    from offload_repro.core.data import load_rows
+
+    render_index(
+        load_rows(tables),
+        [page],
+        [page.parent / "verdicts.json"],
+        [page.parent / "evidence.json"],
+        tmp_path / "index.html",
+        tmp_path / "compare.html",
+    )
+    compare = (tmp_path / "compare.html").read_text()
+    header = re.search(r"<thead>(.*?)</thead>", compare, re.S).group(1)
+    assert header.index("published") < header.index("cpu")
+    line = re.search(r'<tr id="compare-deepseek-offload-optimized">(.*?)</tr>', compare, re.S).group(1)
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
+    assert cells[1:5] == ["908.2", "165.2", "—", "fits"]
+
+
 def test_the_page_says_what_it_was_built_from_and_is_offline(built):
     page, html, verdicts = built
     assert verdicts["built_from"]["built_at"] in html and "evidence.json" in html
@@ -184,6 +231,7 @@ def test_observed_values_show_the_spread_of_their_repeats(tmp_path, tables):
     assert "repeats" not in claim_line("llama-baseline-throughput").split("</details>")[1]  # one run: no spread
     assert "2,746 (2,700\u20132,760, 3 repeats)" in re.sub(r"<[^>]+>", "", cells("llama-qkv-offload-lhs")[6])
     assert re.sub(r"<[^>]+>", "", cells("llama-baseline")[6]).strip() == "2,669"
+    assert raw_placeholders(html) == []
 
 
 def test_number_formatting():
@@ -229,6 +277,7 @@ def test_the_new_hardware_section_from_real_whatif_results(tmp_path, tables):
     assert re.search(r"<strong>[2-7]</strong>", frontier)
     assert 'id="budget-deepseek-offload-optimized"' in html and "What the transfer budget assumes" in html
     assert 'id="chart-frontier"' in html
+    assert raw_placeholders(html) == []
 
 
 def test_check_can_gate_ci_on_the_verdicts(built, tmp_path, capsys):

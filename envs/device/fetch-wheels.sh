@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Wheels the device machine's image lacks, for envs/device/h200-1.sh (nothing can be fetched
-# there). The image brings its own jax/jaxlib with CUDA, flax, optax, orbax, transformers,
-# numpy and pyyaml; MaxText and the small set it needs beyond those travel as wheels in .whl/
-# (ignored by git, carried by the device tool: `carry: [".whl"]`, 64 MiB at most).
+# Wheels for envs/device/h200-1.sh on a GPU machine that cannot reach PyPI. A JAX GPU image
+# brings its own jax/jaxlib with CUDA, flax, optax, orbax, transformers, numpy and pyyaml;
+# MaxText and the small set it needs beyond those go into .whl/ (git ignores it), which
+# h200-1.sh installs when it finds it. Copy .whl/ along with the checkout (about 60 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# The whole h200-1 subset on one lent H200, in under 10 minutes, as one prepared command:
-#   device run, carry [".whl"], timeout_s 600:  bash envs/device/h200-1.sh
-# Every row trains for real on the GPU (the OOM row really runs out of memory), offload rows
-# are profiled, the host link is probed. What comes back ($OUT): one archive of the run and
-# probe JSONs with their logs and trace summaries, and the full log. Back here:
-#   tar -xzf <files_at>/h200-1-results.tar.gz
-#   .venv/bin/snakemake --cores all --resources gpu=1 --config target=h200-1 compile_target=h200-1 --rerun-triggers mtime
-# turns them into verdicts and the report, beside the H200 compile of the same scaled rows.
+# The one-GPU tier (target h200-1) on any machine with one H200, as one script that ends
+# within 10 minutes. It needs no Snakemake and no .venv there, only Python 3.12 with a CUDA
+# build of jax (an NGC JAX container has one); if that machine cannot install MaxText itself,
+# run envs/device/fetch-wheels.sh beside it first and bring the .whl/ folder along.
+#
+#   On the H200, in a copy of this checkout:
+#       OUT=/path/for/results bash envs/device/h200-1.sh
+#   Every row trains for real on the GPU (the row that runs out of memory really does), the
+#   offload rows are profiled and the host link is probed. $OUT receives the run and probe
+#   files with their logs and trace summaries (h200-1-results.tar.gz) and the whole log.
+#
+#   Back in the checkout where the report is built:
+#       tar -xzf h200-1-results.tar.gz
+#       .venv/bin/snakemake --cores all --resources gpu=1 --config target=h200-1 compile_target=h200-1 \
+#           --rerun-triggers mtime
+#   turns them into verdicts and the h200-1 page, beside the H200 compile of the same rows.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/workflow"

@@ -7,6 +7,7 @@ otherwise a chart is titled with the one machine its numbers come from.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import altair as alt
@@ -16,6 +17,11 @@ from offload_repro.core.data import Row
 from offload_repro.kinds import EVIDENCE, PUBLISHED_COLOUR
 
 COLOURS = alt.Scale(domain=["published", *EVIDENCE], range=[PUBLISHED_COLOUR, *(e.colour for e in EVIDENCE.values())])
+
+
+def titled(text: str, purpose: str) -> alt.TitleParams:
+    """A chart's title and, below it, what the chart is for, wrapped so that no line is cut off."""
+    return alt.TitleParams(text=text, subtitle=textwrap.wrap(purpose, 72), anchor="start", subtitleColor="#444")
 
 
 def _points(observations: pd.DataFrame, evidence: str, metric: str) -> pd.DataFrame:
@@ -55,11 +61,18 @@ def throughput(
             for r in rows
             if r.published["tflops_per_device"] is not None
         ]
-    title = (
-        "Throughput per row: published beside measured, both on the source's hardware"
-        if with_published
-        else f"Throughput per row, measured on {machine} only (not comparable to the published GB200 numbers)"
-    )
+    if with_published:
+        title = titled(
+            "Throughput per row: published beside measured",
+            "Both on the source's hardware: the throughput claims above are judged on these numbers.",
+        )
+    else:
+        title = titled(
+            f"Throughput per row, measured on {machine} only",  # the target's name
+            "These are not comparable to the published GB200 numbers: a scaled-down model on other hardware"
+            " (on a CPU an offload placement moves nothing). They show that every row trained and what it cost"
+            " here; no claim is judged from them.",
+        )
     return (
         _bars(alt.Chart(_labelled(records, labels, ["source", "tflops"])), "tflops", "TFLOPs/s/device", ",.4g")
         .properties(width=420, height=alt.Step(12))
@@ -91,11 +104,11 @@ def memory(
     capacity = _points(observations, "compiled", "capacity_gib")["value"]
     bars = _bars(alt.Chart(), "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
     layers = [bars]
-    title = (
-        f"Device and host memory per row, compiled for {machine}"
-        + (" beside the published values" if with_published else "")
-        + " (analytic: the saved or offloaded activations only)"
-    )
+    purpose = (
+        "Which rows fit the GPU, and how close the compiled programs come to the published memory"
+        if with_published
+        else "Which rows fit the GPU"
+    ) + "; analytic bars count the saved or offloaded activations only."
     if len(capacity):
         data["capacity_gib"] = float(capacity.iloc[0])
         layers.append(
@@ -104,7 +117,12 @@ def memory(
             .mark_rule(color="crimson", strokeDash=[4, 3])
             .encode(x="max(capacity_gib):Q")
         )
-        title += f"; dashed: {float(capacity.iloc[0]):.1f} GiB device capacity"
+        purpose += f" Dashed: the device's {float(capacity.iloc[0]):.1f} GiB capacity."
+    title = titled(
+        f"Device and host memory per row, compiled for {machine}"
+        + (", beside the published" if with_published else ""),
+        purpose,
+    )
     return (
         alt.layer(*layers, data=data)
         .properties(width=300, height=alt.Step(9))
@@ -129,7 +147,13 @@ def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLe
             tooltip=["label", "step", alt.Tooltip("loss:Q", format=".5f")],
         )
         .properties(width=420, height=220)
-        .facet(row=alt.Row("table:N", title=None), title="Loss per step, measured, by row (placement and flags)")
+        .facet(
+            row=alt.Row("table:N", title=None),
+            title=titled(
+                "Loss per step, measured, by row",
+                "Placement and flags must not change the numerics: rows of one model should train alike.",
+            ),
+        )
         .resolve_scale(y="independent", color="independent", strokeDash="independent")
     )
 
@@ -158,7 +182,12 @@ def probe(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
             alt.Chart(pd.DataFrame({"limit": [float(limit.iloc[0])]})).mark_rule(strokeDash=[4, 3]).encode(y="limit:Q")
         )
     return alt.layer(*layers).properties(
-        width=420, height=220, title="Transfer probe: pinned host memory, per copy size (dashed: the link's limit)"
+        width=420,
+        height=220,
+        title=titled(
+            "Transfer probe: pinned host memory, per copy size",
+            "How much of the host link's bandwidth (dashed: its limit) copies of the offloaded tensors' sizes reach.",
+        ),
     )
 
 
@@ -177,7 +206,14 @@ def overlap(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelM
             color=alt.Color("part:N", title=None),
             tooltip=["row", "part", alt.Tooltip("seconds:Q", format=".4g")],
         )
-        .properties(width=420, height=alt.Step(16), title="Compute and exposed host-copy time per step, offload rows")
+        .properties(
+            width=420,
+            height=alt.Step(16),
+            title=titled(
+                "Compute and exposed host-copy time per step, offload rows",
+                "From the profiler trace: how much of the copy time the schedule hides under compute.",
+            ),
+        )
     )
 
 
@@ -212,7 +248,11 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
         .properties(width=300, height=240)
         .facet(
             column=alt.Column("target:N", title=None),
-            title="What-if: compiled device memory per micro batch, each GPU on its own axis (dashed: its capacity)",
+            title=titled(
+                "What-if: compiled device memory per micro batch",
+                "The largest micro batch each placement fits on each GPU (dashed: its capacity); each GPU has its"
+                " own axis.",
+            ),
         )
         .resolve_scale(y="independent")
     )

@@ -69,6 +69,24 @@ def tolerance_text(tolerance: dict[str, Any] | None) -> str:
     return f"± {tolerance['absolute']:g}" if "absolute" in tolerance else f"± {tolerance['relative'] * 100:g}%"
 
 
+def hardware_text(hardware: dict[str, Any]) -> str:
+    """A target's hardware as a sentence: '128 x NVIDIA GB200 (4 per node); host link NVLink-C2C, 900 GB/s
+    bidirectional; 240 GB host memory per GPU; peak dense bfloat16 2,500 TFLOPs/s per GPU'."""
+    devices = hardware["devices"]
+    accelerator = hardware.get("accelerator")
+    parts = [f"{devices} x {accelerator}" if accelerator else f"{devices} CPU device{'s' if devices != 1 else ''}"]
+    if hardware.get("gpus_per_node"):
+        parts[0] += f" ({hardware['gpus_per_node']} per node)"
+    link = hardware.get("host_link")
+    if link:
+        parts.append(f"host link {link['name']}, {fmt(link['bandwidth_gb_s'])} GB/s {link['direction']}")
+    if hardware.get("host_memory_gb_per_gpu"):
+        parts.append(f"{fmt(hardware['host_memory_gb_per_gpu'])} GB host memory per GPU")
+    for dtype, tflops in (hardware.get("peak_dense_tflops") or {}).items():
+        parts.append(f"peak dense {dtype} {fmt(tflops)} TFLOPs/s per GPU")
+    return "; ".join(parts)
+
+
 def flag_summary(row: Row) -> str:
     flags = dict(flag.split("=", 1) for flag in row.xla_flags)
     lhs = {"true": "LHS on", "false": "LHS off"}.get(flags.get(LHS, ""), "LHS default")
@@ -81,12 +99,16 @@ def placement_summary(row: Row) -> str:
 
 
 class Lookup:
-    """Point values of the evidence table: value(row, evidence, metric) for one target per kind, and
-    spread(...) for the values that are medians of more than one repeat."""
+    """Point values of the evidence table: value(row, evidence, metric) for one target per kind,
+    all(...) for a metric observed more than once (XLA's memory warnings), and spread(...) for the
+    values that are medians of more than one repeat."""
 
     def __init__(self, observations: pd.DataFrame):
         points = observations[observations["at"].isna() & observations["row"].notna()]
-        self.points = {(o.row, o.evidence, o.metric): (o.value, o.message) for o in points.itertuples(index=False)}
+        self.points: dict[tuple[str, str, str], list[tuple[Any, str | None]]] = {}
+        for o in points.itertuples(index=False):
+            message = o.message if isinstance(o.message, str) else None
+            self.points.setdefault((o.row, o.evidence, o.metric), []).append((o.value, message))
         self.spreads = {
             (o.row, o.evidence, o.metric): {"low": o.low, "high": o.high, "n": int(o.n)}
             for o in points.itertuples(index=False)
@@ -97,13 +119,13 @@ class Lookup:
         return self.spreads.get((row, evidence, metric))
 
     def value(self, row: str, evidence: str, metric: str) -> Any:
-        return self.points.get((row, evidence, metric), (None, None))[0]
+        return self.all(row, evidence, metric)[0][0] if (row, evidence, metric) in self.points else None
 
     def message(self, row: str, evidence: str, metric: str) -> str | None:
-        return self.points.get((row, evidence, metric), (None, None))[1]
+        return self.all(row, evidence, metric)[0][1] if (row, evidence, metric) in self.points else None
 
     def all(self, row: str, evidence: str, metric: str) -> list[tuple[Any, str | None]]:
-        return [v for (r, e, m), v in self.points.items() if (r, e, m) == (row, evidence, metric)]
+        return self.points.get((row, evidence, metric), [])
 
 
 def footnotes(claims: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[str, Any]]]:
@@ -184,7 +206,7 @@ def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, com
     labels = {row.id: row for row in rows}
     built = []
     same_hardware = "source-hardware" in target.judges
-    throughput = charts.throughput(rows, observations, labels, target.spec["title"], with_published=same_hardware)
+    throughput = charts.throughput(rows, observations, labels, target.name, with_published=same_hardware)
     if throughput is not None:
         built.append(("throughput", throughput))
     if compiled_on is not None:
@@ -278,7 +300,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    env.filters.update(fmt=fmt, percent=percent, tolerance=tolerance_text, spread=spread_text)
+    env.filters.update(fmt=fmt, percent=percent, tolerance=tolerance_text, spread=spread_text, hardware=hardware_text)
     env.globals.update(
         evidence_classes=EVIDENCE,
         published_colour=PUBLISHED_COLOUR,

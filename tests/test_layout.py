@@ -1,0 +1,31 @@
+"""The layout's rules, read from the source: the workflow never imports test helpers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_MODULES = {path.stem for path in (REPO / "tests").glob("*.py")}
+
+
+def imported_names(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_nothing_under_workflow_imports_from_tests():
+    offenders = {}
+    for path in [REPO / "Snakefile", *sorted((REPO / "workflow").rglob("*.py")), *(REPO / "workflow").rglob("*.smk")]:
+        text = path.read_text()
+        if path.suffix != ".py":  # Snakemake files: Python with rule blocks; their import lines only
+            text = "\n".join(line for line in text.splitlines() if line.startswith(("import ", "from ")))
+        names = imported_names(text) & TEST_MODULES
+        if names or '"tests"' in text or "'tests'" in text:
+            offenders[str(path.relative_to(REPO))] = sorted(names) or ["a path into tests/"]
+    assert offenders == {}
