@@ -8,6 +8,7 @@ from offload_repro.core import gpu
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.produce.compile import compile_overrides, explain_warnings, mechanism
+from offload_repro.produce.program import memory_warnings
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +60,18 @@ GIB = 1024**3
 
 
 def test_xla_warning_on_an_offload_row_is_explained_as_device_plus_host():
-    explained = explain_warnings(OFFLOAD_WARNING + "\n", device=int(158.65 * GIB), host=int(144.875 * GIB))
+    explained = explain_warnings(
+        memory_warnings(OFFLOAD_WARNING + "\n"), device=int(158.65 * GIB), host=int(144.875 * GIB)
+    )
     assert len(explained) == 1 and explained[0]["reduced_to_gib"] == pytest.approx(303.33, abs=0.01)
     assert "counts the 144.88 GiB about to be offloaded as device memory" in explained[0]["meaning"]
     assert "the device holds 158.65 GiB" in explained[0]["meaning"]
 
 
 def test_xla_warning_on_a_row_that_does_not_fit_says_so():
-    explained = explain_warnings("x\n" + OOM_WARNING + "\n" + OOM_WARNING, device=int(295.15 * GIB), host=0)
+    explained = explain_warnings(
+        memory_warnings("x\n" + OOM_WARNING + "\n" + OOM_WARNING), device=int(295.15 * GIB), host=0
+    )
     assert len(explained) == 1  # repeated lines are listed once
     assert explained[0]["meaning"].startswith("The program needs 295.15 GiB per device")
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
 import pytest
 
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.produce import frontier
+from offload_repro.core.results import read_result, write_result
+from offload_repro.produce import frontier, program
 from offload_repro.produce.budget import budget_line, link_gb_s_per_direction
+from offload_repro.produce.compile import compile_result, compile_row
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
 
 
 @pytest.fixture(scope="module")
@@ -27,57 +34,176 @@ def test_a_policy_is_its_row_with_the_micro_batch_varied(rows):
     assert policy("llama-qkv-device")["published"] is False
 
 
-def fake_compiles(monkeypatch, largest_fitting, calls):
-    def compile_point(row, target, points_dir):
-        calls.append(row.per_device_batch_size)
-        fits = row.per_device_batch_size <= largest_fitting
-        result = {"status": "ok", "message": None, "fits": fits, "device_bytes": 1, "margin_gib": 1.0 if fits else -1.0}
-        return result, points_dir / f"{row.id}.json", False
-
-    monkeypatch.setattr(frontier, "compile_point", compile_point)
+# Device GiB per micro batch compiled for GB200 (184.3 GiB) by the bisection this search replaced:
+# DeepSeek saved on device and offloaded (tests/fixtures/results/whatif/gb200-nvl72/).
+GB200_GIB = 184.3
+DEVICE_SAVE = {1: 143.38, 2: 153.95, 3: 177.04, 4: 200.68, 8: 295.15, 16: 487.96}
+OFFLOAD = {1: 126.01, 8: 163.37, 10: 176.10, 11: 180.29, 12: 187.17, 16: 215.04}
 
 
-@pytest.mark.parametrize("largest", [1, 2, 5, 7, 8, 31])
-def test_bisection_finds_the_largest_fitting_micro_batch(monkeypatch, rows, tmp_path, largest):
-    calls: list[int] = []
-    fake_compiles(monkeypatch, largest, calls)
-    found, points, error = frontier.search(
-        policy("deepseek-device"), rows, load_target("gb200-nvl72"), {"min": 1, "max": 32}, tmp_path
-    )
+def measured(gib_at, capacity=GB200_GIB, calls=None):
+    """measure(b) for the search: a point whose device memory is gib_at(b)."""
+
+    def measure(micro_batch):
+        if calls is not None:
+            calls.append(micro_batch)
+        gib = gib_at(micro_batch)
+        return {"micro_batch": micro_batch, "status": "ok", "fits": gib <= capacity, "margin_gib": capacity - gib}
+
+    return measure
+
+
+def interpolated(known):
+    """Device GiB between the compiled points, linear (what the real points lie close to)."""
+
+    def gib_at(micro_batch):
+        if micro_batch in known:
+            return known[micro_batch]
+        below = max(b for b in known if b < micro_batch)
+        above = min(b for b in known if b > micro_batch)
+        share = (micro_batch - below) / (above - below)
+        return known[below] + share * (known[above] - known[below])
+
+    return gib_at
+
+
+@pytest.mark.parametrize(
+    ("known", "grid", "largest", "compiles"),
+    [(DEVICE_SAVE, (), 3, [8, 1, 2, 3, 4]), (DEVICE_SAVE, (2, 8), 3, [3, 4]), (OFFLOAD, (8,), 11, [16, 11, 12])],
+)
+def test_the_search_finds_the_published_frontiers_in_a_few_compiles(known, grid, largest, compiles):
+    """A bisection over 1-16 compiled 6 points for each; the grid's rows (DeepSeek saved on device
+    at micro batches 2 and 8, offloaded at 8) are in the cache before the search starts."""
+    calls = []
+    measure = measured(interpolated(known), calls=calls)
+    cached = {b: measured(interpolated(known))(b) for b in grid}
+    found, points, error = frontier.search(8, {"min": 1, "max": 16}, measure, cached.get)
     assert (found, error) == (largest, None)
-    assert len(calls) == len(set(calls)) <= 2 + 5  # both ends, then log2(31) halvings
-    assert [p["micro_batch"] for p in points] == sorted(calls)
+    assert calls == compiles
+    assert {largest, largest + 1} <= {p["micro_batch"] for p in points}  # the boundary, both sides compiled
+    assert [p["micro_batch"] for p in points] == sorted([*calls, *grid])
 
 
-def test_frontier_beyond_the_range_or_below_it(monkeypatch, rows, tmp_path):
+def test_the_search_equals_exhaustive_compiling_on_any_growing_memory():
+    """Whatever the shape (linear, convex, concave, steps), the answer is the one compiling every
+    micro batch gives, and every compile is new."""
+    generator = random.Random(7)
+    for _ in range(400):
+        start, high = generator.randint(1, 20), generator.randint(1, 20)
+        growth = [generator.choice([0.0, 0.5, 3.0, 10.0, 40.0]) * generator.random() for _ in range(high + 1)]
+        gib = {b: 100 + sum(growth[:b]) for b in range(1, high + 1)}
+        capacity = 100 + generator.random() * (gib[high] - 100 + 20)
+        calls = []
+        grid = {
+            b: measured(gib.get, capacity)(b)
+            for b in generator.sample(sorted(gib), min(len(gib), generator.randint(0, 2)))
+        }
+        found, _, error = frontier.search(start, {"min": 1, "max": high}, measured(gib.get, capacity, calls), grid.get)
+        fitting = [b for b in gib if gib[b] <= capacity]
+        assert (found, error) == (max(fitting) if fitting else None, None), (gib, capacity, start, grid)
+        assert len(calls) == len(set(calls)) and not set(calls) & set(grid)
+
+
+def test_frontier_beyond_the_range_or_below_it():
+    calls = []
+    assert frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 10.0 * b, calls=calls))[0] == 16
+    assert calls == [8, 16]
+    calls.clear()
+    assert frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 500.0 + b, calls=calls))[0] is None
+    assert calls == [8, 1]
+
+
+def test_a_compile_error_stops_the_search_with_its_message():
+    def failing(micro_batch):
+        return {"micro_batch": micro_batch, "status": "error", "message": "XlaRuntimeError: boom"}
+
+    found, points, error = frontier.search(2, {"min": 1, "max": 8}, failing)
+    assert found is None and error == "micro batch 2: XlaRuntimeError: boom" and points[0]["status"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("policy_id", "micro_batch", "row_id"),
+    [
+        ("deepseek-device", 8, "deepseek-device-mb8"),
+        ("deepseek-device", 2, "deepseek-device-mb2"),
+        ("deepseek-offload", 8, "deepseek-offload-optimized"),
+        ("llama-remat", 2, "llama-baseline"),
+    ],
+)
+def test_a_policys_point_at_a_rows_micro_batch_is_that_rows_program(rows, policy_id, micro_batch, row_id):
     gb200 = load_target("gb200-nvl72")
-    fake_compiles(monkeypatch, 100, [])
-    assert frontier.search(policy("deepseek-offload"), rows, gb200, {"min": 1, "max": 32}, tmp_path)[0] == 32
-    fake_compiles(monkeypatch, 0, [])
-    assert frontier.search(policy("deepseek-offload"), rows, gb200, {"min": 1, "max": 32}, tmp_path)[0] is None
+    point = frontier.policy_row(policy(policy_id), rows, micro_batch)
+    assert program.program_key(point, gb200) == program.program_key(rows[row_id], gb200)
 
 
-def test_a_compile_error_stops_the_search_with_its_message(monkeypatch, rows, tmp_path):
-    def compile_point(row, target, points_dir):
-        return {"status": "error", "message": "XlaRuntimeError: boom"}, points_dir / "x.json", False
-
-    monkeypatch.setattr(frontier, "compile_point", compile_point)
-    found, points, error = frontier.search(
-        policy("llama-remat"), rows, load_target("gb200-nvl72"), {"min": 1, "max": 8}, tmp_path
-    )
-    assert found is None and error == "micro batch 1: XlaRuntimeError: boom" and points[0]["status"] == "error"
-
-
-def test_a_point_is_cached_under_everything_that_decides_it(rows):
+def test_a_program_is_keyed_by_everything_that_decides_it(rows):
     gb200, rubin = load_target("gb200-nvl72"), load_target("vr-nvl144")
     mb2 = frontier.policy_row(policy("deepseek-device"), rows, 2)
-    assert frontier.point_key(mb2, gb200) == frontier.point_key(mb2, gb200)
-    assert frontier.point_key(mb2, gb200) != frontier.point_key(mb2, rubin)
-    assert frontier.point_key(mb2, gb200) != frontier.point_key(
-        frontier.policy_row(policy("deepseek-device"), rows, 3), gb200
+    key = program.program_key(mb2, gb200)
+    assert (
+        len(
+            {
+                key,
+                program.program_key(mb2, rubin),  # another GPU description
+                program.program_key(frontier.policy_row(policy("deepseek-device"), rows, 3), gb200),  # micro batch
+                program.program_key(
+                    frontier.policy_row(policy("deepseek-offload"), rows, 2), gb200
+                ),  # placement, flags
+                program.program_key(mb2, gb200, program.DEFAULT_AUTOTUNING),  # compile-only flags
+                program.program_key(rows["llama-qkv-offload-lhs"], gb200),
+                program.program_key(rows["llama-qkv-offload-nolhs"], gb200),  # LHS off: XLA flags only
+            }
+        )
+        == 7
     )
-    offload = frontier.policy_row(policy("deepseek-offload"), rows, 2)
-    assert frontier.point_key(offload, gb200) != frontier.point_key(mb2, gb200)
+
+
+def program_of(compiled: dict) -> dict:
+    """The program a real compile result was made from, as the cache holds it."""
+    stats = {key: compiled[key] for key in ("memory", "hlo", "hlo_sha256", "devices", "mesh")}
+    stats |= {"compile_seconds": compiled["compile_seconds"], "peak_rss_bytes": compiled["peak_rss_bytes"]}
+    return {
+        "key": "0123456789abcdef",
+        "target": compiled["target"],
+        "compiled_as": compiled["row"],
+        "status": "ok",
+        "message": None,
+        "stats": stats,
+        "memory_warnings": [warning["text"] for warning in compiled["xla_memory_warnings"]],
+        "provenance": compiled["provenance"],
+    }
+
+
+@pytest.mark.parametrize("row_id", ["deepseek-device-mb8", "deepseek-offload-plain", "llama-qkv-offload-lhs"])
+def test_a_result_from_a_cached_program_is_the_result_compiling_gave(rows, row_id):
+    compiled = read_result(FIXTURES / f"compiled/gb200-nvl72/{row_id}.json", "compile")
+    result = compile_result(rows[row_id], load_target("gb200-nvl72"), program_of(compiled), None, True)
+    for field in ("memory", "device_bytes", "host_bytes", "fits", "margin_gib", "mechanism", "xla_memory_warnings"):
+        assert result[field] == compiled[field], field
+    assert result["program"]["cached"] is True
+
+
+def test_a_row_whose_program_is_cached_is_not_compiled_again(rows, tmp_path, monkeypatch):
+    gb200, row = load_target("gb200-nvl72"), rows["deepseek-device-mb8"]
+    compiled = read_result(FIXTURES / "compiled/gb200-nvl72/deepseek-device-mb8.json", "compile")
+    cache = tmp_path / "programs"
+    key = program.program_key(row, gb200)
+    write_result(
+        cache / f"{key}.json", "program", program_of(compiled) | {"key": key, "compiled_as": "deepseek-device-mb8"}
+    )
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled although the program is in the cache")
+
+    monkeypatch.setattr(program, "compile_program", no_compile)
+    point = frontier.compile_point(frontier.policy_row(policy("deepseek-device"), rows, 8), gb200, cache)
+    assert point["cached"] and point["compiled_as"] == "deepseek-device-mb8" and point["fits"] is False
+    assert point["device_gib"] == pytest.approx(295.15, abs=0.01)
+
+    (cache / f"{key}.json").write_text("{damaged")
+    monkeypatch.setattr(program, "compile_program", lambda *args, **kwargs: program_of(compiled) | {"key": key})
+    result = compile_row(row, gb200, tmp_path / "row.json", tmp_path / "work", programs=cache)
+    assert result["program"]["cached"] is False and read_result(cache / f"{key}.json", "program")["key"] == key
 
 
 def test_link_bandwidth_per_direction_from_the_target_files():
@@ -116,3 +242,19 @@ def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, t
         assert f"results/compiled/rubin-copy/{row.id}.json" in plan
     for item in frontier.load_policies()["policies"]:
         assert f"results/whatif/rubin-copy/frontier-{item['id']}.json" in plan
+
+
+def test_what_if_results_on_disk_keep_judging_on_a_default_run(tmp_path):
+    """After a what-if run, a plain run keeps its evidence (and keeps it current) instead of
+    dropping it: the frontier and the budget stay inputs of the evidence table."""
+    from workflow_copy import copy_workflow, snakemake
+
+    directory = copy_workflow(tmp_path)
+    plain = snakemake(directory, "-n")
+    assert plain.returncode == 0 and "frontier-deepseek-device.json" not in plain.stdout
+    (directory / "results/whatif").mkdir(parents=True)
+    (directory / "results/whatif/budget.json").write_text("{}")
+    kept = snakemake(directory, "-n")
+    assert kept.returncode == 0, kept.stderr[-3000:]
+    assert "results/whatif/gb200-nvl72/frontier-deepseek-device.json" in kept.stdout
+    assert "results/compiled/vr-nvl144/deepseek-device-mb8.json" in kept.stdout

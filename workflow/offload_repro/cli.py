@@ -84,6 +84,8 @@ def parser() -> argparse.ArgumentParser:
         one_row.add_argument("--target", required=True)
         one_row.add_argument("--out", required=True, type=Path)
         one_row.add_argument("--work-dir", required=True, type=Path)
+        if name == "compile":
+            one_row.add_argument("--programs", type=Path, help="the cache of compiled programs for this target")
         if name == "run":
             one_row.add_argument("--container-runtime", default="pyxis", choices=["pyxis", "apptainer"])
             one_row.add_argument("--allow-unpinned-container", action="store_true")
@@ -106,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
     frontier.add_argument("--policy", required=True)
     frontier.add_argument("--target", required=True)
     frontier.add_argument("--out", required=True, type=Path)
-    frontier.add_argument("--points", required=True, type=Path, help="cache directory of compiled points")
+    frontier.add_argument("--programs", required=True, type=Path, help="the cache of compiled programs for the target")
 
     budget = sub.add_parser("budget", help="what-if transfer budget and recompute cost from compiled programs")
     budget.add_argument("--tables", nargs="+", required=True)
@@ -181,9 +183,11 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.command == "compile":
         from offload_repro.produce.compile import compile_row
 
-        result = compile_row(_row(args.tables, args.row), load_target(args.target), args.out, args.work_dir)
+        row, target = _row(args.tables, args.row), load_target(args.target)
+        result = compile_row(row, target, args.out, args.work_dir, programs=args.programs)
         verdict = "fits" if result.get("fits") else "out of memory"
-        print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else ""))
+        cached = f" (program {result['program']['key']} from the cache)" if result["program"]["cached"] else ""
+        print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else "") + cached)
     elif args.command == "preflight":
         from offload_repro.cluster.preflight import write_preflight
 
@@ -204,11 +208,12 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.command == "frontier":
         from offload_repro.produce.frontier import write_frontier
 
-        result = write_frontier(args.policy, load_rows(args.tables), load_target(args.target), args.out, args.points)
+        result = write_frontier(args.policy, load_rows(args.tables), load_target(args.target), args.out, args.programs)
         cached = sum(point["cached"] for point in result["points"])
         note = f"; {result['message']}" if result["message"] else ""
         largest = result["largest_fitting_micro_batch"]
-        print(f"{args.target} {args.policy}: largest fitting micro batch {largest} ({cached} points cached){note}")
+        counted = f"{len(result['points'])} points, {cached} from the cache"
+        print(f"{args.target} {args.policy}: largest fitting micro batch {largest} ({counted}){note}")
     elif args.command == "budget":
         from offload_repro.produce.budget import write_budget
 

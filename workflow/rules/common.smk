@@ -101,15 +101,16 @@ CODE = {
     "compile": CORE
     + LOCK
     + ["envs/requirements-gpu-compile.lock"]
-    + package("produce/compile", "produce/aot", "produce/hlo", "produce/maxtext_args", "produce/analytic")
-    + package("core/gpu", "core/process", "core/provenance"),
+    + package("produce/compile", "produce/program", "produce/aot", "produce/hlo", "produce/launch")
+    + package("produce/maxtext_args", "produce/analytic", "core/gpu", "core/process", "core/provenance"),
     "analytic": CORE + LOCK + package("produce/analytic", "produce/maxtext_args"),
     "probe": CORE + LOCK + package("produce/probe", "produce/analytic"),
     "frontier": CORE
     + LOCK
     + ["envs/requirements-gpu-compile.lock", "experiments/frontier.yaml"]
-    + package("produce/frontier", "produce/compile", "produce/aot", "produce/hlo", "produce/maxtext_args")
-    + package("core/gpu", "core/process", "core/provenance"),
+    + package("produce/frontier", "produce/compile", "produce/program", "produce/aot", "produce/hlo")
+    + package("produce/launch", "produce/maxtext_args", "produce/analytic", "core/gpu", "core/process")
+    + package("core/provenance"),
     # each producer module also holds the observer that turns its files into observations
     "evidence": CORE
     + package("judge/evidence_table", "produce/runner", "produce/compile", "produce/analytic")
@@ -126,7 +127,10 @@ CODE = {
 
 # What-if: every row compiled for every GPU target a cluster would run (SLURM GPU targets: a new
 # target file enters by itself), and the capacity frontier of each placement policy.
-config["whatif"] = as_bool(config["whatif"])
+# Once run, the what-if stays part of the evidence (and is kept current) on later default runs, so
+# that its claims do not turn back to "not comparable" while its results sit on disk. Deleting
+# results/whatif/ drops it.
+config["whatif"] = as_bool(config["whatif"]) or os.path.exists("results/whatif/budget.json")
 WHATIF_TARGETS = []
 if config["whatif"]:
     WHATIF_TARGETS = [

@@ -19,7 +19,8 @@ rule compile_row:
         mem_mb=3000,
     shell:
         f"{CLI} compile --tables {TABLES} --row {{wildcards.row}} --target {{wildcards.gpu_target}} --out {{output}}"
-        f" --work-dir results/compiled/{{wildcards.gpu_target}}/work/{{wildcards.row}} {LOGGED}"
+        f" --work-dir results/compiled/{{wildcards.gpu_target}}/work/{{wildcards.row}}"
+        f" --programs results/programs/{{wildcards.gpu_target}} {LOGGED}"
 
 
 rule analytic:
@@ -37,9 +38,12 @@ rule analytic:
         f"{CLI} analytic --tables {TABLES} --out {{output}} {LOGGED}"
 
 
+# After the target's grid: the policy's point at its row's micro batch is that row's program, read
+# from the cache the grid filled, never compiled twice at once.
 rule frontier:
     input:
         tables=config["tables"],
+        grid=expand("results/compiled/{{gpu_target}}/{row}.json", row=ROW_IDS),
         target="experiments/targets/{gpu_target}.yaml",
         description=lambda wildcards: load_target(wildcards.gpu_target).spec["compile"]["description_file"],
         code=CODE["frontier"],
@@ -54,7 +58,7 @@ rule frontier:
         mem_mb=4000,
     shell:
         f"{CLI} frontier --tables {TABLES} --policy {{wildcards.policy}} --target {{wildcards.gpu_target}}"
-        f" --out {{output}} --points results/whatif/{{wildcards.gpu_target}}/points {LOGGED}"
+        f" --out {{output}} --programs results/programs/{{wildcards.gpu_target}} {LOGGED}"
 
 
 rule budget:

@@ -1,6 +1,6 @@
 """Performance numbers of the main job on this machine (numbers to report, not a test).
 
-    .venv/bin/python workflow/scripts/benchmark.py [--against COMMIT] [--repeats N] [--skip-main-job]
+    .venv/bin/python workflow/scripts/benchmark.py [--against COMMIT] [--repeats N] [--skip-main-job] [--whatif]
 
 For this checkout, and for COMMIT side by side (a clean `git worktree` of it, same .venv), it
 measures, alternating the two so that a busy machine slows both alike:
@@ -11,7 +11,11 @@ measures, alternating the two so that a busy machine slows both alike:
   (`snakemake --cores all` with nothing to do, median of 3);
 - one bare MaxText run of llama-baseline's CPU arguments (median of 3), and the ratio
   main job / bare run;
-- whether both trees produced the same verdicts and the same compiled memory for every row.
+- whether both trees produced the same verdicts and the same compiled memory for every row;
+- with --whatif, after each main job: the cold what-if stage (`--config whatif=True`: the grid
+  of rows x GPU targets, the capacity frontiers, the transfer budget), per stage and job, its
+  no-op rerun (median of 3), how many programs were compiled, and whether both trees found the
+  same largest micro batch per policy and target and the same memory for every compiled row.
 """
 
 from __future__ import annotations
@@ -116,6 +120,37 @@ def main_job(tree: Path) -> dict[str, Any]:
     }
 
 
+WHATIF = ["--config", "whatif=True"]
+
+
+def whatif_stage(tree: Path) -> dict[str, Any]:
+    """The what-if stage on a tree whose main job ran: cold, then the no-op rerun."""
+    wall, log = timed([*SNAKEMAKE, "--cores", "all", *WHATIF], tree)
+    jobs = jobs_from_log(log)
+    noop = statistics.median(timed([*SNAKEMAKE, "--cores", "all", *WHATIF], tree)[0] for _ in range(3))
+    frontiers = {}
+    for path in sorted((tree / "results/whatif").glob("*/frontier-*.json")):
+        result = json.loads(path.read_text())
+        new = [p for p in result["points"] if not p.get("cached")]
+        frontiers[f"{result['target']} {result['policy']}"] = {
+            "largest": result["largest_fitting_micro_batch"],
+            "points": [p["micro_batch"] for p in result["points"]],
+            "compiled": [p["micro_batch"] for p in new],
+        }
+    compiled = {
+        f"{p.parent.name}/{p.stem}": json.loads(p.read_text()).get("memory")
+        for p in sorted((tree / "results/compiled").glob("*/*.json"))
+    }
+    return {
+        "whatif_s": round(wall, 1),
+        "whatif_noop_rerun_s": round(noop, 2),
+        "whatif_stages_s": stages(jobs),
+        "whatif_jobs_s": {job_name(job): (job["end"] - job["start"]).total_seconds() for job in jobs},
+        "frontiers": frontiers,
+        "whatif_compiled_memory": compiled,
+    }
+
+
 def bare_maxtext_run(tree: Path) -> float:
     """One MaxText training run with llama-baseline's CPU arguments, as the main job recorded them."""
     run = json.loads((tree / "results/cpu/runs/llama-baseline.json").read_text())
@@ -145,6 +180,7 @@ def main() -> None:
     parser.add_argument("--against", help="a previous commit to measure side by side")
     parser.add_argument("--repeats", type=int, default=1, help="cold main jobs per tree (alternating)")
     parser.add_argument("--skip-main-job", action="store_true", help="dry runs only")
+    parser.add_argument("--whatif", action="store_true", help="also the what-if stage after each main job")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="offload-repro-bench-"))
     trees = {"this tree": None, **({"against": args.against} if args.against else {})}
@@ -168,6 +204,9 @@ def main() -> None:
             tree = tree_of(trees[name], scratch)
             print(f"[{datetime.datetime.now():%H:%M:%S}] cold main job {repeat + 1}: {name}", file=sys.stderr)
             measured[name].append(main_job(tree) | {"tree": str(tree)})
+            if args.whatif:
+                print(f"[{datetime.datetime.now():%H:%M:%S}] cold what-if {repeat + 1}: {name}", file=sys.stderr)
+                measured[name][-1] |= whatif_stage(tree)
     bare = bare_maxtext_run(Path(measured["this tree"][0]["tree"]))
 
     def med(name: str, pick) -> float | None:
@@ -197,7 +236,29 @@ def main() -> None:
         (j[:44], med("this tree", lambda m, j=j: m["jobs_s"].get(j)), med("against", lambda m, j=j: m["jobs_s"].get(j)))
         for j in job_names
     ]
+    if args.whatif:
+        rows += [
+            (
+                f"{key} (median of {args.repeats})",
+                med("this tree", lambda m, k=key: m[k]),
+                med("against", lambda m, k=key: m[k]),
+            )
+            for key in ("whatif_s", "whatif_noop_rerun_s")
+        ]
+        for s in sorted({s for runs in measured.values() for m in runs for s in m["whatif_stages_s"]}):
+            rows.append(
+                (
+                    f"what-if stage {s}",
+                    med("this tree", lambda m, s=s: m["whatif_stages_s"].get(s)),
+                    med("against", lambda m, s=s: m["whatif_stages_s"].get(s)),
+                )
+            )
     print(table(rows))
+    if args.whatif:
+        print("\ncapacity frontier: largest fitting micro batch (micro batches compiled by the search / all points)")
+        for name in trees:
+            for key, found in measured[name][0]["frontiers"].items():
+                print(f"  {name:10} {key:40} {found['largest']!s:>4}  {found['compiled']} / {found['points']}")
     main_new = med("this tree", lambda m: m["main_job_s"])
     print(
         f"\nbare MaxText run (llama-baseline, CPU, median of 3): {bare:.1f} s; "
@@ -214,6 +275,17 @@ def main() -> None:
         print(
             f"compiled memory analysis of all {len(new['compiled_memory'])} rows: "
             f"{'identical' if same_memory else 'DIFFERS'}"
+        )
+    if args.against and args.whatif:
+        new, old = measured["this tree"][0], measured["against"][0]
+        same_frontier = {k: v["largest"] for k, v in new["frontiers"].items()} == {
+            k: v["largest"] for k, v in old["frontiers"].items()
+        }
+        same_grid = new["whatif_compiled_memory"] == old["whatif_compiled_memory"]
+        print(f"largest fitting micro batch of every policy and target: {'identical' if same_frontier else 'DIFFER'}")
+        print(
+            f"compiled memory analysis of all {len(new['whatif_compiled_memory'])} rows x targets: "
+            f"{'identical' if same_grid else 'DIFFERS'}"
         )
     (scratch / "benchmark.json").write_text(json.dumps(measured, indent=1, default=str))
     print(f"raw numbers: {scratch / 'benchmark.json'}")

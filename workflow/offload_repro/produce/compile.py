@@ -1,54 +1,28 @@
 """Compiled evidence for one row: its full-size MaxText train step compiled for a GPU target.
 
-Runs `offload_repro.produce.aot` in a process of its own with the row's XLA_FLAGS, then judges fits /
-out of memory from the per-device memory analysis against the target's device memory, checks
-the offload mechanism (host buffers against the analytic bytes of the offloaded tensors) and
-records XLA's own memory warnings. The JSON is written atomically, whatever happened.
+The program comes from `produce.program` (compiled in a process of its own, or read from the
+cache of programs); this module turns it into the row's result: fits / out of memory from the
+per-device memory analysis against the target's device memory, the pinned host memory against
+the host memory per GPU, and XLA's own memory warnings, each explained. The JSON is written
+atomically, whatever happened.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import gpu, memory, provenance
+from offload_repro.core import gpu, memory
 from offload_repro.core.data import Row, Target
-from offload_repro.core.files import REPO_ROOT, read_json
 from offload_repro.core.observation import Observation, Observer
-from offload_repro.core.process import fresh_work_dir, package_environment, run_logged
 from offload_repro.core.results import write_result
-from offload_repro.produce import maxtext_args
 from offload_repro.produce.analytic import row_accounting
-from offload_repro.produce.aot import MEMORY_WARNING
+from offload_repro.produce.program import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_overrides, program_for
 
-# A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
-# with, and autotune level 0 halves the compile while every row's memory analysis stays
-# byte-identical (tests/test_workflow.py compiles every row both ways to show it; the program
-# digest changes, since untuned fusions carry a default backend config).
-COMPILE_ONLY_FLAGS = ("--xla_gpu_shard_autotuning=false", "--xla_gpu_autotune_level=0")
-DEFAULT_AUTOTUNING = ("--xla_gpu_shard_autotuning=false",)
+__all__ = ["COMPILE_ONLY_FLAGS", "DEFAULT_AUTOTUNING", "compile_overrides", "compile_result", "compile_row"]
 REDUCED_TO = re.compile(r"only reduced to [\d.]+GiB \((\d+) bytes\)")
-
-
-def compile_overrides(row: Row, target: Target) -> dict[str, Any]:
-    """The row as it runs on the target (its scale rule applied), set up for a compile-only GPU."""
-    spec = target.spec["compile"]
-    overrides = maxtext_args.target_overrides(row, target)
-    for key in spec.get("drop", []):
-        overrides.pop(key, None)
-    overrides.update(spec.get("families", {}).get(row.family, {}))
-    overrides.update(spec["maxtext"])
-    devices = [int(n) for n in spec["topology"].split("x")]
-    overrides.update(
-        internal_compile=True,
-        internal_compile_num_devices=devices[0] * devices[1] * devices[2],
-        compile_topology="gpu-aot",
-        compile_topology_num_slices=1,
-    )
-    return overrides
 
 
 def mechanism(
@@ -73,64 +47,34 @@ def mechanism(
     }
 
 
-def compile_row(
-    row: Row,
-    target: Target,
-    out_json: Path,
-    work_dir: Path,
-    python: str = sys.executable,
-    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+def compile_result(
+    row: Row, target: Target, program: dict[str, Any], program_file: Path | None, cached: bool
 ) -> dict[str, Any]:
-    work_dir = fresh_work_dir(work_dir)
-    spec = target.spec["compile"]
-    description_path = REPO_ROOT / spec["description_file"]
-    description = description_path.read_text(encoding="utf-8")
-    overrides = compile_overrides(row, target)
-    overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id)
-    arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
-    stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
-    env = package_environment(
-        {"XLA_FLAGS": maxtext_args.xla_flags(row, list(compile_only_flags)), "JAX_PLATFORMS": "cpu"}
-    )
-    command = [
-        python,
-        "-m",
-        "offload_repro.produce.aot",
-        str(stats_file),
-        str(description_path),
-        spec["topology"],
-        str(gpu.cudnn_version(description)),
-        "--",
-        *arguments,
-    ]
-
-    returncode, wall_s = run_logged(command, env, work_dir, log_file)
-    log_text = log_file.read_text(encoding="utf-8", errors="replace")
-    stats = read_json(stats_file) if stats_file.exists() else {}
-    capacity = gpu.capacity_bytes_of(description)
-
+    """The row's compiled evidence, from its program (compiled now or read from the cache)."""
+    capacity = gpu.capacity_bytes(target)
+    stats = program["stats"] or {}
     result: dict[str, Any] = {
         "row": row.id,
         "table": row.table,
         "target": target.name,
         "evidence": "compiled",
-        "status": "ok",
-        "message": None,
+        "status": program["status"],
+        "message": program["message"],
         "devices": stats.get("devices"),
         "mesh": stats.get("mesh"),
         "capacity_bytes": capacity,
         "xla_memory_warnings": [],
         "compile_seconds": stats.get("compile_seconds"),
         "peak_rss_bytes": stats.get("peak_rss_bytes"),
-        "assumptions": [*spec.get("assumptions", []), *row.assumptions],
+        "assumptions": [*target.spec["compile"].get("assumptions", []), *row.assumptions],
+        "program": {
+            "key": program["key"],
+            "file": str(program_file) if program_file else None,
+            "cached": cached,
+            "compiled_as": program["compiled_as"],
+        },
     }
-    exception = stats.get("exception")
-    if returncode != 0 or not stats or exception:
-        result["status"] = "error"
-        result["message"] = (
-            f"{exception['type']}: {exception['message']}" if exception else f"compile exited with status {returncode}"
-        )[:2000]
-    else:
+    if program["status"] == "ok":
         analysis = stats["memory"]
         used, host = memory.device_bytes(analysis), memory.host_bytes(analysis)
         result.update(
@@ -140,35 +84,38 @@ def compile_row(
             **memory.fit(used, capacity),
             hlo=stats["hlo"],
             hlo_sha256=stats["hlo_sha256"],
-            mechanism=mechanism(row, host, stats["hlo"], overrides),
-            xla_memory_warnings=explain_warnings(log_text, used, host),
+            mechanism=mechanism(row, host, stats["hlo"], compile_overrides(row, target)),
+            xla_memory_warnings=explain_warnings(program["memory_warnings"], used, host),
             **memory.host_fit(host, target.spec["hardware"].get("host_memory_gb_per_gpu")),
             cost=stats.get("cost"),
             model_tflops_per_device_per_step=stats.get("model_tflops_per_device_per_step"),
         )
-    result["provenance"] = {
-        "maxtext_arguments": arguments,
-        "xla_flags": env["XLA_FLAGS"],
-        "target_description": spec["description_file"],
-        "topology": spec["topology"],
-        "declared_cudnn": gpu.cudnn_version(description),
-        "versions": {name: metadata.version(name) for name in ("jax", "jaxlib", "jax-cuda12-plugin", "maxtext")},
-        "wall_time_s": round(wall_s, 2),
-        "compile_log": str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file),
-        **provenance.stamp(),
-    }
-    return write_result(out_json, "compile", result)
+    result["provenance"] = program["provenance"]
+    return result
 
 
-def explain_warnings(log_text: str, device: int, host: int) -> list[dict[str, Any]]:
+def compile_row(
+    row: Row,
+    target: Target,
+    out_json: Path,
+    work_dir: Path,
+    python: str = sys.executable,
+    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+    programs: Path | None = None,
+) -> dict[str, Any]:
+    """Compile the row (or take its program from the cache `programs`) and write its result."""
+    program, program_file, cached = program_for(row, target, work_dir, programs, python, compile_only_flags)
+    return write_result(out_json, "compile", compile_result(row, target, program, program_file, cached))
+
+
+def explain_warnings(texts: list[str], device: int, host: int) -> list[dict[str, Any]]:
     """XLA's rematerialisation warnings, each with what it means for this program.
 
     The pass counts buffers that are about to be offloaded as device memory, so on an offload
     row its 'only reduced to' is device + host, not a contradiction of the device figure."""
     device_gib, host_gib = memory.gib(device), memory.gib(host)
     explained = []
-    for found in MEMORY_WARNING.finditer(log_text):
-        text = found.group(0).strip()
+    for text in texts:
         reduced = REDUCED_TO.search(text)
         reduced_gib = memory.gib(int(reduced.group(1))) if reduced else None
         if reduced_gib is None:

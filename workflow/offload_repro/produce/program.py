@@ -1,0 +1,158 @@
+"""A row's train step compiled for a GPU target: the program, and the one cache of programs.
+
+Compiling is the expensive part of compiled evidence (14 to 45 s a row on 2 cores). What XLA
+gives for a program (memory analysis, HLO summary, its own memory warnings) depends only on what
+is compiled, never on the row's name or the claims, so each program is stored once under a key
+of everything that decides it, in `results/programs/<target>/<key>.json` (kind `program`). The
+grid of rows x targets and the capacity frontier's micro-batch points read the same cache: a
+policy's point at its row's micro batch is that row's program, compiled once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core import gpu, provenance
+from offload_repro.core.data import Row, Target
+from offload_repro.core.files import REPO_ROOT, read_json
+from offload_repro.core.process import fresh_work_dir, package_environment, run_logged
+from offload_repro.core.results import ResultError, read_result, write_result
+from offload_repro.produce import maxtext_args
+from offload_repro.produce.aot import MEMORY_WARNING
+
+# A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
+# with, and autotune level 0 halves the compile while every row's memory analysis stays
+# byte-identical (tests/test_workflow.py compiles every row both ways to show it; the program
+# digest changes, since untuned fusions carry a default backend config).
+COMPILE_ONLY_FLAGS = ("--xla_gpu_shard_autotuning=false", "--xla_gpu_autotune_level=0")
+DEFAULT_AUTOTUNING = ("--xla_gpu_shard_autotuning=false",)
+VERSIONS = ("jax", "jaxlib", "jax-cuda12-plugin", "maxtext")
+# The code that decides what XLA is asked to compile and what is read back from it. The code that
+# turns a program into a row's result (produce/compile.py) is not here: editing it reassembles
+# every result from the cache without compiling anything again.
+PROGRAM_CODE = ("produce/program.py", "produce/aot.py", "produce/hlo.py", "produce/launch.py", "core/gpu.py")
+
+
+def compile_overrides(row: Row, target: Target) -> dict[str, Any]:
+    """The row as it runs on the target (its scale rule applied), set up for a compile-only GPU."""
+    spec = target.spec["compile"]
+    overrides = maxtext_args.target_overrides(row, target)
+    for key in spec.get("drop", []):
+        overrides.pop(key, None)
+    overrides.update(spec.get("families", {}).get(row.family, {}))
+    overrides.update(spec["maxtext"])
+    devices = [int(n) for n in spec["topology"].split("x")]
+    overrides.update(
+        internal_compile=True,
+        internal_compile_num_devices=devices[0] * devices[1] * devices[2],
+        compile_topology="gpu-aot",
+        compile_topology_num_slices=1,
+    )
+    return overrides
+
+
+@cache
+def program_code() -> dict[str, str]:
+    return {name: (REPO_ROOT / "workflow/offload_repro" / name).read_text() for name in PROGRAM_CODE}
+
+
+def program_key(row: Row, target: Target, compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS) -> str:
+    """Everything that decides a compiled program; a program is reused only under the same key.
+    The row's id is not part of it: two rows (or a row and a policy's point) that compile the same
+    step share one program."""
+    decided = {
+        "arguments": maxtext_args.as_arguments(compile_overrides(row, target)),
+        "xla_flags": maxtext_args.xla_flags(row, list(compile_only_flags)),
+        "description": gpu.description(target),
+        "topology": target.spec["compile"]["topology"],
+        "code": program_code(),
+        "versions": [metadata.version(name) for name in VERSIONS],
+    }
+    return hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def compile_program(
+    row: Row,
+    target: Target,
+    work_dir: Path,
+    key: str,
+    python: str = sys.executable,
+    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+) -> dict[str, Any]:
+    """Run `offload_repro.produce.aot` in a process of its own with the row's XLA_FLAGS; what XLA gave."""
+    work_dir = fresh_work_dir(work_dir)
+    spec = target.spec["compile"]
+    description_path = REPO_ROOT / spec["description_file"]
+    description = gpu.description(target)
+    overrides = compile_overrides(row, target)
+    overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id)
+    arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
+    stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
+    env = package_environment(
+        {"XLA_FLAGS": maxtext_args.xla_flags(row, list(compile_only_flags)), "JAX_PLATFORMS": "cpu"}
+    )
+    command = [python, "-m", "offload_repro.produce.aot", str(stats_file), str(description_path), spec["topology"]]
+    command += [str(gpu.cudnn_version(description)), "--", *arguments]
+    returncode, wall_s = run_logged(command, env, work_dir, log_file)
+    log_text = log_file.read_text(encoding="utf-8", errors="replace")
+    stats = read_json(stats_file) if stats_file.exists() else {}
+    exception = stats.get("exception")
+    message = None
+    if returncode != 0 or not stats or exception:
+        message = (
+            f"{exception['type']}: {exception['message']}" if exception else f"compile exited with status {returncode}"
+        )[:2000]
+    return {
+        "key": key,
+        "target": target.name,
+        "compiled_as": row.id,
+        "status": "error" if message else "ok",
+        "message": message,
+        "stats": stats if not message else None,
+        "memory_warnings": memory_warnings(log_text),
+        "provenance": {
+            "maxtext_arguments": arguments,
+            "xla_flags": env["XLA_FLAGS"],
+            "target_description": spec["description_file"],
+            "topology": spec["topology"],
+            "declared_cudnn": gpu.cudnn_version(description),
+            "versions": {name: metadata.version(name) for name in VERSIONS},
+            "wall_time_s": round(wall_s, 2),
+            "compile_log": str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file),
+            **provenance.stamp(),
+        },
+    }
+
+
+def memory_warnings(log_text: str) -> list[str]:
+    """XLA's memory warnings in a compile's log, each once, in order."""
+    return list(dict.fromkeys(found.group(0).strip() for found in MEMORY_WARNING.finditer(log_text)))
+
+
+def program_for(
+    row: Row,
+    target: Target,
+    work_dir: Path,
+    programs: Path | None = None,
+    python: str = sys.executable,
+    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+) -> tuple[dict[str, Any], Path | None, bool]:
+    """(program, its cache file or None, whether it came from the cache). Without `programs` the
+    row is always compiled and nothing is stored."""
+    key = program_key(row, target, compile_only_flags)
+    path = programs / f"{key}.json" if programs else None
+    if path is not None and path.exists():
+        try:
+            return read_result(path, "program"), path, True
+        except ResultError:
+            path.unlink()  # a damaged cache entry is compiled again
+    program = compile_program(row, target, work_dir, key, python, compile_only_flags)
+    if path is None or program["status"] != "ok":
+        return program, None, False  # a failed compile is not kept: a rerun tries it again
+    return write_result(path, "program", program), path, False
