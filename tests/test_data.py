@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,37 @@ def test_targets_load_and_unknown_target_lists_known_ones():
     assert load_target("cpu").scale["devices"] == 1
     with pytest.raises(DataError, match=r"no such target .*known: .*cpu"):
         load_target("gb999")
+
+
+def target_copy(tmp_path: Path, name: str, edit) -> Path:
+    """The target file `name` with `edit(text)` applied, in a directory of its own."""
+    source = Path(__file__).resolve().parents[1] / "experiments" / "targets" / f"{name}.yaml"
+    (tmp_path / f"{name}.yaml").write_text(edit(source.read_text()))
+    return tmp_path
+
+
+def test_geometry_and_host_memory_are_stated_once_and_derived():
+    gb200, rubin, hgx = (load_target(name) for name in ("gb200-nvl72", "vr-nvl144", "h200-8"))
+    assert gb200.spec["hardware"]["devices"] == gb200.scale["devices"] == 128 == gb200.processes
+    assert gb200.spec["compile"]["topology"] == "1x32x4" and gb200.spec["cluster"]["gpus_per_node"] == 4
+    assert gb200.spec["hardware"]["host_memory_gb_per_gpu"] == 240  # 2 x 480 GB Grace per 4 GPUs
+    assert rubin.spec["hardware"]["host_memory_gb_per_gpu"] == 750  # 2 x 1.5 TB Vera per 4 GPUs
+    assert hgx.spec["compile"]["topology"] == "1x1x8" and hgx.spec["hardware"]["host_memory_gb_per_gpu"] == 256
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda text: text.replace("  nodes: 32\n", "  nodes: 32\n  devices: 120\n", 1), "hardware.devices"),
+        (lambda text: text.replace("compile:\n", "compile:\n  topology: 1x16x8\n"), "compile.topology"),
+        (lambda text: text.replace("cluster:\n", "cluster:\n  nodes: 16\n"), "cluster.nodes"),
+        (
+            lambda text: text.replace("  host_memory: {", "  host_memory_gb_per_gpu: 375\n  host_memory: {"),
+            "hardware.host_memory_gb_per_gpu",
+        ),
+    ],
+)
+def test_a_target_that_states_a_derived_fact_differently_is_refused(tmp_path, edit, field):
+    directory = target_copy(tmp_path, "vr-nvl144", edit)
+    with pytest.raises(DataError, match=rf"vr-nvl144.yaml: field '{re.escape(field)}': .* contradicts"):
+        load_target("vr-nvl144", directory)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from offload_repro.core.results import ResultError
-from offload_repro.judge.evidence_table import build, frame, observe_files
+from offload_repro.judge.evidence_table import build, observe_files
+from offload_repro.present.report import frame
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
 RUN = FIXTURES / "cpu/runs/llama-qkv-offload-lhs.json"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from offload_repro.core import forkserver, process
+from offload_repro.core import forkserver
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "forkserver"
@@ -125,7 +125,7 @@ def test_crashing_children_give_negative_returncodes_and_the_server_serves_on(en
 def test_without_a_server_the_command_runs_as_a_subprocess(env, tmp_path):
     plain = {k: v for k, v in env.items() if k != forkserver.VARIABLE}
     log = tmp_path / "plain.log"
-    returncode, _ = process.run_logged([sys.executable, "-m", "fs_task", "sleep", "0"], plain, tmp_path, log)
+    returncode, _ = forkserver.run_logged([sys.executable, "-m", "fs_task", "sleep", "0"], plain, tmp_path, log)
     assert returncode == 0 and not report(log)["preloaded"] and report(log)["parent"] == os.getpid()
 
     not_a_module = [sys.executable, str(FIXTURES / "fs_task.py"), "sleep", "0"]

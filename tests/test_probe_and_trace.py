@@ -8,19 +8,13 @@ import json
 
 import pytest
 
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.data import load_rows
 from offload_repro.produce import probe, trace
 
 
 def test_probe_sizes_are_the_offloaded_tensors(tables):
     rows = [row for row in load_rows(tables) if row.family == "llama"]
     assert probe.offloaded_sizes(rows) == [32 * 1024**2, 512 * 1024**2]
-
-
-def test_link_limits_per_direction():
-    assert probe.link_limit_gb_s(load_target("h200-1")) == 64
-    assert probe.link_limit_gb_s(load_target("gb200-nvl72")) == 450  # 900 GB/s bidirectional
-    assert probe.link_limit_gb_s(load_target("vr-nvl144")) == 900
 
 
 def test_probe_runs_on_the_cpu_backend():

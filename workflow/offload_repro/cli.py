@@ -24,10 +24,10 @@ def _row(tables: list[str], row_id: str) -> Row:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from offload_repro.cluster.commands import snakemake_command
     from offload_repro.core import provenance
     from offload_repro.core.results import read_result, write_result
     from offload_repro.judge.check import check_claims, load_claims, views
+    from offload_repro.plan import snakemake_command
 
     evidence = read_result(args.evidence, "evidence")
     claims = load_claims(args.claims)

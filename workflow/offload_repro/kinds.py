@@ -14,14 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from offload_repro.core.evidence import EVIDENCE, PUBLISHED_COLOUR, EvidenceClass
 from offload_repro.core.observation import Observation
 
-
-@dataclass(frozen=True)
-class EvidenceClass:
-    name: str
-    meaning: str
-    colour: str
+__all__ = ["EVIDENCE", "PUBLISHED_COLOUR", "RESULT_KINDS", "EvidenceClass", "ResultKind"]
 
 
 @dataclass(frozen=True)
@@ -35,20 +31,6 @@ class ResultKind:
         observe: Callable[[dict[str, Any], str], list[Observation]] = getattr(importlib.import_module(module), function)
         return observe(result, source)
 
-
-EVIDENCE = {
-    e.name: e
-    for e in (
-        EvidenceClass("measured", "a real MaxText training run (or a probe) on the target", "#1f77b4"),
-        EvidenceClass(
-            "compiled",
-            "XLA's memory analysis of the real train step compiled ahead of time for the GPU target (static, no run)",
-            "#ff7f0e",
-        ),
-        EvidenceClass("analytic", "sizes computed from MaxText's model configs", "#2ca02c"),
-    )
-}
-PUBLISHED_COLOUR = "#4c4c4c"
 
 RESULT_KINDS = {
     k.name: k

@@ -14,6 +14,7 @@ sys.path.insert(0, PACKAGE_DIR)
 from offload_repro.cluster.slurm import container_for, job_resources, preflight_resources  # noqa: E402
 from offload_repro.core.data import DataError, load_rows, load_target  # noqa: E402
 from offload_repro.core.files import read_yaml  # noqa: E402
+from offload_repro.plan import stage_code, subcommands  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
 
@@ -81,49 +82,11 @@ LOGGED = "> {log} 2>&1 || {{ cat {log} >&2; exit 1; }}"
 TABLES = shlex.join(config["tables"])
 
 
-def package(*modules):
-    """Source files of the package that a stage runs: editing one rebuilds that stage and what follows."""
-    return [f"workflow/offload_repro/{module}.py" for module in modules]
+# Each stage's code inputs: the modules its subcommand can import, the data files they read by a
+# fixed path and the lock, derived from the source (offload_repro.plan): an edit replans exactly the
+# stages that import or read the edited file.
+CODE = {command: stage_code(command) for command in subcommands()}
 
-
-CORE = package("cli", "kinds", "core/data", "core/files", "core/memory", "core/results", "core/observation")
-LOCK = ["envs/requirements.lock"]
-CODE = {
-    "run": CORE
-    + LOCK
-    + package("produce/runner", "produce/launch", "produce/metrics", "produce/maxtext_args")
-    + package("produce/trace", "produce/distributed", "produce/repeats", "cluster/slurm", "cluster/registry")
-    + package("core/process", "core/provenance", "core/stack"),
-    "preflight": CORE
-    + LOCK
-    + package("cluster/preflight", "cluster/preflight_probe", "cluster/slurm", "cluster/registry")
-    + package("produce/distributed", "produce/maxtext_args", "core/process", "core/provenance"),
-    "compile": CORE
-    + LOCK
-    + ["envs/requirements-gpu-compile.lock"]
-    + package("produce/compile", "produce/program", "produce/aot", "produce/hlo", "produce/launch")
-    + package("produce/maxtext_args", "produce/analytic", "core/gpu", "core/process", "core/provenance"),
-    "analytic": CORE + LOCK + package("produce/analytic", "produce/maxtext_args"),
-    "probe": CORE + LOCK + package("produce/probe", "produce/analytic"),
-    "frontier": CORE
-    + LOCK
-    + ["envs/requirements-gpu-compile.lock", "experiments/frontier.yaml"]
-    + package("produce/frontier", "produce/compile", "produce/program", "produce/aot", "produce/hlo")
-    + package("produce/launch", "produce/maxtext_args", "produce/analytic", "core/gpu", "core/process")
-    + package("core/provenance"),
-    # each producer module also holds the observer that turns its files into observations
-    "evidence": CORE
-    + package("judge/evidence_table", "produce/runner", "produce/compile", "produce/analytic")
-    + package("produce/probe", "produce/frontier", "produce/budget", "produce/repeats"),
-    "budget": CORE + package("produce/budget", "core/gpu"),
-    "check": CORE + package("judge/check", "judge/spread", "cluster/commands", "core/provenance"),
-    "report": CORE
-    + package("present/report", "present/charts", "cluster/commands")
-    + ["report/base.html.j2", "report/target.html.j2", "report/style.css"],
-    "index": CORE
-    + package("present/report", "cluster/commands")
-    + ["report/base.html.j2", "report/index.html.j2", "report/compare.html.j2", "report/style.css"],
-}
 
 # What-if: every row compiled for every GPU target a cluster would run (SLURM GPU targets: a new
 # target file enters by itself), and the capacity frontier of each placement policy.

@@ -27,7 +27,7 @@ rule run_row:
 rule collect_runs:
     input:
         runs=expand("results/{{target}}/runs/{row}.json", row=ROW_IDS),
-        code=CODE["evidence"] + package("present/collect"),
+        code=CODE["collect"],
     output:
         "results/{target}/table.csv",
     log:

@@ -11,15 +11,15 @@ import datetime
 import os
 import subprocess
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, Row, Target, validate
-from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.containers import CONTAINERS_FILE, containers
+from offload_repro.core.data import DataError, Row, Target
+from offload_repro.core.files import REPO_ROOT
 from offload_repro.produce import maxtext_args
 
-CONTAINERS_FILE = REPO_ROOT / "envs" / "containers.yaml"
+__all__ = ["CONTAINERS_FILE", "containers"]  # read here by the container checks and their tests
 RUNTIMES = ("pyxis", "apptainer")
 # A CPU row submitted to SLURM: one task on one node (the test cluster has 2 cores).
 CPU_JOB = {"nodes": 1, "tasks": 1, "cpus_per_task": 2, "mem_mb": 6000, "runtime": 30}
@@ -66,13 +66,6 @@ class Container:
                 record["digest_at_run_time"] = digest
                 image = Container(self.name, self.reference, digest).image(runtime, allow_unpinned)
         return record | {"image": image}
-
-
-@cache
-def containers() -> dict[str, Any]:
-    data = read_yaml(CONTAINERS_FILE)
-    validate(data, "containers", CONTAINERS_FILE)
-    return data
 
 
 def container_for(row: Row) -> Container:

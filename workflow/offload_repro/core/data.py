@@ -13,6 +13,8 @@ from offload_repro.core.files import REPO_ROOT, read_yaml
 
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 TARGET_DIR = REPO_ROOT / "experiments" / "targets"
+# Data read by a fixed path (offload_repro.plan makes them inputs of every stage importing this).
+READS = ("workflow/schemas/**/*.yaml",)
 
 
 class DataError(ValueError):
@@ -133,6 +135,14 @@ class Target:
         return self.spec.get("repeats", 1)
 
     @property
+    def host_link_gb_s_per_direction(self) -> float | None:
+        """The host link's bandwidth one way, GB/s (a bidirectional figure counts both ways)."""
+        link = self.spec["hardware"].get("host_link")
+        if not link:
+            return None
+        return link["bandwidth_gb_s"] / (2 if link.get("direction") == "bidirectional" else 1)
+
+    @property
     def tasks_per_node(self) -> int:
         """JAX processes per node of a SLURM job: one per GPU, or the CPU target's tasks per node."""
         cluster = self.spec.get("cluster", {})
@@ -172,9 +182,50 @@ def _target_spec(name: str, directory: Path, seen: tuple[str, ...] = ()) -> dict
     return merged(_target_spec(base, directory, (*seen, name)), spec)
 
 
+def _derived(spec: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Geometry and host memory are stated once, in `hardware`; what follows from them is filled in
+    here, and a file that also states one of them differently is refused."""
+    hardware = spec.get("hardware") if isinstance(spec, dict) else None
+    if not isinstance(hardware, dict):
+        return spec
+    nodes, per_node = hardware.get("nodes"), hardware.get("gpus_per_node")
+    derived: dict[tuple[str, str], Any] = {}
+    why: dict[tuple[str, str], str] = {}
+    if isinstance(nodes, int) and isinstance(per_node, int):
+        geometry = f"hardware.nodes x hardware.gpus_per_node ({nodes} x {per_node})"
+        derived[("hardware", "devices")] = nodes * per_node
+        for key, value in (("nodes", nodes), ("gpus_per_node", per_node)):
+            derived[("cluster", key)] = value
+        derived[("compile", "topology")] = f"1x{nodes}x{per_node}"  # partitions x hosts x devices per host
+        why = {key: geometry for key in derived}
+    devices = derived.get(("hardware", "devices"), hardware.get("devices"))
+    if isinstance(devices, int):  # rows run on every device of the target, scaled or not
+        derived[("scale", "devices")] = devices
+        why[("scale", "devices")] = f"hardware.devices ({devices})"
+    host = hardware.get("host_memory")
+    if isinstance(host, dict) and isinstance(per_node, int):
+        per_gpu = host["gb_per_cpu"] * host["cpus_per_node"] / per_node
+        derived[("hardware", "host_memory_gb_per_gpu")] = int(per_gpu) if float(per_gpu).is_integer() else per_gpu
+        why[("hardware", "host_memory_gb_per_gpu")] = (
+            f"hardware.host_memory ({host['gb_per_cpu']} GB per CPU x {host['cpus_per_node']} CPUs per node"
+            f" / {per_node} GPUs per node)"
+        )
+    for (section, key), value in derived.items():
+        if not isinstance(spec.get(section), dict):
+            continue
+        stated = spec[section].get(key)
+        if stated is not None and stated != value:
+            raise DataError(
+                f"{path}: field '{section}.{key}': {stated!r} contradicts {why[(section, key)]}, which give"
+                f" {value!r}; state it once, in hardware"
+            )
+        spec[section][key] = value
+    return spec
+
+
 def load_target(name: str, directory: Path = TARGET_DIR) -> Target:
     path = directory / f"{name}.yaml"
-    spec = _target_spec(name, directory)
+    spec = _derived(_target_spec(name, directory), path)
     validate(spec, "target", path)
     if spec["name"] != name:
         raise DataError(f"{path}: field 'name': '{spec['name']}' differs from the file name '{name}'")

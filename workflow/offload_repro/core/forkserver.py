@@ -10,9 +10,9 @@ Protocol, one JSON line each way: request {"module", "args", "env", "cwd", "log"
 replies {"pid": N} once the child is forked, then {"returncode": N} (negative: killed by that
 signal, as subprocess reports it), or {"error": "..."} if the server refuses.
 
-Client: `run_logged(command, env, cwd, log_file)`, the contract of `process.run_logged`.
+Client: `run_logged(command, env, cwd, log_file)`, the contract of `process.run_subprocess`.
 - Opt-in: OFFLOAD_REPRO_FORKSERVER in the row's environment names a directory for sockets
-  ("1": a per-user directory in the temp dir). Unset: `process.run_logged` never comes here.
+  ("1": a per-user directory in the temp dir). Unset: the command runs as a plain subprocess.
 - Socket name: `<dir>/<key>.sock`, key = sha256 of the Python executable's absolute path, the
   preload list and the variables read when those modules are imported or the interpreter
   starts (IMPORT_TIME_PREFIXES: JAX_* config, PYTHONPATH, loader and thread-pool settings). A
@@ -389,6 +389,8 @@ def run_logged(
     idle_timeout_s: float = IDLE_TIMEOUT_S,
 ) -> tuple[int, float]:
     """(exit status, wall seconds) of `command`, forked from a fork server when one can be had."""
+    # Imported here, not at the top: the server imports this module, and whatever it imports from
+    # the package its children inherit, from the checkout that started it.
     from offload_repro.core.process import run_subprocess
 
     started = time.monotonic()

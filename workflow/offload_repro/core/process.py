@@ -31,18 +31,11 @@ def package_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_logged(command: list[str], env: dict[str, str], cwd: Path, log_file: Path) -> tuple[int, float]:
-    """(exit status, wall seconds) of `command`, its stdout and stderr in `log_file`."""
-    if env.get("OFFLOAD_REPRO_FORKSERVER"):  # opt-in: fork from a process that imported MaxText once
-        from offload_repro.core import forkserver
-
-        return forkserver.run_logged(command, env, cwd, log_file)
-    return run_subprocess(command, env, cwd, log_file)
-
-
 def run_subprocess(
     command: list[str], env: dict[str, str], cwd: Path, log_file: Path, mode: str = "w"
 ) -> tuple[int, float]:
+    """(exit status, wall seconds) of `command`, its stdout and stderr in `log_file`. The fork
+    server's `run_logged` has the same contract and falls back to this."""
     started = time.monotonic()
     with open(log_file, mode, encoding="utf-8") as log:
         returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd).returncode

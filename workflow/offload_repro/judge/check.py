@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import DataError, Target, validate
+from offload_repro.core.evidence import EVIDENCE
 from offload_repro.core.files import read_yaml
 from offload_repro.judge import spread
-from offload_repro.kinds import EVIDENCE
 
 VERDICTS = ("pass", "fail", "not-comparable", "error")
 STRENGTH = ("measured", "compiled", "analytic")  # strongest first

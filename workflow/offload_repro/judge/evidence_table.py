@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from offload_repro.core.observation import Observation
 from offload_repro.core.results import read_any, write_result
 from offload_repro.kinds import RESULT_KINDS
@@ -48,8 +46,3 @@ def build(paths: list[str | Path], target: str, out_json: str | Path) -> dict[st
         "evidence",
         {"target": target, "observations": [o.record() for o in observations], "sources": sources},
     )
-
-
-def frame(evidence: dict[str, Any]) -> pd.DataFrame:
-    """The observations as a DataFrame (one column per Observation field)."""
-    return pd.DataFrame(evidence["observations"], columns=list(Observation.__dataclass_fields__))

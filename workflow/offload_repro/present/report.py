@@ -18,16 +18,17 @@ import jinja2
 import pandas as pd
 import vl_convert
 
-from offload_repro.cluster.commands import snakemake_command
 from offload_repro.core import provenance
 from offload_repro.core.data import Row, Target, load_target
+from offload_repro.core.evidence import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.core.files import REPO_ROOT, write_atomically
+from offload_repro.core.observation import Observation
 from offload_repro.core.results import read_result
-from offload_repro.judge.evidence_table import frame
-from offload_repro.kinds import EVIDENCE, PUBLISHED_COLOUR
+from offload_repro.plan import snakemake_command
 from offload_repro.present import charts
 
 TEMPLATE_DIR = REPO_ROOT / "report"
+READS = ("report/*.j2", "report/style.css")
 LHS = "--xla_gpu_enable_latency_hiding_scheduler"
 PIPELINED = "--xla_gpu_enable_pipelined_host_offloading"
 
@@ -37,6 +38,11 @@ def vega_bundle() -> str:
     """Vega, Vega-Lite (the version Altair writes) and vega-embed as one inline script."""
     version = alt.SCHEMA_VERSION.lstrip("v").rsplit(".", 1)[0]
     return vl_convert.javascript_bundle(vl_version=version)
+
+
+def frame(evidence: dict[str, Any]) -> pd.DataFrame:
+    """The evidence table's observations as a DataFrame (one column per Observation field)."""
+    return pd.DataFrame(evidence["observations"], columns=list(Observation.__dataclass_fields__))
 
 
 def fmt(value: Any) -> str:

@@ -18,6 +18,7 @@ from offload_repro.core.results import write_result
 from offload_repro.produce import maxtext_args
 
 TENSORS_FILE = REPO_ROOT / "experiments" / "tensors.yaml"
+READS = ("experiments/tensors.yaml",)
 DTYPE_BYTES = {"bfloat16": 2, "float32": 4}
 
 

@@ -34,20 +34,13 @@ ASSUMPTIONS = [
 ]
 
 
-def link_gb_s_per_direction(target: Target) -> float | None:
-    link = target.spec["hardware"].get("host_link")
-    if not link:
-        return None
-    return link["bandwidth_gb_s"] / (2 if link.get("direction") == "bidirectional" else 1)
-
-
 def peak(target: Target, dtype: str) -> float | None:
     return (target.spec["hardware"].get("peak_dense_tflops") or {}).get(dtype)
 
 
 def budget_line(row: Row, compiled: dict[str, Any], target: Target, source: Target) -> dict[str, Any]:
     host = compiled["mechanism"]["host_buffer_bytes"]
-    bandwidth = link_gb_s_per_direction(target)
+    bandwidth = target.host_link_gb_s_per_direction
     copy_s = 2 * host / (bandwidth * GB) if bandwidth else None
     published = row.published["tflops_per_device"]
     model_tflops = compiled.get("model_tflops_per_device_per_step")

@@ -5,12 +5,11 @@ unpublished policy, its placement changed). Each micro batch is compiled for the
 the compile stage compiles a row, through the same cache of programs (`produce.program`): the
 point at the row's own micro batch is the row's program, compiled once for both.
 
-Device memory grows almost linearly with the micro batch, so the search starts there: the row's
-own micro batch and one end of the range bracket the boundary, a straight line through the two
-nearest points on either side predicts it, and only the micro batches next to the prediction are
-compiled, until the largest that fits and the next that does not are both compiled. Like a
-bisection it assumes that what fits at b also fits below b; unlike one, it needs two to four
-compiles where a bisection over 1-16 needs six.
+Device memory grows almost linearly with the micro batch, so the search predicts the boundary
+from what is compiled already (the rows at their own micro batches are in the cache) and
+compiles next to the prediction, until the largest micro batch that fits and the next, which
+does not, are both compiled. Like a bisection it assumes that what fits at b also fits below b;
+unlike one, it usually needs two compiles where a bisection over 1-16 needs six.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from offload_repro.produce.compile import compile_result
 from offload_repro.produce.program import program_for, program_key
 
 POLICIES_FILE = REPO_ROOT / "experiments" / "frontier.yaml"
+READS = ("experiments/frontier.yaml",)
 
 
 def load_policies(path: Path = POLICIES_FILE) -> dict[str, Any]:
@@ -80,29 +80,60 @@ def as_point(row: Row, target: Target, program: dict[str, Any], path: Path | Non
         "fits": result["fits"],
         "device_gib": memory.gib(result["device_bytes"]),
         "margin_gib": result["margin_gib"],
+        # XLA's temporaries: the activations and workspace, the part that grows with the micro batch
+        "temp_gib": memory.gib(result["memory"]["temp_size_in_bytes"]),
     }
 
 
-def bracket(points: dict[int, dict[str, Any]]) -> tuple[int, int]:
-    """(largest fitting micro batch below the smallest failing one, that failing one)."""
-    low_fail = min(b for b, p in points.items() if not p["fits"])
-    return max(b for b, p in points.items() if p["fits"] and b < low_fail), low_fail
+def bracket(points: dict[int, dict[str, Any]]) -> tuple[int, int] | None:
+    """(largest fitting micro batch below the smallest failing one, that failing one), or None
+    while only fitting or only failing points are known."""
+    failing = [b for b, p in points.items() if not p["fits"]]
+    fitting = [b for b, p in points.items() if p["fits"] and failing and b < min(failing)]
+    return (max(fitting), min(failing)) if fitting else None
 
 
-def next_micro_batch(points: dict[int, dict[str, Any]]) -> int | None:
-    """The micro batch to compile next, or None once the boundary is confirmed: the largest that
-    fits and the one above it, which does not, are both compiled.
+def next_micro_batch(points: dict[int, dict[str, Any]], low: int, high: int) -> int | None:
+    """The micro batch to compile next, or None once the answer is confirmed: the largest that
+    fits and the one above it, which does not, are both compiled (or every point up to `high`
+    fits, or none from `low` does).
 
-    Between the two points of the bracket the margin (capacity minus device memory) is taken as
-    linear in the micro batch; its zero is the predicted boundary. The prediction is compiled, or
-    the point just above the last fitting one when the prediction says the boundary is there."""
-    high_fit, low_fail = bracket(points)
-    if low_fail - high_fit == 1:
+    The margin (capacity minus device memory) is taken as linear in the micro batch and its zero
+    is the predicted boundary. With a fitting and a failing point known, the line runs through
+    the two nearest either side; with one side only, see `one_sided_slope`. The prediction is
+    compiled; where it is a point already known, its neighbour towards the boundary is."""
+    known = bracket(points)
+    if known is not None:
+        high_fit, low_fail = known
+        if low_fail - high_fit == 1:
+            return None
+        fit, fail = points[high_fit], points[low_fail]
+        per_micro_batch = (fit["margin_gib"] - fail["margin_gib"]) / (low_fail - high_fit)
+        predicted = high_fit + math.floor(fit["margin_gib"] / per_micro_batch)
+        return min(max(predicted, high_fit + 1), low_fail - 1)
+    if all(p["fits"] for p in points.values()):
+        nearest = max(points)
+        if nearest >= high:
+            return None
+        ahead = math.floor(points[nearest]["margin_gib"] / one_sided_slope(points, sorted(points)[-2:]))
+        return min(max(nearest + ahead, nearest + 1), high)
+    nearest = min(points)
+    if nearest <= low:
         return None
-    fit_margin, fail_margin = points[high_fit]["margin_gib"], points[low_fail]["margin_gib"]
-    per_micro_batch = (fit_margin - fail_margin) / (low_fail - high_fit)
-    predicted = min(max(high_fit + math.floor(fit_margin / per_micro_batch), high_fit), low_fail - 1)
-    return predicted if predicted > high_fit else high_fit + 1
+    back = math.ceil(-points[nearest]["margin_gib"] / one_sided_slope(points, sorted(points)[:2]))
+    return max(min(nearest - back, nearest - 1), low)
+
+
+def one_sided_slope(points: dict[int, dict[str, Any]], nearest: list[int]) -> float:
+    """GiB per micro batch near the boundary, from one side: the line through the two nearest
+    points, or with one point its temporaries per micro batch (an upper bound: they also hold the
+    gradients, which do not grow with the batch, so the first step falls short, not over)."""
+    if len(nearest) == 2:
+        (a, b), margins = nearest, [points[n]["margin_gib"] for n in nearest]
+        slope = (margins[0] - margins[1]) / (b - a)
+    else:
+        slope = points[nearest[0]].get("temp_gib", 0) / nearest[0]
+    return slope if slope > 0 else math.inf  # memory that does not grow: step one micro batch
 
 
 def search(
@@ -118,24 +149,22 @@ def search(
     low, high = bounds["min"], bounds["max"]
     points: dict[int, dict[str, Any]] = {}
 
-    def fits(micro_batch: int) -> bool:
+    def compile_at(micro_batch: int) -> None:
         point = points[micro_batch] = measure(micro_batch)
         if point["status"] != "ok":
             raise RuntimeError(f"micro batch {micro_batch}: {point['message']}")
-        return point["fits"]
 
     def largest() -> int | None:
         points.update({b: point for b in range(low, high + 1) if (point := cached(b)) is not None})
         start_at = min(max(start, low), high)
         if start_at not in points:
-            fits(start_at)
-        if all(p["fits"] for p in points.values()) and (high in points or fits(high)):
-            return high  # the frontier lies at or beyond the searched range
-        if not any(p["fits"] for p in points.values()) and (low in points or not fits(low)):
-            return None
-        while (micro_batch := next_micro_batch(points)) is not None:
-            fits(micro_batch)
-        return bracket(points)[0]
+            compile_at(start_at)
+        while (micro_batch := next_micro_batch(points, low, high)) is not None:
+            compile_at(micro_batch)
+        known = bracket(points)
+        if known is not None:
+            return known[0]
+        return high if all(p["fits"] for p in points.values()) else None  # beyond or below the range
 
     try:
         found, error = largest(), None

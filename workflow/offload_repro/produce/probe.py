@@ -8,11 +8,10 @@ import time
 from typing import Any
 
 from offload_repro.core.data import Row, Target
+from offload_repro.core.memory import GB
 from offload_repro.core.observation import Observation, Observer
 from offload_repro.core.results import write_result
 from offload_repro.produce.analytic import row_accounting
-
-GB = 1e9
 
 
 def offloaded_sizes(rows: list[Row]) -> list[int]:
@@ -23,15 +22,6 @@ def offloaded_sizes(rows: list[Row]) -> list[int]:
             if tensor["placement"] == "offload":
                 sizes.update(tensor["bytes_per_layer"].values())
     return sorted(sizes)
-
-
-def link_limit_gb_s(target: Target) -> float | None:
-    """Per-direction physical limit of the host link, in GB/s."""
-    link = target.spec["hardware"].get("host_link")
-    if not link:
-        return None
-    bidirectional = link.get("direction") == "bidirectional"
-    return link["bandwidth_gb_s"] / (2 if bidirectional else 1)
 
 
 def _timed(copy, repeats: int) -> float:
@@ -74,7 +64,7 @@ def measure(sizes: list[int], limit_gb_s: float | None, repeats: int = 5) -> dic
 
 def write_probe(target: Target, rows: list[Row], out_json: str, repeats: int) -> dict[str, Any]:
     # per-layer tensor sizes: one-GPU scale rules keep width, batch and sequence
-    measured = measure(offloaded_sizes(rows), link_limit_gb_s(target), repeats)
+    measured = measure(offloaded_sizes(rows), target.host_link_gb_s_per_direction, repeats)
     return write_result(out_json, "probe", {"target": target.name, "status": "ok", "message": None, **measured})
 
 

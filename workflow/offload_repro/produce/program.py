@@ -21,7 +21,8 @@ from typing import Any
 from offload_repro.core import gpu, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, read_json
-from offload_repro.core.process import fresh_work_dir, package_environment, run_logged
+from offload_repro.core.forkserver import run_logged
+from offload_repro.core.process import fresh_work_dir, package_environment
 from offload_repro.core.results import ResultError, read_result, write_result
 from offload_repro.produce import maxtext_args
 from offload_repro.produce.aot import MEMORY_WARNING
@@ -37,6 +38,8 @@ VERSIONS = ("jax", "jaxlib", "jax-cuda12-plugin", "maxtext")
 # turns a program into a row's result (produce/compile.py) is not here: editing it reassembles
 # every result from the cache without compiling anything again.
 PROGRAM_CODE = ("produce/program.py", "produce/aot.py", "produce/hlo.py", "produce/launch.py", "core/gpu.py")
+# The GPU compiler plugin is pinned apart from the main lock.
+READS = ("envs/requirements-gpu-compile.lock",)
 
 
 def compile_overrides(row: Row, target: Target) -> dict[str, Any]:

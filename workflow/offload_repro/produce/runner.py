@@ -18,8 +18,9 @@ from offload_repro.core import memory, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, read_json, write_json
 from offload_repro.core.forkserver import VARIABLE as FORKSERVER_VARIABLE
+from offload_repro.core.forkserver import run_logged
 from offload_repro.core.observation import Observation, Observer
-from offload_repro.core.process import Supervised, fresh_work_dir, package_environment, run_logged, run_supervised
+from offload_repro.core.process import Supervised, fresh_work_dir, package_environment, run_supervised
 from offload_repro.core.results import write_result
 from offload_repro.produce import distributed, maxtext_args, metrics, repeats, trace
 from offload_repro.produce.distributed import RANKS_DIR_VARIABLE

@@ -1,0 +1,148 @@
+"""What each stage depends on, derived from the source: checked against what Python really imports,
+against the rules' inputs as Snakemake plans them, and against the README."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from offload_repro import plan
+from offload_repro.core.files import REPO_ROOT
+
+# Imports every module of the package with builtins.__import__ wrapped, and prints each import
+# edge (importing module -> imported module of the package) that Python executed.
+RECORD_IMPORTS = """
+import builtins, importlib, json, sys
+edges, real_import = set(), builtins.__import__
+
+def recording(name, globals=None, locals=None, fromlist=(), level=0):
+    module = real_import(name, globals, locals, fromlist, level)
+    importer = (globals or {}).get("__name__", "")
+    if level == 0 and name.startswith("offload_repro") and importer.startswith("offload_repro"):
+        edges.add((importer, name))
+        for item in fromlist or ():
+            if f"{name}.{item}" in sys.modules:
+                edges.add((importer, f"{name}.{item}"))
+    return module
+
+builtins.__import__ = recording
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(json.dumps(sorted(edges)))
+"""
+
+
+def test_every_import_python_executes_is_in_the_derived_graph():
+    modules = [m for m in plan.package_modules() if m != "offload_repro.produce.derive_scale"]
+    done = subprocess.run(
+        [sys.executable, "-c", RECORD_IMPORTS, *modules],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={"PYTHONPATH": str(REPO_ROOT / "workflow"), "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    edges = [tuple(edge) for edge in json.loads(done.stdout.splitlines()[-1])]
+    assert len(edges) > 50
+    missing = [(a, b) for a, b in edges if a != b and b not in plan.direct_imports(a) and a != "__main__"]
+    assert missing == []
+
+
+def test_modules_run_by_name_are_dependencies_of_the_module_that_runs_them():
+    assert "offload_repro.produce.aot" in plan.direct_imports("offload_repro.produce.program")  # python -m
+    assert "offload_repro.produce.launch" in plan.direct_imports("offload_repro.produce.runner")
+    observers = plan.direct_imports("offload_repro.kinds")  # "module:function" strings
+    assert {"offload_repro.produce.runner", "offload_repro.produce.frontier"} <= observers
+
+
+@pytest.mark.parametrize(
+    ("command", "needs", "never"),
+    [
+        ("run", ["produce/launch.py", "core/forkserver.py", "produce/runner.py"], ["present/report.py"]),
+        ("compile", ["produce/launch.py", "core/forkserver.py", "experiments/tensors.yaml"], ["produce/runner.py"]),
+        ("frontier", ["experiments/frontier.yaml", "produce/program.py"], ["present/report.py"]),
+        ("report", ["report/target.html.j2", "report/style.css"], ["cluster/preflight.py"]),
+        ("check", ["judge/check.py"], ["present/report.py", "experiments/frontier.yaml"]),
+    ],
+)
+def test_each_stage_depends_on_what_it_imports_and_reads(command, needs, never):
+    files = plan.stage_code(command)
+    shown = {path.removeprefix("workflow/offload_repro/") for path in files}
+    assert set(needs) <= shown and not set(never) & shown
+    assert "envs/requirements.lock" in files and "workflow/offload_repro/cli.py" in files
+
+
+def test_every_rule_takes_its_code_inputs_from_the_plan(tmp_path):
+    """A dry run of a fresh copy lists every job's inputs: each rule's package and data files are
+    exactly its stage's (the rule files never list code by hand)."""
+    from workflow_copy import copy_workflow, snakemake
+
+    directory = copy_workflow(tmp_path)
+    done = snakemake(directory, "-n", "--config", "whatif=True", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen: dict[str, set[str]] = {}
+    for job in re.split(r"\n(?=(?:local)?rule \w+:)", done.stdout):
+        name = re.match(r"(?:local)?rule (\w+):", job.strip())
+        inputs = re.search(r"^\s*input: (.*)$", job, re.M)
+        if name and inputs:
+            seen.setdefault(name.group(1), set()).update(inputs.group(1).split(", "))
+    ours = {path for command in plan.RULES for path in plan.stage_code(command)}
+    for command, rule in plan.RULES.items():
+        if rule in seen:  # preflight and probe_transfers run only on SLURM and one-GPU targets
+            assert seen[rule] & ours == set(plan.stage_code(command)), rule
+    assert set(seen) >= {"run_row", "compile_row", "frontier", "evidence_table", "check_claims", "report"}
+
+
+def test_every_data_file_a_module_names_is_in_its_reads():
+    """A module that names a data file of the checkout by a fixed path lists it in READS."""
+    data = [p for p in (REPO_ROOT / "experiments").glob("*.yaml")]
+    data += [*(REPO_ROOT / "report").glob("*"), REPO_ROOT / "envs" / "containers.yaml"]
+    for module in plan.package_modules():
+        source = plan.module_file(module).read_text()
+        reads = set(plan.module_reads(module))
+        for path in data:
+            if re.search(rf"[\"']{re.escape(path.name)}[\"']", source):
+                assert plan.relative(path) in reads, (module, path.name)
+
+
+def test_judging_and_drawing_import_no_producer_and_no_cluster_code():
+    """Data flows one way: produce -> evidence table -> judge -> present."""
+    for folder in ("judge", "present"):
+        for module in (m for m in plan.package_modules() if m.startswith(f"offload_repro.{folder}.")):
+            reached = plan.closure({module}) - {module}
+            if module == "offload_repro.judge.evidence_table":
+                continue  # the one reader of every producer's observations
+            wrong = sorted(m for m in reached if m.startswith(("offload_repro.produce", "offload_repro.cluster")))
+            assert wrong == [], module
+
+
+def test_the_package_has_no_import_cycles():
+    assert plan.cycles() == []
+
+
+def test_a_cycle_would_be_found(monkeypatch):
+    edges = {"offload_repro.a": {"offload_repro.b"}, "offload_repro.b": {"offload_repro.a"}}
+    monkeypatch.setattr(plan, "package_modules", lambda: sorted(edges))
+    monkeypatch.setattr(plan, "direct_imports", lambda module: frozenset(edges[module]))
+    assert plan.cycles() == [["offload_repro.a", "offload_repro.b"]]
+
+
+def test_the_readme_table_is_the_graph():
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert plan.readme_with_table(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+
+
+def test_a_stage_that_does_not_exist_is_named():
+    with pytest.raises(KeyError, match="has no subcommand 'nope'"):
+        plan.stage_modules("nope")
+
+
+def test_reads_that_match_nothing_are_refused(monkeypatch):
+    monkeypatch.setattr(plan, "_reads", lambda module: ["experiments/missing-*.yaml"])
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        plan.stage_code("summary")

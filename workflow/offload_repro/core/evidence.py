@@ -1,0 +1,31 @@
+"""The classes of evidence a result can give, with what each means and its colour on the pages.
+
+Apart from the registry of result kinds (offload_repro.kinds), which names each producer's
+observer, so that judging and drawing need not import any producer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EvidenceClass:
+    name: str
+    meaning: str
+    colour: str
+
+
+EVIDENCE = {
+    e.name: e
+    for e in (
+        EvidenceClass("measured", "a real MaxText training run (or a probe) on the target", "#1f77b4"),
+        EvidenceClass(
+            "compiled",
+            "XLA's memory analysis of the real train step compiled ahead of time for the GPU target (static, no run)",
+            "#ff7f0e",
+        ),
+        EvidenceClass("analytic", "sizes computed from MaxText's model configs", "#2ca02c"),
+    )
+}
+PUBLISHED_COLOUR = "#4c4c4c"

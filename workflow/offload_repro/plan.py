@@ -1,0 +1,264 @@
+"""What each stage of the workflow depends on, derived from the code itself.
+
+Every rule runs one subcommand of `offload_repro.cli`. The files a stage's result depends on are
+the modules that subcommand can import, transitively (read from the source with `ast`: every
+import statement, at module level or inside a function, and every module named in a string such
+as `python -m offload_repro.produce.aot` or an observer's `"module:function"`), plus the data
+files those modules read by a fixed path (each module lists them in `READS`). The rules take
+their code inputs from here, so editing any of these files replans exactly the stages that use it.
+"""
+
+from __future__ import annotations
+
+import ast
+import glob
+from functools import cache
+from pathlib import Path
+
+from offload_repro.core.containers import unpinned_containers
+from offload_repro.core.data import Target
+from offload_repro.core.files import REPO_ROOT
+
+PACKAGE = "offload_repro"
+PACKAGE_DIR = REPO_ROOT / "workflow" / PACKAGE
+CLI = f"{PACKAGE}.cli"
+# The environment every stage runs in: a change of any pinned version may change any result.
+LOCKS = ("envs/requirements.lock",)
+
+
+def module_file(name: str) -> Path | None:
+    """offload_repro.core.data -> workflow/offload_repro/core/data.py (a package: its __init__.py)."""
+    if name != PACKAGE and not name.startswith(PACKAGE + "."):
+        return None
+    base = REPO_ROOT / "workflow" / Path(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def _named_in(node: ast.AST) -> set[str]:
+    """Modules of the package that `node` imports or names in a string."""
+    found: set[str] = set()
+    for item in ast.walk(node):
+        if isinstance(item, ast.Import):
+            found |= {alias.name for alias in item.names}
+        elif isinstance(item, ast.ImportFrom) and item.module and item.level == 0:
+            found.add(item.module)
+            found |= {f"{item.module}.{alias.name}" for alias in item.names}
+        elif isinstance(item, ast.Constant) and isinstance(item.value, str):
+            text = item.value.split(":", 1)[0]
+            if text.startswith(PACKAGE + ".") and text.replace(".", "").replace("_", "").isalnum():
+                found.add(text)
+    return {name for name in found if module_file(name) is not None}
+
+
+def _with_packages(names: set[str]) -> set[str]:
+    """Importing a.b.c runs a/__init__.py and a/b/__init__.py first."""
+    every = set(names)
+    for name in names:
+        parts = name.split(".")
+        every |= {".".join(parts[:n]) for n in range(1, len(parts))}
+    return {name for name in every if module_file(name) is not None}
+
+
+@cache
+def direct_imports(module: str) -> frozenset[str]:
+    path = module_file(module)
+    return frozenset(_with_packages(_named_in(_tree(path))) - {module}) if path else frozenset()
+
+
+def closure(modules: set[str]) -> set[str]:
+    """The modules `modules` can import, transitively, themselves included."""
+    seen: set[str] = set()
+    stack = list(_with_packages(modules))
+    while stack:
+        module = stack.pop()
+        if module not in seen:
+            seen.add(module)
+            stack.extend(direct_imports(module) - seen)
+    return seen
+
+
+def _branches() -> dict[str, ast.AST]:
+    """Each `if args.command == "<name>":` branch of cli.dispatch, by subcommand."""
+    tree = _tree(module_file(CLI))
+    dispatch = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "dispatch")
+    found: dict[str, ast.AST] = {}
+    for node in ast.walk(dispatch):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            left, (right,) = node.test.left, node.test.comparators
+            if ast.unparse(left) == "args.command" and isinstance(right, ast.Constant):
+                found[right.value] = ast.Module(body=node.body, type_ignores=[])
+    return found
+
+
+def subcommands() -> list[str]:
+    return sorted(_branches())
+
+
+@cache
+def stage_modules(command: str) -> frozenset[str]:
+    """What `python -m offload_repro.cli <command>` can import: the cli module's own module-level
+    imports, the imports of the command's branch and of the cli functions that branch calls."""
+    branches = _branches()
+    if command not in branches:
+        raise KeyError(f"offload_repro.cli has no subcommand '{command}'; it has {sorted(branches)}")
+    tree = _tree(module_file(CLI))
+    top_level = ast.Module(body=[n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)], type_ignores=[])
+    helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name != "dispatch"}
+    called = {
+        n.func.id for n in ast.walk(branches[command]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    roots = _named_in(top_level) | _named_in(branches[command])
+    for name in called & set(helpers):
+        roots |= _named_in(helpers[name])
+    # cli.py itself is an input of every stage, but its other branches' imports are not.
+    return frozenset(closure(roots - {CLI}) | {CLI})
+
+
+def _reads(module: str) -> list[str]:
+    """The module's `READS`: data files (or glob patterns) it reads by a fixed path."""
+    for node in _tree(module_file(module)).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "READS" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+def relative(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT))
+
+
+def module_reads(module: str) -> list[str]:
+    """The data files a module reads by a fixed path (its READS, patterns expanded)."""
+    files: set[str] = set()
+    for pattern in _reads(module):
+        matched = glob.glob(pattern, root_dir=REPO_ROOT, recursive=True)
+        if not matched:
+            raise FileNotFoundError(f"{module_file(module)}: READS names '{pattern}', which matches no file")
+        files |= set(matched)
+    return sorted(files)
+
+
+def stage_code(command: str) -> list[str]:
+    """Every file the stage's result depends on besides its rule's data inputs: the modules it can
+    import, the data files they read and the lock of the environment, relative to the checkout."""
+    modules = stage_modules(command)
+    files = {relative(module_file(module)) for module in modules}
+    for module in modules:
+        files |= set(module_reads(module))
+    return sorted(files) + list(LOCKS)
+
+
+def package_modules() -> list[str]:
+    """Every module of the package, by name."""
+    names = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        parts = path.relative_to(REPO_ROOT / "workflow").with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def cycles() -> list[list[str]]:
+    """Import cycles among the package's modules (each once, as a list of module names)."""
+    found: list[list[str]] = []
+    state: dict[str, str] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for imported in sorted(direct_imports(module)):
+            if state.get(imported) == "open":
+                cycle = path[path.index(imported) :]
+                if sorted(cycle) not in [sorted(c) for c in found]:
+                    found.append(cycle)
+            elif imported not in state:
+                visit(imported, [*path, imported])
+        state[module] = "done"
+
+    for module in package_modules():
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+SNAKEMAKE = ".venv/bin/snakemake"
+
+
+def snakemake_command(target: Target) -> str:
+    """The command line that produces a target's evidence, as a user types it (the report and the
+    README print these; a test dry-runs every one). Local targets run with --cores; SLURM targets
+    through the cluster profile. A one-GPU target is also its own compile target, so its scaled
+    rows are compiled for the GPU that runs them."""
+    if target.launcher == "slurm":
+        command = f"{SNAKEMAKE} --workflow-profile workflow/profiles/slurm --config target={target.name}"
+        if target.kind == "gpu" and unpinned_containers():
+            # until envs/containers.yaml has digests, a GPU run must say that it accepts tags
+            command += " allow_unpinned_container=True"
+        return command
+    if target.kind == "gpu":  # rows and the probe hold the GPU one at a time
+        gpus, name = target.spec["hardware"]["devices"], target.name
+        return f"{SNAKEMAKE} --cores all --resources gpu={gpus} --config target={name} compile_target={name}"
+    return f"{SNAKEMAKE} --cores all --config target={target.name}"
+
+
+# The rule that runs each subcommand (`validate` and `summary` run outside any rule's results).
+RULES = {
+    "run": "run_row",
+    "preflight": "preflight",
+    "compile": "compile_row",
+    "analytic": "analytic",
+    "probe": "probe_transfers",
+    "frontier": "frontier",
+    "budget": "budget",
+    "collect": "collect_runs",
+    "evidence": "evidence_table",
+    "check": "check_claims",
+    "report": "report",
+    "index": "index",
+}
+TABLE_START, TABLE_END = "<!-- edit table: generated by python -m offload_repro.plan -->", "<!-- end of edit table -->"
+
+
+def rebuilt_by() -> dict[str, list[str]]:
+    """Each file any stage depends on -> the rules that have it as a code input, in RULES order."""
+    users: dict[str, list[str]] = {}
+    for command, rule in RULES.items():
+        for path in stage_code(command):
+            users.setdefault(path, []).append(rule)
+    return users
+
+
+def edit_table() -> str:
+    """The README's table: files grouped by the rules an edit of them replans (directly)."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for path, rules in rebuilt_by().items():
+        groups.setdefault(tuple(rules), []).append(path)
+    lines = ["| edit | replans these rules, then every rule that reads their results |", "| --- | --- |"]
+    patterns = {pattern for module in package_modules() for pattern in _reads(module)}
+    # a data file is shown as the pattern its module reads it by; a module without its folder
+    by_pattern = {path: p for p in patterns for path in glob.glob(p, root_dir=REPO_ROOT, recursive=True)}
+    for rules, paths in sorted(groups.items(), key=lambda item: (-len(item[0]), item[0])):
+        shown = sorted({by_pattern.get(path, path).removeprefix("workflow/offload_repro/") for path in paths})
+        names = "every rule" if len(rules) == len(RULES) else ", ".join(f"`{rule}`" for rule in rules)
+        lines.append(f"| {', '.join(f'`{p}`' for p in shown)} | {names} |")
+    return "\n".join(lines)
+
+
+def readme_with_table(readme: str) -> str:
+    start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
+    return readme[:start] + "\n" + edit_table() + "\n" + readme[end:]
+
+
+if __name__ == "__main__":
+    import sys
+
+    path = REPO_ROOT / "README.md"
+    if sys.argv[1:] == ["--write"]:
+        path.write_text(readme_with_table(path.read_text()))
+    else:
+        print(edit_table())
