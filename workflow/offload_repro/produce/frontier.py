@@ -6,10 +6,11 @@ the compile stage compiles a row, through the same cache of programs (`produce.p
 point at the row's own micro batch is the row's program, compiled once for both.
 
 Device memory grows almost linearly with the micro batch, so the search predicts the boundary
-from what is compiled already (the rows at their own micro batches are in the cache) and
-compiles next to the prediction, until the largest micro batch that fits and the next, which
-does not, are both compiled. Like a bisection it assumes that what fits at b also fits below b;
-unlike one, it usually needs two compiles where a bisection over 1-16 needs six.
+from what is compiled already (the rows at their own micro batches are in the cache, and the
+range's end) and compiles next to the prediction, until the largest micro batch that fits and
+the next, which does not, are both compiled. Like a bisection it assumes that what fits at b
+also fits below b; unlike one, it needs one to three compiles where a bisection over 1-16 needs
+six.
 """
 
 from __future__ import annotations
@@ -99,9 +100,12 @@ def next_micro_batch(points: dict[int, dict[str, Any]], low: int, high: int) -> 
     fits, or none from `low` does).
 
     The margin (capacity minus device memory) is taken as linear in the micro batch and its zero
-    is the predicted boundary. With a fitting and a failing point known, the line runs through
-    the two nearest either side; with one side only, see `one_sided_slope`. The prediction is
-    compiled; where it is a point already known, its neighbour towards the boundary is."""
+    is the predicted boundary, on the line through the two nearest points either side. The
+    prediction is compiled; where it is a point already known, its neighbour towards the
+    boundary is. With one side known only, the end of the range is compiled first: it either
+    closes the search (everything fits, or nothing does) or brackets the boundary. (A first
+    step predicted from one point's XLA temporaries was tried: they also hold the gradients, so
+    it fell short and took more DeepSeek compiles, the costly ones, than this.)"""
     known = bracket(points)
     if known is not None:
         high_fit, low_fail = known
@@ -112,28 +116,8 @@ def next_micro_batch(points: dict[int, dict[str, Any]], low: int, high: int) -> 
         predicted = high_fit + math.floor(fit["margin_gib"] / per_micro_batch)
         return min(max(predicted, high_fit + 1), low_fail - 1)
     if all(p["fits"] for p in points.values()):
-        nearest = max(points)
-        if nearest >= high:
-            return None
-        ahead = math.floor(points[nearest]["margin_gib"] / one_sided_slope(points, sorted(points)[-2:]))
-        return min(max(nearest + ahead, nearest + 1), high)
-    nearest = min(points)
-    if nearest <= low:
-        return None
-    back = math.ceil(-points[nearest]["margin_gib"] / one_sided_slope(points, sorted(points)[:2]))
-    return max(min(nearest - back, nearest - 1), low)
-
-
-def one_sided_slope(points: dict[int, dict[str, Any]], nearest: list[int]) -> float:
-    """GiB per micro batch near the boundary, from one side: the line through the two nearest
-    points, or with one point its temporaries per micro batch (an upper bound: they also hold the
-    gradients, which do not grow with the batch, so the first step falls short, not over)."""
-    if len(nearest) == 2:
-        (a, b), margins = nearest, [points[n]["margin_gib"] for n in nearest]
-        slope = (margins[0] - margins[1]) / (b - a)
-    else:
-        slope = points[nearest[0]].get("temp_gib", 0) / nearest[0]
-    return slope if slope > 0 else math.inf  # memory that does not grow: step one micro batch
+        return None if max(points) >= high else high  # the range's end brackets the boundary
+    return None if min(points) <= low else low
 
 
 def search(
