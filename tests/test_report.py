@@ -111,11 +111,12 @@ def test_every_warning_of_a_row_is_shown(built):
     assert "counts the 70.88 GiB about to be offloaded as device memory" in compiled
 
 
-def test_no_page_shows_a_raw_placeholder(built, tmp_path, tables):
-    page, html, _ = built
-    assert raw_placeholders(html) == []
+@pytest.fixture
+def index_pages(built, tmp_path, tables) -> Path:
+    """The entry page and the comparison of the built target, in tmp_path."""
     from offload_repro.core.data import load_rows
 
+    page = built[0]
     render_index(
         load_rows(tables),
         [page],
@@ -124,24 +125,18 @@ def test_no_page_shows_a_raw_placeholder(built, tmp_path, tables):
         tmp_path / "index.html",
         tmp_path / "compare.html",
     )
+    return tmp_path
+
+
+def test_no_page_shows_a_raw_placeholder(built, index_pages):
+    assert raw_placeholders(built[1]) == []
     for name in ("index.html", "compare.html"):
-        assert raw_placeholders((tmp_path / name).read_text()) == [], name
+        assert raw_placeholders((index_pages / name).read_text()) == [], name
     assert raw_placeholders("<td>nan</td><p>{&quot;a&quot;: 1}</p>") == ['nan {"a": 1}', 'nan {"a": 1}']
 
 
-def test_the_comparison_starts_with_the_published_column(built, tmp_path, tables):
-    page, _, _ = built
-    from offload_repro.core.data import load_rows
-
-    render_index(
-        load_rows(tables),
-        [page],
-        [page.parent / "verdicts.json"],
-        [page.parent / "evidence.json"],
-        tmp_path / "index.html",
-        tmp_path / "compare.html",
-    )
-    compare = (tmp_path / "compare.html").read_text()
+def test_the_comparison_starts_with_the_published_column(index_pages):
+    compare = (index_pages / "compare.html").read_text()
     header = re.search(r"<thead>(.*?)</thead>", compare, re.S).group(1)
     assert header.index("published") < header.index("cpu")
     line = re.search(r'<tr id="compare-deepseek-offload-optimized">(.*?)</tr>', compare, re.S).group(1)

@@ -41,12 +41,8 @@ DEVICE_SAVE = {1: 143.38, 2: 153.95, 3: 177.04, 4: 200.68, 8: 295.15, 16: 487.96
 OFFLOAD = {1: 126.01, 8: 163.37, 10: 176.10, 11: 180.29, 12: 187.17, 16: 215.04}
 
 
-DEEPSEEK_STATE_GIB = 58.6  # arguments (weights and optimizer state) of every DeepSeek row's program
-
-
-def measured(gib_at, capacity=GB200_GIB, calls=None, state_gib=DEEPSEEK_STATE_GIB):
-    """measure(b) for the search: a point whose device memory is gib_at(b), of which all but the
-    weights and optimizer state (`state_gib`) are XLA temporaries, as in the real programs."""
+def measured(gib_at, capacity=GB200_GIB, calls=None):
+    """measure(b) for the search: a point whose device memory is gib_at(b)."""
 
     def measure(micro_batch):
         if calls is not None:
@@ -57,7 +53,6 @@ def measured(gib_at, capacity=GB200_GIB, calls=None, state_gib=DEEPSEEK_STATE_GI
             "status": "ok",
             "fits": gib <= capacity,
             "margin_gib": capacity - gib,
-            "temp_gib": gib - state_gib,
         }
 
     return measure
@@ -104,10 +99,9 @@ def test_the_search_equals_exhaustive_compiling_on_any_growing_memory():
         gib = {b: 100 + sum(growth[:b]) for b in range(1, high + 1)}
         capacity = 100 + generator.random() * (gib[high] - 100 + 20)
         calls = []
-        state = generator.choice([0.0, 50.0, 99.0, 150.0])  # temporaries from exact to misleading
         chosen = generator.sample(sorted(gib), min(len(gib), generator.randint(0, 2)))
-        grid = {b: measured(gib.get, capacity, None, state)(b) for b in chosen}
-        measure = measured(gib.get, capacity, calls, state)
+        grid = {b: measured(gib.get, capacity)(b) for b in chosen}
+        measure = measured(gib.get, capacity, calls)
         found, _, error = frontier.search(start, {"min": 1, "max": high}, measure, grid.get)
         fitting = [b for b in gib if gib[b] <= capacity]
         assert (found, error) == (max(fitting) if fitting else None, None), (gib, capacity, start, grid)
@@ -116,12 +110,10 @@ def test_the_search_equals_exhaustive_compiling_on_any_growing_memory():
 
 def test_frontier_beyond_the_range_or_below_it():
     calls = []
-    assert frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 10.0 * b, calls=calls, state_gib=0))[0] == 16
+    assert frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 10.0 * b, calls=calls))[0] == 16
     assert calls == [8, 16]
     calls.clear()
-    assert (
-        frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 500.0 + b, calls=calls, state_gib=490))[0] is None
-    )
+    assert frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 500.0 + b, calls=calls))[0] is None
     assert calls == [8, 1]
 
 

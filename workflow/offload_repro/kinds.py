@@ -14,10 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from offload_repro.core.evidence import EVIDENCE, PUBLISHED_COLOUR, EvidenceClass
 from offload_repro.core.observation import Observation
-
-__all__ = ["EVIDENCE", "PUBLISHED_COLOUR", "RESULT_KINDS", "EvidenceClass", "ResultKind"]
 
 
 @dataclass(frozen=True)

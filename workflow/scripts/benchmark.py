@@ -214,45 +214,17 @@ def main() -> None:
         values = [v for v in values if v is not None]
         return round(statistics.median(values), 1) if values else None
 
-    rows = [
-        (
-            f"{key} (median of {args.repeats})",
-            med("this tree", lambda m, k=key: m[k]),
-            med("against", lambda m, k=key: m[k]),
-        )
-        for key in ("main_job_s", "dry_run_s", "noop_rerun_s")
-    ]
-    stage_names = sorted({s for runs in measured.values() for m in runs for s in m["stages_s"]})
-    rows += [
-        (
-            f"stage {s}",
-            med("this tree", lambda m, s=s: m["stages_s"].get(s)),
-            med("against", lambda m, s=s: m["stages_s"].get(s)),
-        )
-        for s in stage_names
-    ]
-    job_names = sorted({j for runs in measured.values() for m in runs for j in m["jobs_s"]})
-    rows += [
-        (j[:44], med("this tree", lambda m, j=j: m["jobs_s"].get(j)), med("against", lambda m, j=j: m["jobs_s"].get(j)))
-        for j in job_names
-    ]
-    if args.whatif:
-        rows += [
-            (
-                f"{key} (median of {args.repeats})",
-                med("this tree", lambda m, k=key: m[k]),
-                med("against", lambda m, k=key: m[k]),
-            )
-            for key in ("whatif_s", "whatif_noop_rerun_s")
-        ]
-        for s in sorted({s for runs in measured.values() for m in runs for s in m["whatif_stages_s"]}):
-            rows.append(
-                (
-                    f"what-if stage {s}",
-                    med("this tree", lambda m, s=s: m["whatif_stages_s"].get(s)),
-                    med("against", lambda m, s=s: m["whatif_stages_s"].get(s)),
-                )
-            )
+    def side_by_side(label: str, pick) -> tuple[str, float | None, float | None]:
+        return label, med("this tree", pick), med("against", pick)
+
+    def per_name(field: str, label: str) -> list[tuple[str, float | None, float | None]]:
+        """One line per stage or job name found under `field` in any measurement."""
+        names = sorted({name for runs in measured.values() for m in runs for name in m.get(field, {})})
+        return [side_by_side(f"{label}{name}"[:44], lambda m, n=name: m[field].get(n)) for name in names]
+
+    totals = ["main_job_s", "dry_run_s", "noop_rerun_s"] + (["whatif_s", "whatif_noop_rerun_s"] if args.whatif else [])
+    rows = [side_by_side(f"{key} (median of {args.repeats})", lambda m, k=key: m[k]) for key in totals]
+    rows += per_name("stages_s", "stage ") + per_name("jobs_s", "") + per_name("whatif_stages_s", "what-if stage ")
     print(table(rows))
     if args.whatif:
         print("\ncapacity frontier: largest fitting micro batch (micro batches compiled by the search / all points)")

@@ -125,10 +125,10 @@ class Lookup:
         return self.spreads.get((row, evidence, metric))
 
     def value(self, row: str, evidence: str, metric: str) -> Any:
-        return self.all(row, evidence, metric)[0][0] if (row, evidence, metric) in self.points else None
+        return next(iter(self.all(row, evidence, metric)), (None, None))[0]
 
     def message(self, row: str, evidence: str, metric: str) -> str | None:
-        return self.all(row, evidence, metric)[0][1] if (row, evidence, metric) in self.points else None
+        return next(iter(self.all(row, evidence, metric)), (None, None))[1]
 
     def all(self, row: str, evidence: str, metric: str) -> list[tuple[Any, str | None]]:
         return self.points.get((row, evidence, metric), [])

@@ -25,9 +25,9 @@ from offload_repro.core import memory
 from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.core.observation import Observation, Observer
-from offload_repro.core.results import ResultError, read_result, write_result
+from offload_repro.core.results import write_result
 from offload_repro.produce.compile import compile_result
-from offload_repro.produce.program import program_for, program_key
+from offload_repro.produce.program import cached_program, program_for
 
 POLICIES_FILE = REPO_ROOT / "experiments" / "frontier.yaml"
 READS = ("experiments/frontier.yaml",)
@@ -58,11 +58,8 @@ def policy_row(policy: dict[str, Any], rows: dict[str, Row], micro_batch: int) -
 
 def cached_point(row: Row, target: Target, programs: Path) -> dict[str, Any] | None:
     """The point of a micro batch whose program is already in the cache, else None."""
-    path = programs / f"{program_key(row, target)}.json"
-    try:
-        return as_point(row, target, read_result(path, "program"), path, True) if path.exists() else None
-    except ResultError:
-        return None  # damaged: compile_point compiles it again
+    found = cached_program(row, target, programs)
+    return as_point(row, target, *found, True) if found else None
 
 
 def compile_point(row: Row, target: Target, programs: Path) -> dict[str, Any]:
@@ -81,8 +78,6 @@ def as_point(row: Row, target: Target, program: dict[str, Any], path: Path | Non
         "fits": result["fits"],
         "device_gib": memory.gib(result["device_bytes"]),
         "margin_gib": result["margin_gib"],
-        # XLA's temporaries: the activations and workspace, the part that grows with the micro batch
-        "temp_gib": memory.gib(result["memory"]["temp_size_in_bytes"]),
     }
 
 

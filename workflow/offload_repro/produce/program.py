@@ -91,8 +91,7 @@ def compile_program(
     """Run `offload_repro.produce.aot` in a process of its own with the row's XLA_FLAGS; what XLA gave."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
-    description_path = REPO_ROOT / spec["description_file"]
-    description = gpu.description(target)
+    description_path, description = gpu.description_path(target), gpu.description(target)
     overrides = compile_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id)
     arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
@@ -138,6 +137,25 @@ def memory_warnings(log_text: str) -> list[str]:
     return list(dict.fromkeys(found.group(0).strip() for found in MEMORY_WARNING.finditer(log_text)))
 
 
+def cached_program(
+    row: Row,
+    target: Target,
+    programs: Path,
+    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+    key: str | None = None,
+) -> tuple[dict[str, Any], Path] | None:
+    """(program, its file) when the row's program is in the cache `programs`, else None. A damaged
+    entry is removed, so that it is compiled again."""
+    path = programs / f"{key or program_key(row, target, compile_only_flags)}.json"
+    if not path.exists():
+        return None
+    try:
+        return read_result(path, "program"), path
+    except ResultError:
+        path.unlink()
+        return None
+
+
 def program_for(
     row: Row,
     target: Target,
@@ -149,13 +167,10 @@ def program_for(
     """(program, its cache file or None, whether it came from the cache). Without `programs` the
     row is always compiled and nothing is stored."""
     key = program_key(row, target, compile_only_flags)
-    path = programs / f"{key}.json" if programs else None
-    if path is not None and path.exists():
-        try:
-            return read_result(path, "program"), path, True
-        except ResultError:
-            path.unlink()  # a damaged cache entry is compiled again
+    if programs is not None and (found := cached_program(row, target, programs, compile_only_flags, key)):
+        return *found, True
     program = compile_program(row, target, work_dir, key, python, compile_only_flags)
-    if path is None or program["status"] != "ok":
+    if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again
+    path = programs / f"{key}.json"
     return write_result(path, "program", program), path, False
