@@ -230,15 +230,17 @@ def test_a_job_past_its_time_limit_is_an_error_saying_time_limit_and_a_rerun_suc
     target_file = workflow / f"experiments/targets/{TARGET}.yaml"
     original = target_file.read_text()
     output = f"results/{TARGET}/runs/{row}.json"
-    target_file.write_text(original.replace("scale:\n", "scale:\n  steps: 3000\n", 1))  # far past 1 minute
+    target_file.write_text(original.replace("scale:\n", "scale:\n  steps: 3000\n", 1))  # far past the limit
     try:
-        limited = run(workflow, cluster, "--set-resources", "run_row:runtime=1", "--", output, rows=[row])
+        # 2 minutes: the row stops 30 s before, after two ranks have imported MaxText and compiled on
+        # two cores (a 1-minute limit left a slower machine no time for a first step)
+        limited = run(workflow, cluster, "--set-resources", "run_row:runtime=2", "--", output, rows=[row])
     finally:
         target_file.write_text(original)
     assert limited.returncode == 0, (limited.stdout + limited.stderr)[-3000:]
     late = result(workflow, row)
     assert late["status"] == "error" and late["ended_by"] == "time limit"
-    assert late["message"].startswith("time limit: stopped after ") and "time limit of 1 min" in late["message"]
+    assert late["message"].startswith("time limit: stopped after ") and "time limit of 2 min" in late["message"]
     assert 0 < late["steps_completed"] < 3000
     rerun = run(workflow, cluster, "--", output, rows=[row])  # the target file changed back: the row reruns
     assert rerun.returncode == 0, rerun.stderr[-3000:]
