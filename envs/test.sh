@@ -50,4 +50,4 @@ if [[ -n $touched ]]; then
     [[ -z ${OFFLOAD_REPRO_REQUIRE_ALL:-} ]] || exit 1
 fi
 # (pytest exits 5 when arguments select no slow test: that is not a failure.)
-.venv/bin/python -m pytest -m "not ($QUICK)" "$@" || { rc=$?; (( rc == 5 )) || exit $rc; }
+.venv/bin/python -m pytest -m "not ($QUICK)" --durations=15 "$@" || { rc=$?; (( rc == 5 )) || exit $rc; }

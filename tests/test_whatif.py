@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import random
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.results import read_result, write_result
 from offload_repro.produce import frontier, program
+from offload_repro.produce.aot import HLO_FILE
 from offload_repro.produce.budget import budget_line
 from offload_repro.produce.compile import compile_result, compile_row
 
@@ -195,6 +197,7 @@ def test_a_row_whose_program_is_cached_is_not_compiled_again(rows, tmp_path, mon
     write_result(
         cache / f"{key}.json", "program", program_of(compiled) | {"key": key, "compiled_as": "deepseek-device-mb8"}
     )
+    program.hlo_path(cache / f"{key}.json").write_bytes(gzip.compress(b"HloModule stand_in"))
 
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled although the program is in the cache")
@@ -204,10 +207,19 @@ def test_a_row_whose_program_is_cached_is_not_compiled_again(rows, tmp_path, mon
     assert point["cached"] and point["compiled_as"] == "deepseek-device-mb8" and point["fits"] is False
     assert point["device_gib"] == pytest.approx(295.15, abs=0.01)
 
+    def compiles(row, target, work_dir, *args, **kwargs):
+        work_dir.mkdir(parents=True, exist_ok=True)
+        (work_dir / HLO_FILE).write_bytes(gzip.compress(b"HloModule compiled_again"))
+        return program_of(compiled) | {"key": key}
+
     (cache / f"{key}.json").write_text("{damaged")
-    monkeypatch.setattr(program, "compile_program", lambda *args, **kwargs: program_of(compiled) | {"key": key})
+    monkeypatch.setattr(program, "compile_program", compiles)
     result = compile_row(row, gb200, tmp_path / "row.json", tmp_path / "work", programs=cache)
     assert result["program"]["cached"] is False and read_result(cache / f"{key}.json", "program")["key"] == key
+    assert gzip.decompress(program.hlo_path(cache / f"{key}.json").read_bytes()) == b"HloModule compiled_again"
+
+    program.hlo_path(cache / f"{key}.json").unlink()  # an entry without its HLO is not a program to reuse
+    assert program.cached_program(row, gb200, cache) is None
 
 
 def test_link_bandwidth_per_direction_from_the_target_files():

@@ -115,6 +115,14 @@ def parser() -> argparse.ArgumentParser:
     budget.add_argument("--out", required=True, type=Path)
     budget.add_argument("compiled", nargs="+", type=Path)
 
+    predict = sub.add_parser("predict", help="predicted step time and throughput of each compiled row on a target")
+    predict.add_argument("--tables", nargs="+", required=True)
+    predict.add_argument("--target", required=True)
+    predict.add_argument("--out", required=True, type=Path)
+    predict.add_argument("--speed", default="experiments/speed.yaml", type=Path, help="the step-time model's inputs")
+    predict.add_argument("--calibrated-by", type=Path, help="the calibration target's own prediction (what-if targets)")
+    predict.add_argument("compiled", nargs="+", type=Path, help="the rows' compiled results on the target")
+
     probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
     probe.add_argument("--tables", nargs="+", required=True)
     probe.add_argument("--target", required=True)
@@ -218,6 +226,21 @@ def dispatch(args: argparse.Namespace) -> int:
         from offload_repro.produce.budget import write_budget
 
         write_budget(load_rows(args.tables), args.compiled, args.out)
+    elif args.command == "predict":
+        from offload_repro.produce.predict import load_speed, write_prediction
+
+        speed = load_speed(args.speed)
+        predicted = write_prediction(
+            load_rows(args.tables),
+            load_target(args.target),
+            args.compiled,
+            args.out,
+            args.speed,
+            load_target(speed["calibration"]["target"]),
+            args.calibrated_by,
+        )
+        calibrated = sum(1 for row in predicted["rows"] if row.get("calibrated_on"))
+        print(f"{args.target}: {len(predicted['rows'])} rows predicted, {calibrated} calibrated")
     elif args.command == "probe":
         from offload_repro.produce.probe import write_probe
 

@@ -38,5 +38,6 @@ RESULT_KINDS = {
         ResultKind("probe", "measured", "offload_repro.produce.probe:observe"),
         ResultKind("frontier", "compiled", "offload_repro.produce.frontier:observe"),
         ResultKind("budget", "compiled", "offload_repro.produce.budget:observe"),
+        ResultKind("predicted", "predicted", "offload_repro.produce.predict:observe"),
     )
 }

@@ -111,12 +111,23 @@ if TARGET.kind == "gpu" and TARGET.launcher == "slurm":
     PREFLIGHT_COMPILED = expand("results/compiled/{gpu_target}/{row}.json", gpu_target=TARGET.name, row=ROW_IDS)
     GRID_TARGETS += [TARGET.name] if TARGET.name not in GRID_TARGETS else []
 POLICIES = [policy["id"] for policy in read_yaml("experiments/frontier.yaml")["policies"]]
+# Predicted evidence is calibrated on one target's published rows (experiments/speed.yaml).
+CALIBRATION_TARGET = read_yaml("experiments/speed.yaml")["calibration"]["target"]
+
+
+def calibration_source(gpu_target):
+    """The calibration target's prediction, which another target's prediction scales from."""
+    if gpu_target == CALIBRATION_TARGET or CALIBRATION_TARGET not in GRID_TARGETS:
+        return []
+    return [f"results/predicted/{CALIBRATION_TARGET}.json"]
+
 
 # Every result file the evidence table of this target is built from, by producer.
 EVIDENCE_FILES = {
     "run": expand("results/{target}/runs/{row}.json", target=TARGET.name, row=ROW_IDS),
     "compile": expand("results/compiled/{gpu_target}/{row}.json", gpu_target=GRID_TARGETS, row=ROW_IDS),
     "analytic": ["results/analytic.json"],
+    "predicted": expand("results/predicted/{gpu_target}.json", gpu_target=GRID_TARGETS),
 }
 if config["whatif"]:
     EVIDENCE_FILES["frontier"] = expand(

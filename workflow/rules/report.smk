@@ -6,6 +6,7 @@ localrules:
     collect_runs,
     analytic,
     budget,
+    predict,
     evidence_table,
     check_claims,
     report,

@@ -137,7 +137,11 @@ class Target:
     @property
     def host_link_gb_s_per_direction(self) -> float | None:
         """The host link's bandwidth one way, GB/s (a bidirectional figure counts both ways)."""
-        link = self.spec["hardware"].get("host_link")
+        return self.link_gb_s_per_direction("host_link")
+
+    def link_gb_s_per_direction(self, link_name: str) -> float | None:
+        """A link's bandwidth one way, GB/s: `host_link` or `collective_link` of the hardware."""
+        link = self.spec["hardware"].get(link_name)
         if not link:
             return None
         return link["bandwidth_gb_s"] / (2 if link.get("direction") == "bidirectional" else 1)

@@ -26,6 +26,12 @@ EVIDENCE = {
             "#ff7f0e",
         ),
         EvidenceClass("analytic", "sizes computed from MaxText's model configs", "#2ca02c"),
+        EvidenceClass(
+            "predicted",
+            "a step time from a stated model over the compiled program (FLOPs with recompute, host copies,"
+            " collectives, its schedule), calibrated on one published row per model; never overrides measured",
+            "#9467bd",
+        ),
     )
 }
 PUBLISHED_COLOUR = "#4c4c4c"

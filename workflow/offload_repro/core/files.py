@@ -31,7 +31,7 @@ def current_umask() -> int:
     return mask
 
 
-def write_atomically(path: str | Path, text: str) -> None:
+def write_atomically(path: str | Path, text: str | bytes) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see half a file.
 
     mkstemp creates the file 0600 and the rename keeps that mode, so the mode a plain
@@ -40,7 +40,8 @@ def write_atomically(path: str | Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fchmod(handle.fileno(), 0o666 & ~current_umask())

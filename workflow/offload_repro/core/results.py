@@ -13,7 +13,19 @@ from offload_repro.core.data import DataError, validate
 from offload_repro.core.files import write_json
 
 SCHEMA_VERSION = 1
-KINDS = ("run", "compile", "program", "analytic", "probe", "frontier", "budget", "evidence", "verdicts", "preflight")
+KINDS = (
+    "run",
+    "compile",
+    "program",
+    "analytic",
+    "probe",
+    "frontier",
+    "budget",
+    "predicted",
+    "evidence",
+    "verdicts",
+    "preflight",
+)
 
 
 class ResultError(DataError):

@@ -4,7 +4,9 @@ Per claim, each evidence kind allowed to judge it gives a judgement: pass, fail,
 not-comparable (with the reason and the command that would judge it) or error. The claim's
 verdict: error if any judgement errs, else fail if any fails, else pass if any passes,
 else not-comparable. Its summary is the strongest decisive judgement (measured before
-compiled before analytic), which the report shows on the claim's one line.
+compiled before analytic before predicted), which the report shows on the claim's one line.
+Predicted evidence never overrides the others: it decides a verdict only where no other evidence
+kind gave a pass, fail or error (judge/predicted.py says how it judges).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from typing import Any
 from offload_repro.core.data import DataError, Target, validate
 from offload_repro.core.evidence import EVIDENCE
 from offload_repro.core.files import read_yaml
-from offload_repro.judge import spread
+from offload_repro.judge import predicted, spread
 
 VERDICTS = ("pass", "fail", "not-comparable", "error")
-STRENGTH = ("measured", "compiled", "analytic")  # strongest first
+STRENGTH = ("measured", "compiled", "analytic", "predicted")  # strongest first
+DECISIVE = ("error", "fail", "pass")
 
 
 def load_claims(path: str | Path) -> list[dict[str, Any]]:
@@ -51,12 +54,14 @@ class EvidenceView:
     judges: tuple[str, ...] = ()
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     spreads: dict[str, dict[str, spread.Spread]] = field(default_factory=dict)
+    # predicted evidence: {row: {metric: [value at each setting]}}, central first
+    settings: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
 def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> list[EvidenceView]:
     found: dict[tuple[str, str | None], EvidenceView] = {}
     for obs in observations:
-        if obs["row"] is None or obs["at"] is not None:
+        if obs["row"] is None or (obs["at"] is not None and obs["evidence"] != "predicted"):
             continue
         key = (obs["evidence"], obs["target"])
         if key not in found:
@@ -65,9 +70,14 @@ def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> lis
                 source = "bytes computed from MaxText's model configs"
             elif obs["evidence"] == "compiled" and target:
                 source = f"XLA memory analysis of the train step compiled for {target.spec['title']}"
+            elif obs["evidence"] == "predicted" and target:
+                source = f"step-time model over the program compiled for {target.spec['title']}"
             else:
                 source = target.spec["title"] if target else str(obs["target"])
             found[key] = EvidenceView(obs["evidence"], obs["target"], source, tuple(target.judges) if target else ())
+        if obs["at"] is not None:
+            found[key].settings.setdefault(obs["row"], {}).setdefault(obs["metric"], []).append(obs["value"])
+            continue
         row = found[key].rows.setdefault(obs["row"], {"status": "ok", "message": None})
         if obs["metric"] == "status":
             row["status"], row["message"] = obs["value"], obs["message"]
@@ -121,10 +131,32 @@ def judge_one(
     errors = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "error"]
     if errors:
         return base | {"verdict": "error", "reason": "; ".join(errors)}
+    if kind == "predicted":
+        return base | _judge_predicted(claim, rule, evidence, observed_rows)
     judgement = _evaluate(claim, rule, observed_rows)
     metric = check.get("metric")
     spreads = {row: evidence.spreads[row][metric] for row in check["rows"] if metric in evidence.spreads.get(row, {})}
     return base | judgement | spread.qualify(claim, judgement, spreads)
+
+
+def _judge_predicted(
+    claim: dict[str, Any], rule: dict[str, Any], evidence: EvidenceView, observed_rows: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    metric, basis = predicted.choose_metric(claim, observed_rows)
+    if metric is None:
+        return _not_comparable(basis)
+    judged = {**claim, "check": {**claim["check"], "metric": metric}}
+    judgement = _evaluate(judged, rule, observed_rows)
+    series = {row: evidence.settings.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
+    found = predicted.band(judged["check"], {row: values for row, values in series.items() if values})
+    note = basis
+    if found and "low" in found:
+        note += f"; over the stated uncertainties {spread.number(found['low'])} to {spread.number(found['high'])}"
+    elif found:
+        note += f"; holds at {found['holds_at']} of {found['settings']} settings of the stated uncertainties"
+    if judgement["verdict"] in ("pass", "fail") and not any(r.get("outcome") == "oom" for r in observed_rows.values()):
+        judgement["explanation"] = predicted.explain(claim, observed_rows)
+    return judgement | {"metric": metric, "band": found, "note": note}
 
 
 def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, Any], str | None]:
@@ -152,7 +184,7 @@ def _evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[s
         return {"verdict": "fail" if oom else "error", "reason": problem, "observed_rows": values}
     if check["type"] in ("value", "ratio"):
         observed = values[rows[0]] if check["type"] == "value" else values[rows[0]] / values[rows[1]] - 1
-        tolerance = rule.get("tolerance", claim["tolerance"])
+        tolerance = rule.get("tolerance") or claim["tolerance"]
         published = claim["published"]
         return {
             "verdict": "pass" if within(observed, published, tolerance) else "fail",
@@ -193,8 +225,9 @@ def _evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[s
 
 
 def overall(judgements: list[dict[str, Any]]) -> str:
-    verdicts = {j["verdict"] for j in judgements}
-    for verdict in ("error", "fail", "pass"):
+    others = [j for j in judgements if j.get("evidence") != "predicted" and j["verdict"] in DECISIVE]
+    verdicts = {j["verdict"] for j in (others or judgements)}  # a prediction never overrides evidence
+    for verdict in DECISIVE:
         if verdict in verdicts:
             return verdict
     return "not-comparable"
@@ -203,6 +236,8 @@ def overall(judgements: list[dict[str, Any]]) -> str:
 def strongest(judgements: list[dict[str, Any]], verdict: str) -> dict[str, Any]:
     """The judgement that decided the verdict, strongest evidence first."""
     deciding = [j for j in judgements if j["verdict"] == verdict] or judgements
+    if verdict in DECISIVE:
+        deciding = [j for j in deciding if j["evidence"] != "predicted"] or deciding
     return min(deciding, key=lambda j: STRENGTH.index(j["evidence"]))
 
 
@@ -242,10 +277,21 @@ def check_claims(
                         "tolerance",
                         "reason",
                         "note",
+                        "explanation",
+                        "band",
                     )
                 },
                 "judgements": judgements,
             }
         )
     counts = Counter(result["verdict"] for result in results)
-    return {"counts": {verdict: counts.get(verdict, 0) for verdict in VERDICTS}, "claims": results}
+    by_evidence: dict[str, dict[str, int]] = {}
+    for result in results:
+        if result["verdict"] in ("pass", "fail"):
+            kind = result["summary"]["evidence"]
+            by_evidence.setdefault(kind, dict.fromkeys(("pass", "fail"), 0))[result["verdict"]] += 1
+    return {
+        "counts": {verdict: counts.get(verdict, 0) for verdict in VERDICTS},
+        "counts_by_evidence": by_evidence,
+        "claims": results,
+    }

@@ -15,6 +15,9 @@ from offload_repro.core.results import read_any, write_result
 from offload_repro.kinds import RESULT_KINDS
 
 SOURCE_FIELDS = ("row", "target", "status", "message")
+# Facts of a whole result that the report shows as they are (predicted evidence: its calibration
+# and its cross-checks by construction); absent from other kinds.
+DETAIL_FIELDS = ("calibration", "cross_checks")
 
 
 def observe_files(paths: list[str | Path]) -> tuple[list[Observation], list[dict[str, Any]]]:
@@ -34,6 +37,7 @@ def observe_files(paths: list[str | Path]) -> tuple[list[Observation], list[dict
                 **{name: result.get(name) for name in SOURCE_FIELDS},
                 "provenance": result.get("provenance"),
                 "assumptions": result.get("assumptions", []),
+                **{name: result[name] for name in DETAIL_FIELDS if name in result},
             }
         )
     return observations, sources

@@ -256,3 +256,46 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
         )
         .resolve_scale(y="independent")
     )
+
+
+def predicted_throughput(
+    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str
+) -> alt.TopLevelMixin | None:
+    """Predicted TFLOPs/s/device with the band of the stated uncertainties, beside the published."""
+    chosen = _points(observations, "predicted", "tflops_per_device")
+    records = [
+        {"row": o.row, "source": "predicted", "tflops": o.value, "low": o.low, "high": o.high}
+        for o in chosen.itertuples()
+        if o.target == machine
+    ]
+    if not records:
+        return None
+    records += [
+        {"row": r.id, "source": "published", "tflops": r.published["tflops_per_device"], "low": None, "high": None}
+        for r in rows
+        if r.published["tflops_per_device"] is not None and any(rec["row"] == r.id for rec in records)
+    ]
+    data = _labelled(records, labels, ["source", "tflops", "low", "high"])
+    base = alt.Chart(data).encode(y=alt.Y("label:N", title=None, sort=None), yOffset="source:N")
+    points = base.mark_point(filled=True, size=60).encode(
+        x=alt.X("tflops:Q", title="TFLOPs/s/device"),
+        color=alt.Color("source:N", scale=COLOURS, title="evidence"),
+        tooltip=["row", "source", alt.Tooltip("tflops:Q", format=",.0f"), "low", "high"],
+    )
+    band = (
+        base.transform_filter(alt.datum.source == "predicted")
+        .mark_rule(color=EVIDENCE["predicted"].colour)
+        .encode(x="low:Q", x2="high:Q")
+    )
+    title = titled(
+        f"Predicted throughput per row on {machine}, beside the published",
+        "The step-time model over each compiled program, calibrated on one published row per model; the line"
+        " is its range over the stated uncertainties. The speed claims are judged from these where nothing"
+        " measured judges them.",
+    )
+    return (
+        alt.layer(band, points)
+        .properties(width=420, height=alt.Step(14))
+        .facet(row=alt.Row("table:N", title=None), title=title)
+        .resolve_scale(y="independent")
+    )

@@ -62,6 +62,11 @@ def percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.1f}%"
 
 
+def share(value: float | None) -> str:
+    """A part of a whole, unsigned: 17.9%."""
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
 def spread_text(spread: dict[str, Any] | None) -> str:
     """' (2,700 to 2,760, 3 repeats)' (with an en dash) after a median of repeats; nothing for one run."""
     if not spread or not spread.get("n") or spread["n"] <= 1:
@@ -121,8 +126,18 @@ class Lookup:
             if pd.notna(o.n) and o.n > 1
         }
 
+        self.bands = {
+            (o.row, o.evidence, o.metric): {"low": o.low, "high": o.high}
+            for o in points.itertuples(index=False)
+            if o.evidence == "predicted" and pd.notna(o.low)
+        }
+
     def spread(self, row: str, evidence: str, metric: str) -> dict[str, Any] | None:
         return self.spreads.get((row, evidence, metric))
+
+    def band(self, row: str, evidence: str, metric: str) -> dict[str, Any] | None:
+        """A prediction's range over the stated uncertainties."""
+        return self.bands.get((row, evidence, metric))
 
     def value(self, row: str, evidence: str, metric: str) -> Any:
         return next(iter(self.all(row, evidence, metric)), (None, None))[0]
@@ -216,6 +231,9 @@ def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, com
     if throughput is not None:
         built.append(("throughput", throughput))
     if compiled_on is not None:
+        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name)
+        if predicted is not None:
+            built.append(("predicted", predicted))
         with_published = "source-hardware" in compiled_on.judges
         built.append(("memory", charts.memory(rows, observations, labels, compiled_on.spec["title"], with_published)))
     for name, chart in (
@@ -297,6 +315,72 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
     }
 
 
+SPEED_COLUMNS = (
+    "model_tflops_per_step",
+    "counted_tflops_per_step",
+    "rematted_tflops_per_step",
+    "unspent_tflops_per_step",
+    "recompute_share",
+    "host_copy_gib_per_step",
+    "step_s",
+    "compute_s",
+    "exposed_host_copy_s",
+    "exposed_collective_s",
+    "tflops_per_device",
+    "calibrated_on",
+    "implied_host_gb_s_per_direction",
+)
+
+
+def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: list[dict[str, Any]], target: str | None):
+    """What the compiled programs say about speed: each row's FLOPs and predicted step, the speed
+    claims' predicted judgements with their explanations, and the model's calibration."""
+    source = next((s for s in sources if s["kind"] == "predicted" and s["target"] == target), None)
+    if source is None:
+        return None
+    lines = []
+    for row in rows:
+        values = {metric: lookup.value(row.id, "predicted", metric) for metric in SPEED_COLUMNS}
+        status = lookup.value(row.id, "predicted", "status")
+        if status is None:
+            continue
+        published = row.published.get("tflops_per_device")
+        predicted = values["tflops_per_device"]
+        lines.append(
+            {
+                "row": row,
+                "status": status,
+                "message": lookup.message(row.id, "predicted", "status"),
+                "band": lookup.band(row.id, "predicted", "tflops_per_device"),
+                "published": published,
+                "ratio": predicted / published if predicted and published else None,
+                **values,
+            }
+        )
+    judged = []
+    for claim in verdicts["claims"]:
+        for judgement in claim["judgements"]:
+            if judgement["evidence"] == "predicted":
+                judged.append({"claim": claim, "judgement": judgement})
+    return {
+        "lines": lines,
+        "claims": judged,
+        "calibration": source.get("calibration") or {},
+        "cross_checks": source.get("cross_checks") or [],
+        "assumptions": source["assumptions"],
+        "file": source["file"],
+    }
+
+
+def predicted_gains(observations: pd.DataFrame) -> list[dict[str, Any]]:
+    """The predicted gain of each offload row over the row it replaces, per GPU target."""
+    chosen = observations[(observations["metric"] == "offload_gain") & observations["at"].isna()]
+    return [
+        {"row": o.row, "target": o.target, "gain": o.value, "low": o.low, "high": o.high, "by": o.message}
+        for o in chosen.sort_values(["row", "target"]).itertuples()
+    ]
+
+
 def whatif_charts(observations: pd.DataFrame) -> list[dict[str, Any]]:
     chart = charts.frontier(observations)
     return [] if chart is None else [inline_spec("frontier", chart)]
@@ -306,7 +390,9 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    env.filters.update(fmt=fmt, percent=percent, tolerance=tolerance_text, spread=spread_text, hardware=hardware_text)
+    env.filters.update(
+        fmt=fmt, percent=percent, share=share, tolerance=tolerance_text, spread=spread_text, hardware=hardware_text
+    )
     env.globals.update(
         evidence_classes=EVIDENCE,
         published_colour=PUBLISHED_COLOUR,
@@ -339,6 +425,8 @@ def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out
             tables=tables(rows, lookup),
             charts=chart_specs(rows, observations[own], target, compiled_on) + whatif_charts(observations),
             whatif=whatif(rows, observations),
+            speed=speed(rows, lookup, verdicts, sources, verdicts["compile_target"]),
+            gains=predicted_gains(observations),
             budget_assumptions=next((s["assumptions"] for s in sources if s["kind"] == "budget"), []),
             budget_message=next((s["message"] for s in sources if s["kind"] == "budget"), None),
             probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),

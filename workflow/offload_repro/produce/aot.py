@@ -15,6 +15,7 @@ place before MaxText builds anything.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import re
@@ -30,6 +31,7 @@ from offload_repro.produce.hlo import canonical, summarize_hlo
 from offload_repro.produce.launch import memory_analysis_dict
 
 # XLA's own warnings while fitting the program into device memory (hlo_rematerialization).
+HLO_FILE = "program.hlo.txt.gz"  # beside the stats file
 MEMORY_WARNING = re.compile(r"Can't reduce memory use below.*|.*exceeds the memory limit.*")
 
 
@@ -109,6 +111,10 @@ def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, m
     try:
         compiled, mesh = compile_train_step(target_text, topology, maxtext_argv)
         hlo = compiled.as_text()
+        # The optimized, scheduled program, kept for what is read from it later (FLOPs, copies,
+        # collectives, overlap), so that reading more from it never compiles it again.
+        with gzip.open(Path(stats_path).with_name(HLO_FILE), "wt", encoding="utf-8", compresslevel=6) as out:
+            out.write(hlo)
         record.update(
             mesh,
             memory=memory_analysis_dict(compiled.memory_analysis()),

@@ -20,12 +20,12 @@ from typing import Any
 
 from offload_repro.core import gpu, provenance
 from offload_repro.core.data import Row, Target
-from offload_repro.core.files import REPO_ROOT, read_json
+from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
 from offload_repro.core.forkserver import run_logged
 from offload_repro.core.process import fresh_work_dir, package_environment
 from offload_repro.core.results import ResultError, read_result, write_result
 from offload_repro.produce import maxtext_args
-from offload_repro.produce.aot import MEMORY_WARNING
+from offload_repro.produce.aot import HLO_FILE, MEMORY_WARNING
 
 # A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
 # with, and autotune level 0 halves the compile while every row's memory analysis stays
@@ -132,6 +132,11 @@ def compile_program(
     }
 
 
+def hlo_path(program_file: Path) -> Path:
+    """The program's optimized HLO, kept beside its cache entry (what predicted evidence reads)."""
+    return program_file.with_name(program_file.stem + ".hlo.txt.gz")
+
+
 def memory_warnings(log_text: str) -> list[str]:
     """XLA's memory warnings in a compile's log, each once, in order."""
     return list(dict.fromkeys(found.group(0).strip() for found in MEMORY_WARNING.finditer(log_text)))
@@ -147,7 +152,7 @@ def cached_program(
     """(program, its file) when the row's program is in the cache `programs`, else None. A damaged
     entry is removed, so that it is compiled again."""
     path = programs / f"{key or program_key(row, target, compile_only_flags)}.json"
-    if not path.exists():
+    if not path.exists() or not hlo_path(path).exists():
         return None
     try:
         return read_result(path, "program"), path
@@ -173,4 +178,6 @@ def program_for(
     if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again
     path = programs / f"{key}.json"
+    # the HLO first: an entry is only read with its HLO beside it
+    write_atomically(hlo_path(path), (work_dir.resolve() / HLO_FILE).read_bytes())
     return write_result(path, "program", program), path, False

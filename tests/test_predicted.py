@@ -1,0 +1,211 @@
+"""Predicted evidence: FLOPs counted from a compiled program, the step-time model, and a judge that
+never lets a prediction use the published number of a row it judges."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.judge.check import check_claims, judge_one, overall, views
+from offload_repro.produce import hlo_program, predict, step_model
+from offload_repro.produce.hlo_program import Event, Flops
+from offload_repro.produce.program import COMPILE_ONLY_FLAGS
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCAN_PROGRAM = textwrap.dedent(
+    """
+    import sys
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.experimental.topologies import get_topology_desc
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    gpus = get_topology_desc(platform="cuda", topology="1x1x1", target_config=open(sys.argv[1]).read())
+    replicated = NamedSharding(Mesh(np.array(gpus.devices).reshape(1), ("x",)), PartitionSpec())
+    x = jax.ShapeDtypeStruct((64, 256), jnp.bfloat16, sharding=replicated)
+    w = jax.ShapeDtypeStruct((33, 256, 256), jnp.bfloat16, sharding=replicated)
+
+    def step(x, w):
+        def layer(carry, weight):
+            return jnp.tanh(carry @ weight), None
+        y, _ = jax.lax.scan(layer, x, w)
+        return y @ w[0]
+
+    compiled = jax.jit(step, in_shardings=(replicated, replicated), out_shardings=replicated).lower(x, w).compile()
+    open(sys.argv[2], "w").write(compiled.as_text())
+    """
+)
+
+
+def test_flops_of_a_compiled_scan_are_the_hand_count_with_its_trip_count(tmp_path):
+    """33 layers of a [64,256] x [256,256] matmul in a scan, then one more outside it, compiled for
+    GB200 with no GPU: XLA's own cost analysis would count the loop body once."""
+    script, hlo = tmp_path / "scan.py", tmp_path / "scan.hlo"
+    script.write_text(SCAN_PROGRAM)
+    env = os.environ | {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(COMPILE_ONLY_FLAGS)}
+    description = REPO / "envs/gpu-targets/NVIDIA_GB200.txtpb"
+    done = subprocess.run([sys.executable, str(script), str(description), str(hlo)], env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    computations = hlo_program.parse(hlo.read_text())
+    flops, unknown = hlo_program.count_flops(computations)
+    one_matmul = 2 * 64 * 256 * 256
+    assert unknown == []
+    assert flops.total == flops.gemm == (33 + 1) * one_matmul
+    loops = [i for c in computations.values() for i in c.instructions if i.op == "while"]
+    assert [hlo_program.trip_count(loop) for loop in loops] == [33]
+
+
+# A scheduled program by hand: an async copy to the host around a GEMM, and an all-gather.
+HOST_COPIES = (REPO / "tests/fixtures/host_copies.hlo").read_text()
+
+
+def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedule():
+    computations = hlo_program.parse(HOST_COPIES)
+    moved = hlo_program.transfers(computations)
+    assert moved["host_bytes"] == {"to_host": 2 * 1024, "from_host": 0}  # the update, not the host buffer
+    (copy,) = moved["host_copies"]  # the wrapped dynamic-update-slice is the copy itself, not a second one
+    assert copy["asynchronous"] and copy["direction"] == "to_host"
+    assert copy["flops_between"] == 2 * 1024**3  # the GEMM scheduled between its start and done
+    # an all-gather over 8 devices: each receives 7/8 of the 2 MiB result
+    assert moved["collectives"] == {"all-gather": {"count": 1, "bytes": 2 * 1024 * 1024 * 7 // 8}}
+    flops, _ = hlo_program.count_flops(computations)
+    assert flops.rematted == flops.total == 2 * 1024**3
+
+
+def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
+    return {
+        "events": events,
+        "entry": "main",
+        "flops": Flops(total=int(model_flops), gemm=int(model_flops)),
+        "unknown_loops": [],
+        "transfers": {"host_bytes": {"to_host": 0, "from_host": 0}, "collectives": {}, "host_copies": []},
+        "model_flops": model_flops,
+    }
+
+
+def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
+    rates = step_model.Rates(flops_per_s=1e12, to_host_bytes_per_s=1e9, from_host_bytes_per_s=1e9)
+    hidden = {
+        "main": [
+            Event("start", channel="to_host", bytes=int(4e9), key="c"),
+            Event("compute", flops=int(10e12)),
+            Event("done", key="c"),
+        ]
+    }
+    assert step_model.step_seconds(hidden, "main", rates) == pytest.approx(10)  # 4 s copy under 10 s compute
+    exposed = {
+        "main": [
+            Event("compute", flops=int(10e12)),
+            Event("start", channel="to_host", bytes=int(4e9), key="c"),
+            Event("done", key="c"),
+        ]
+    }
+    assert step_model.breakdown(exposed, "main", rates) == pytest.approx(
+        {"step_s": 14, "compute_s": 10, "exposed_host_copy_s": 4, "exposed_collective_s": 0}
+    )
+    # a loop of 5: each iteration awaits the copy the one before started, starts the next, computes
+    # for 2 s (pipelined): a 3 s copy sets the pace, a 0.3 s one hides
+    body = [
+        Event("done", key="c"),
+        Event("start", channel="from_host", bytes=int(3e9), key="c"),
+        Event("compute", flops=int(2e12)),
+    ]
+    looped = {"main": [Event("loop", body="layer", times=5)], "layer": body}
+    assert step_model.step_seconds(looped, "main", rates) == pytest.approx(5 * 3)
+    assert step_model.step_seconds(
+        looped, "main", dataclasses.replace(rates, from_host_bytes_per_s=1e10)
+    ) == pytest.approx(10)
+    # MaxText's dense MoE dispatch is counted but not charged
+    dispatch = {"main": [Event("compute", flops=int(10e12), unspent=int(4e12))]}
+    assert step_model.step_seconds(dispatch, "main", rates) == pytest.approx(6)
+    # calibration finds the compute rate that gives a published throughput
+    rate = step_model.calibrate(exposed, "main", 10e12, 10e12 / 12, rates)
+    assert step_model.step_seconds(exposed, "main", dataclasses.replace(rates, flops_per_s=rate)) == pytest.approx(12)
+
+
+SPEED = predict.load_speed(REPO / "experiments/speed.yaml")
+
+
+def llama_rows(published_baseline: float) -> dict:
+    rows = {row.id: row for row in load_rows([REPO / "experiments/rows/llama3.1-405b.yaml"])}
+    baseline = rows["llama-baseline"]
+    rows["llama-baseline"] = dataclasses.replace(
+        baseline, published={**baseline.published, "tflops_per_device": published_baseline}
+    )
+    return rows
+
+
+def llama_programs() -> dict[str, dict]:
+    """Three small stand-ins: the baseline recomputes more; the offload rows copy to the host,
+    hidden (LHS) or not (LHS disabled)."""
+    copy = [Event("start", channel="to_host", bytes=int(8e11), key="q")]
+    return {
+        "llama-baseline": program({"main": [Event("compute", flops=int(11e15))]}),
+        "llama-qkv-offload-lhs": program({"main": [*copy, Event("compute", flops=int(10e15)), Event("done", key="q")]}),
+        "llama-qkv-offload-nolhs": program(
+            {"main": [Event("compute", flops=int(10e15)), *copy, Event("done", key="q")]}
+        ),
+    }
+
+
+def judged(published_baseline: float, claims: list[dict]) -> list[dict]:
+    target = load_target("gb200-nvl72")
+    result = predict.predict_programs(llama_rows(published_baseline), llama_programs(), {}, target, SPEED, target, None)
+    observations = [obs.record() for obs in predict.observe(result, "predicted.json")]
+    evidence = views(observations, {"gb200-nvl72": target})
+    return [judge_one(claim, claim["judged_by"][0], evidence, {"source-hardware": ["gb200-nvl72"]}) for claim in claims]
+
+
+def speed_claim(claim_id: str, check: dict, published: float | None = None, tolerance: dict | None = None) -> dict:
+    rule = {"evidence": "predicted", "hardware": "source-hardware", "tolerance": tolerance or {"relative": 0.1}}
+    return {
+        "id": claim_id,
+        "check": {"metric": "tflops_per_device", **check},
+        "published": published,
+        "judged_by": [rule],
+    }
+
+
+def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges():
+    claims = [
+        speed_claim("own", {"type": "value", "rows": ["llama-baseline"]}, 2669),
+        speed_claim("other", {"type": "value", "rows": ["llama-qkv-offload-lhs"]}, 2746),
+        speed_claim(
+            "gain", {"type": "ratio", "rows": ["llama-qkv-offload-lhs", "llama-baseline"]}, 0.029, {"absolute": 0.02}
+        ),
+        speed_claim(
+            "slowest", {"type": "slowest", "rows": list(llama_programs()), "expect": "llama-qkv-offload-nolhs"}
+        ),
+    ]
+    first, second = judged(2669, claims), judged(2000, claims)
+    own, other, gain, slowest = first
+    # the calibration row's own number is never judged by a prediction calibrated on it
+    assert own["verdict"] == "not-comparable" and "judging it by them would judge it by itself" in own["reason"]
+    # another row's value is calibrated on the baseline, so it moves with the baseline's number...
+    assert other["metric"] == "tflops_per_device" and other["observed"] != second[1]["observed"]
+    # ...but claims that name the baseline use the prior, which no published number reaches
+    for before, after in zip(first[2:], second[2:], strict=True):
+        assert before["metric"] == after["metric"] == "tflops_per_device_prior"
+        assert before["observed"] == after["observed"] and before["verdict"] == after["verdict"]
+    assert gain["observed"] == pytest.approx(11 / 10 - 1) and gain["verdict"] == "fail"  # +10% against +2.9%
+    assert gain["band"]["low"] <= gain["observed"] <= gain["band"]["high"]
+    assert slowest["verdict"] == "pass" and slowest["band"]["holds_at"] == slowest["band"]["settings"] == 9
+    assert "exposed host copies" in slowest["explanation"]
+
+
+def test_a_prediction_never_overrides_measured_evidence():
+    measured = {"evidence": "measured", "verdict": "pass"}
+    assert overall([measured, {"evidence": "predicted", "verdict": "fail"}]) == "pass"
+    assert (
+        overall([{"evidence": "measured", "verdict": "not-comparable"}, {"evidence": "predicted", "verdict": "fail"}])
+        == "fail"
+    )
+    checked = check_claims([], [], {})
+    assert checked["counts_by_evidence"] == {}

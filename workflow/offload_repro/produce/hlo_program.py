@@ -1,0 +1,513 @@
+"""A compiled XLA program read as a schedule: what it computes, copies and communicates, and in
+which order, from its optimized HLO text (kept by the compile, `produce.aot.HLO_FILE`).
+
+Deviceless GPU compiles give no cost analysis, and XLA's generic one counts a while body once,
+so the FLOPs are counted here, every computation as many times as it runs:
+- the entry runs once; a while body runs its `known_trip_count` times per run of its caller (the
+  layer scan); a fused, called or async-wrapped computation runs once per run of its caller;
+- dots (inside Triton GEMM fusions when autotuning is off): 2 x output elements x contracted size;
+- cuBLAS GEMM custom calls: the same, from their dot dimension numbers;
+- cuDNN flash attention (`__cudnn$fmhaSoftmax*`): each of its matmuls is 2 x batch x heads x
+  query length x key length x head dim, halved under a causal mask; the forward pass has two
+  (QK^T, PV), the backward pass five (QK^T again, dV, dP, dQ, dK).
+Each FLOP is labelled by the op that produced it: `rematted_computation` in its metadata is
+JAX's checkpoint recompute; `/dispatch/` and `/combine/` are MaxText's dense MoE dispatch.
+
+The instructions of a scheduled computation appear in the order XLA scheduled them, so an async
+`*-start` / `*-done` pair spans exactly the instructions printed between them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from offload_repro.produce.hlo import ELEMENT_BYTES
+
+ARRAY = re.compile(r"(\w+)\[([\d,]*)\](\{[^}]*\})?")
+HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s+\(.*\{\s*$")
+ASSIGN = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
+OP_NAME = re.compile(r'op_name="([^"]*)"')
+TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+CALLED = re.compile(
+    r"\b(calls|body|condition|to_apply|branch_computations|async_execution_thread)=\{?([^,}]+(?:,\s*%[\w.\-]+)*)\}?"
+)
+CONTRACTING = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
+REPLICA_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]")
+REPLICA_LIST = re.compile(r"replica_groups=\{\{([\d,]*)\}")
+REPLICA_MESH = re.compile(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}")
+COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
+# Bytes a device sends over its links per collective, as a share of the collective's full buffer
+# (ring algorithms over a group of n): what moves, not what the operation is called.
+LINK_SHARE = {
+    "all-gather": lambda n: (n - 1) / n,
+    "reduce-scatter": lambda n: (n - 1) / n,
+    "all-reduce": lambda n: 2 * (n - 1) / n,
+    "all-to-all": lambda n: (n - 1) / n,
+    "collective-permute": lambda n: 1.0,
+}
+REMAT_LABEL = "rematted_computation"
+UNSPENT_LABELS = ("/dispatch/", "/combine/")  # MaxText's dense MoE dispatch; the source used TE's permutation
+
+
+@dataclass
+class Instruction:
+    name: str
+    shape: str
+    op: str
+    operands: list[str]
+    attributes: str
+    op_name: str
+
+    @property
+    def arrays(self) -> list[tuple[str, list[int], bool]]:
+        """(dtype, dims, in host memory) of each array in the result shape."""
+        return [(d, _dims(dims), bool(layout and "S(5)" in layout)) for d, dims, layout in ARRAY.findall(self.shape)]
+
+
+@dataclass
+class Computation:
+    name: str
+    entry: bool
+    instructions: list[Instruction] = field(default_factory=list)
+    shapes: dict[str, str] = field(default_factory=dict)
+
+
+def _dims(text: str) -> list[int]:
+    return [int(d) for d in text.split(",") if d]
+
+
+def array_bytes(dtype: str, dims: list[int]) -> int:
+    return ELEMENT_BYTES.get(dtype, 0) * math.prod(dims)
+
+
+def shape_bytes(shape: str) -> int:
+    return sum(array_bytes(d, _dims(dims)) for d, dims, _ in ARRAY.findall(shape))
+
+
+def _balanced(text: str, start: int) -> int:
+    """Index just past the bracket group opening at `start`."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] in "([{":
+            depth += 1
+        elif text[i] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if current:
+        parts.append("".join(current))
+    return parts
+
+
+def parse_instruction(line: str) -> Instruction | None:
+    assigned = ASSIGN.match(line)
+    if not assigned:
+        return None
+    rest = re.sub(r"/\*index=\d+\*/", "", line[assigned.end() :])
+    shape_end = _balanced(rest, 0) if rest.startswith("(") else rest.find(" ")
+    shape = rest[:shape_end]
+    after = rest[shape_end:].lstrip()
+    open_at = after.find("(")
+    if open_at < 0:
+        return None
+    op = after[:open_at]
+    close = _balanced(after, open_at)
+    operands = [
+        part.strip().split()[-1].lstrip("%") for part in _split_top(after[open_at + 1 : close - 1]) if part.strip()
+    ]
+    attributes = after[close:]
+    found = OP_NAME.search(attributes)
+    return Instruction(assigned.group(1), shape, op, operands, attributes, found.group(1) if found else "")
+
+
+def parse(text: str) -> dict[str, Computation]:
+    """The program's computations in printed order (callees before their callers)."""
+    computations: dict[str, Computation] = {}
+    current: Computation | None = None
+    for line in text.splitlines():
+        if current is None:
+            header = HEADER.match(line)
+            if header:
+                current = computations.setdefault(header.group(2), Computation(header.group(2), bool(header.group(1))))
+            continue
+        if line.strip() == "}":
+            current = None
+            continue
+        instruction = parse_instruction(line)
+        if instruction:
+            current.instructions.append(instruction)
+            current.shapes[instruction.name] = instruction.shape
+    return computations
+
+
+def called(instruction: Instruction) -> list[tuple[str, str]]:
+    """(how, computation) for each computation the instruction calls."""
+    found = []
+    for how, names in CALLED.findall(instruction.attributes):
+        for name in names.split(","):
+            name = name.strip().lstrip("%")
+            if name and re.fullmatch(r"[\w.\-]+", name):
+                found.append((how, name))
+    return found
+
+
+def trip_count(instruction: Instruction) -> int | None:
+    found = TRIP_COUNT.search(instruction.attributes)
+    return int(found.group(1)) if found else None
+
+
+def executions(computations: dict[str, Computation]) -> tuple[dict[str, int], list[str]]:
+    """How many times each computation runs per step, and the while loops of unknown trip count
+    (counted once, and said so)."""
+    runs: dict[str, int] = defaultdict(int)
+    unknown: list[str] = []
+    for computation in computations.values():
+        if computation.entry:
+            runs[computation.name] = 1
+    for computation in reversed(list(computations.values())):  # callers are printed after their callees
+        count = runs.get(computation.name, 0)
+        if not count:
+            continue
+        for instruction in computation.instructions:
+            for how, name in called(instruction):
+                if how == "to_apply":
+                    continue  # scalar reductions: no FLOPs counted
+                if how == "body":
+                    trips = trip_count(instruction)
+                    if trips is None:
+                        unknown.append(instruction.name)
+                    runs[name] += count * (trips or 1)
+                elif how == "condition":
+                    runs[name] += count * ((trip_count(instruction) or 1) + 1)
+                else:
+                    runs[name] += count
+    return dict(runs), unknown
+
+
+def _operand_dims(computation: Computation, operand: str) -> list[int]:
+    arrays = ARRAY.findall(computation.shapes.get(operand, ""))
+    return _dims(arrays[0][1]) if arrays else []
+
+
+def dot_flops(computation: Computation, instruction: Instruction) -> int:
+    out = instruction.arrays
+    contracting = CONTRACTING.search(instruction.attributes)
+    lhs = _operand_dims(computation, instruction.operands[0]) if instruction.operands else []
+    if not out or not contracting or not lhs:
+        return 0
+    contracted = math.prod(lhs[int(d)] for d in contracting.group(1).split(",") if d)
+    return 2 * math.prod(out[0][1]) * contracted
+
+
+def _backend_config(instruction: Instruction) -> dict[str, Any]:
+    start = instruction.attributes.find("backend_config=")
+    if start < 0:
+        return {}
+    brace = instruction.attributes.find("{", start)
+    try:
+        return json.loads(instruction.attributes[brace : _balanced(instruction.attributes, brace)])
+    except ValueError:
+        return {}
+
+
+def attention_flops(instruction: Instruction) -> int:
+    """cuDNN flash attention: its matmuls from the query and key shapes and the dot dimension numbers."""
+    config = _backend_config(instruction).get("cudnn_fmha_backend_config", {})
+    constraints = re.search(r"operand_layout_constraints=\{(.*?)\}, api_version", instruction.attributes)
+    numbers = config.get("bmm1_dot_dimension_numbers", {})
+    if not constraints or not numbers:
+        return 0
+    arrays = [_dims(dims) for _, dims, _ in ARRAY.findall(constraints.group(1))]
+    query, key = arrays[0], arrays[1]
+    batch = [int(d) for d in numbers.get("lhs_batch_dimensions", [])]
+    contracting = [int(d) for d in numbers.get("lhs_contracting_dimensions", [])]
+    key_batch = [int(d) for d in numbers.get("rhs_batch_dimensions", [])]
+    key_contracting = [int(d) for d in numbers.get("rhs_contracting_dimensions", [])]
+    query_length = math.prod(n for i, n in enumerate(query) if i not in batch + contracting)
+    key_length = math.prod(n for i, n in enumerate(key) if i not in key_batch + key_contracting)
+    one = 2 * math.prod(query[i] for i in batch) * query_length * key_length * math.prod(query[i] for i in contracting)
+    if config.get("mask_type") == "CAUSAL":
+        one //= 2
+    backward = "Backward" in instruction.attributes.split("custom_call_target=", 1)[-1][:40]
+    return one * (5 if backward else 2)
+
+
+def gemm_custom_call_flops(computation: Computation, instruction: Instruction) -> int:
+    numbers = _backend_config(instruction).get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
+    lhs = _operand_dims(computation, instruction.operands[0]) if instruction.operands else []
+    out = instruction.arrays
+    if not numbers or not lhs or not out:
+        return 0
+    contracted = math.prod(lhs[int(d)] for d in numbers.get("lhs_contracting_dimensions", []))
+    return 2 * math.prod(out[0][1]) * contracted
+
+
+def own_flops(computation: Computation, instruction: Instruction) -> tuple[int, str]:
+    """(FLOPs, kind) of one instruction itself, not of what it calls."""
+    if instruction.op == "dot":
+        return dot_flops(computation, instruction), "gemm"
+    if instruction.op == "custom-call":
+        target = re.search(r'custom_call_target="([^"]+)"', instruction.attributes)
+        name = target.group(1) if target else ""
+        if name.startswith("__cudnn$fmha"):
+            return attention_flops(instruction), "attention"
+        if name.startswith("__cublas"):
+            return gemm_custom_call_flops(computation, instruction), "gemm"
+    return 0, ""
+
+
+def labels(op_name: str) -> tuple[bool, bool]:
+    """(JAX checkpoint recompute, MoE dispatch the source did not spend)."""
+    return REMAT_LABEL in op_name, any(label in op_name for label in UNSPENT_LABELS)
+
+
+@dataclass
+class Flops:
+    total: int = 0
+    gemm: int = 0
+    attention: int = 0
+    rematted: int = 0  # labelled recompute (JAX's checkpoint)
+    unspent: int = 0  # dense MoE dispatch / combine
+
+    def add(self, flops: int, kind: str, op_name: str, times: int = 1) -> None:
+        flops *= times
+        self.total += flops
+        setattr(self, kind, getattr(self, kind) + flops)
+        rematted, unspent = labels(op_name)
+        self.rematted += flops if rematted else 0
+        self.unspent += flops if unspent else 0
+
+    def record(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+def count_flops(computations: dict[str, Computation]) -> tuple[Flops, list[str]]:
+    """Per step, every computation counted as many times as it runs."""
+    runs, unknown = executions(computations)
+    flops = Flops()
+    for computation in computations.values():
+        times = runs.get(computation.name, 0)
+        for instruction in computation.instructions if times else ():
+            value, kind = own_flops(computation, instruction)
+            if value:
+                flops.add(value, kind, instruction.op_name, times)
+    return flops, unknown
+
+
+# --- the schedule ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """One step of a scheduled computation, as the step-time model replays it.
+    kind: compute (flops, unspent: not the source's) | start / done (async transfer `key` on
+    `channel`, bytes) | transfer (synchronous) | loop (`body` repeated `times`)."""
+
+    kind: str
+    flops: int = 0
+    unspent: int = 0
+    channel: str = ""
+    bytes: int = 0
+    key: str = ""
+    body: str = ""
+    times: int = 1
+
+
+def _host_side(computation: Computation, instruction: Instruction) -> str | None:
+    """'to_host' / 'from_host' for a copy between device and host memory, else None."""
+    out_host = [host for _, _, host in instruction.arrays]
+    operand_host = ["S(5)" in computation.shapes.get(op, "") for op in instruction.operands]
+    base = instruction.op.removesuffix("-start")
+    if instruction.op == "fusion-start" or base in ("dynamic-update-slice", "dynamic-slice", "copy"):
+        name = instruction.name
+        if any(operand_host) and (name.startswith("dynamic-slice") or base == "dynamic-slice"):
+            return "from_host"
+        if any(out_host) and (name.startswith("dynamic-update-slice") or base == "dynamic-update-slice"):
+            return "to_host"
+        if base == "copy" and any(operand_host) != any(out_host):
+            return "to_host" if any(out_host) else "from_host"
+    return None
+
+
+def _copy_bytes(computation: Computation, instruction: Instruction, side: str) -> int:
+    if side == "to_host":  # the update written into the host buffer: the largest device operand
+        sizes = [
+            shape_bytes(computation.shapes.get(op, ""))
+            for op in instruction.operands
+            if "S(5)" not in computation.shapes.get(op, "")
+        ]
+        return max(sizes, default=0)
+    arrays = [array_bytes(d, dims) for d, dims, host in instruction.arrays if not host]
+    return max(arrays, default=0)  # the slice read back into device memory
+
+
+def _collective(computation: Computation, instruction: Instruction) -> tuple[str, int] | None:
+    base = instruction.op.removesuffix("-start")
+    if base not in COLLECTIVES:
+        return None
+    group = group_size(instruction.attributes)
+    largest = max((array_bytes(d, dims) for d, dims, _ in instruction.arrays), default=0)
+    return base, int(largest * LINK_SHARE[base](max(group, 2)))
+
+
+def group_size(attributes: str) -> int:
+    """Devices in each replica group, in any of the three forms XLA prints them."""
+    if mesh := REPLICA_MESH.search(attributes):
+        sizes = dict(re.findall(r"'(\w+)'=(\d+)", mesh.group(1)))
+        return math.prod(int(sizes[axis]) for axis in re.findall(r"'(\w+)'", mesh.group(2)) if axis in sizes)
+    if iota := REPLICA_IOTA.search(attributes):
+        return int(iota.group(2))
+    if listed := REPLICA_LIST.search(attributes):
+        return len(_dims(listed.group(1)))
+    return 2
+
+
+def async_wrapped(computations: dict[str, Computation]) -> set[str]:
+    """Computations an async fusion-start runs: their instructions are the copy itself."""
+    return {
+        callee
+        for computation in computations.values()
+        for instruction in computation.instructions
+        if instruction.op == "fusion-start"
+        for how, callee in called(instruction)
+        if how == "calls"
+    }
+
+
+def fused_flops(computations: dict[str, Computation], name: str, memo: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """(FLOPs, unspent FLOPs) of a fused computation and what it calls in turn, per run."""
+    if name in memo:
+        return memo[name]
+    memo[name] = (0, 0)
+    total = unspent = 0
+    computation = computations.get(name)
+    for instruction in computation.instructions if computation else ():
+        value, _ = own_flops(computation, instruction)
+        total += value
+        unspent += value if labels(instruction.op_name)[1] else 0
+        for how, callee in called(instruction):
+            if how == "calls":
+                more, more_unspent = fused_flops(computations, callee, memo)
+                total, unspent = total + more, unspent + more_unspent
+    memo[name] = (total, unspent)
+    return total, unspent
+
+
+def schedule(computations: dict[str, Computation]) -> dict[str, list[Event]]:
+    """Each scheduled computation (the entry and what it runs in sequence) as events in order."""
+    memo: dict[str, tuple[int, int]] = {}
+    events: dict[str, list[Event]] = {}
+    sequenced = {c.name for c in computations.values() if c.entry}
+    for computation in reversed(list(computations.values())):
+        for instruction in computation.instructions:
+            for how, name in called(instruction):
+                if how in ("body", "branch_computations") or instruction.op == "call":
+                    sequenced.add(name)
+    for name in sequenced:
+        computation = computations.get(name)
+        if computation is None:
+            continue
+        timeline: list[Event] = []
+        for instruction in computation.instructions:
+            side = _host_side(computation, instruction)
+            collective = _collective(computation, instruction)
+            if instruction.op == "while":
+                body = next((callee for how, callee in called(instruction) if how == "body"), "")
+                timeline.append(Event("loop", body=body, times=trip_count(instruction) or 1))
+            elif instruction.op in ("call", "conditional"):
+                for _, callee in called(instruction):
+                    timeline.append(Event("loop", body=callee, times=1))
+            elif side:
+                kind = "start" if instruction.op.endswith("-start") else "transfer"
+                timeline.append(
+                    Event(kind, channel=side, bytes=_copy_bytes(computation, instruction, side), key=instruction.name)
+                )
+            elif collective:
+                kind = "start" if instruction.op.endswith("-start") else "transfer"
+                timeline.append(Event(kind, channel="collective", bytes=collective[1], key=instruction.name))
+            elif instruction.op.endswith("-done") and instruction.operands:
+                timeline.append(Event("done", key=instruction.operands[0]))
+            else:
+                value, _ = own_flops(computation, instruction)
+                unspent = value if labels(instruction.op_name)[1] else 0
+                for how, callee in called(instruction):
+                    if how == "calls" and instruction.op != "fusion-start":
+                        more, more_unspent = fused_flops(computations, callee, memo)
+                        value, unspent = value + more, unspent + more_unspent
+                if value:
+                    timeline.append(Event("compute", flops=value, unspent=unspent))
+        events[name] = timeline
+    return events
+
+
+def entry_name(computations: dict[str, Computation]) -> str:
+    return next(c.name for c in computations.values() if c.entry)
+
+
+def transfers(computations: dict[str, Computation]) -> dict[str, Any]:
+    """Bytes per step to the host, back from it, and per collective type; each host copy with
+    whether it is asynchronous and the FLOPs scheduled between its start and done."""
+    runs, _ = executions(computations)
+    memo: dict[str, tuple[int, int]] = {}
+    host = {"to_host": 0, "from_host": 0}
+    collectives: dict[str, dict[str, int]] = {}
+    copies: list[dict[str, Any]] = []
+    wrapped = async_wrapped(computations)
+    for computation in computations.values():
+        times = runs.get(computation.name, 0)
+        if not times or computation.name in wrapped:
+            continue
+        open_copies: dict[str, dict[str, Any]] = {}
+        for instruction in computation.instructions:
+            side = _host_side(computation, instruction)
+            collective = _collective(computation, instruction)
+            if side:
+                moved = _copy_bytes(computation, instruction, side)
+                host[side] += moved * times
+                copy = {
+                    "name": instruction.name,
+                    "direction": side,
+                    "bytes": moved,
+                    "runs_per_step": times,
+                    "asynchronous": instruction.op.endswith("-start"),
+                    "flops_between": 0,
+                }
+                copies.append(copy)
+                if copy["asynchronous"]:
+                    open_copies[instruction.name] = copy
+            elif collective and (kind := collective[0]):
+                entry = collectives.setdefault(kind, {"count": 0, "bytes": 0})
+                entry["count"] += times
+                entry["bytes"] += collective[1] * times
+            elif instruction.op.endswith("-done") and instruction.operands and instruction.operands[0] in open_copies:
+                open_copies.pop(instruction.operands[0])
+            else:
+                value, _ = own_flops(computation, instruction)
+                for how, callee in called(instruction):
+                    if how in ("calls", "body") and instruction.op != "fusion-start":
+                        value += fused_flops(computations, callee, memo)[0] * (
+                            (trip_count(instruction) or 1) if how == "body" else 1
+                        )
+                for copy in open_copies.values():
+                    copy["flops_between"] += value
+    return {"host_bytes": host, "collectives": collectives, "host_copies": copies}
