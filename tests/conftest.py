@@ -24,3 +24,15 @@ def require(program: str) -> None:
 @pytest.fixture(scope="session")
 def tables() -> list[str]:
     return TABLES
+
+
+@pytest.fixture(scope="session")
+def main_job(tmp_path_factory):
+    """The README's main job (`snakemake --cores all`, here 2 cores) on a copy of the workflow."""
+    from workflow_copy import copy_workflow, snakemake
+
+    directory = copy_workflow(tmp_path_factory.mktemp("wf"))
+    done = snakemake(directory, "--cores", "2", timeout=2400)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    (directory / "main-job.out").write_text(done.stdout + done.stderr)
+    return directory

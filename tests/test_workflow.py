@@ -31,15 +31,6 @@ ROWS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def main_job(tmp_path_factory):
-    directory = copy_workflow(tmp_path_factory.mktemp("wf"))
-    done = snakemake(directory, "--cores", "2", timeout=2400)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    (directory / "main-job.out").write_text(done.stdout + done.stderr)
-    return directory
-
-
 @pytest.fixture
 def finished_copy(main_job, tmp_path):
     """A copy of the finished main job (results and all), for tests that edit files."""
@@ -278,8 +269,8 @@ def test_report_renders_every_chart_and_verdict(main_job):
     page = main_job / "results/report/cpu.html"
     assert page.stat().st_size < 2 * 1024**2
     dom = rendered_dom(page)
-    assert rendered_charts(dom) == {"throughput": "true", "memory": "true", "losses": "true"}
-    assert vega_graphics(dom) >= 3
+    assert rendered_charts(dom) == {"throughput": "true", "predicted": "true", "memory": "true", "losses": "true"}
+    assert vega_graphics(dom) >= 4
     verdicts = json.loads((main_job / "results/cpu/verdicts.json").read_text())
     for claim in verdicts["claims"]:
         assert f'id="claim-{claim["id"]}" data-verdict="{claim["verdict"]}"' in dom
@@ -303,10 +294,15 @@ def test_unknown_row_in_config_is_refused(tmp_path):
     assert done.returncode != 0 and "unknown row ids ['llama-nope']" in done.stdout + done.stderr
 
 
+AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized", "deepseek-device-mb8")
+
+
 @pytest.mark.slow
-def test_compile_only_options_leave_every_rows_memory_analysis_identical(main_job, tables, tmp_path, monkeypatch):
+def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tables, tmp_path, monkeypatch):
     """The main job compiles with --xla_gpu_autotune_level=0; XLA's default autotuning must give
-    the same memory analysis, byte for byte, for every row (the program digest may differ)."""
+    the same memory analysis, byte for byte (the program digest may differ). Here on one row of
+    each kind of program (a Llama offload, a DeepSeek offload with pipelining, a DeepSeek row that
+    does not fit); workflow/scripts/autotune_identity.py compiles all nine both ways."""
     from concurrent.futures import ThreadPoolExecutor
 
     from offload_repro.core.data import load_rows, load_target
@@ -320,10 +316,11 @@ def test_compile_only_options_leave_every_rows_memory_analysis_identical(main_jo
         out = tmp_path / f"{row.id}.json"
         return compile_row(row, gb200, out, tmp_path / row.id, compile_only_flags=DEFAULT_AUTOTUNING)
 
+    chosen = [row for row in load_rows(tables) if row.id in AUTOTUNE_ROWS]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        defaults = {result["row"]: result for result in pool.map(default_compile, load_rows(tables))}
+        defaults = {result["row"]: result for result in pool.map(default_compile, chosen)}
     fast = compiled(main_job)
-    assert set(defaults) == set(fast) and len(fast) == 9
+    assert set(defaults) == set(AUTOTUNE_ROWS) and len(fast) == 9
     for row, result in defaults.items():
         assert result["status"] == "ok", (row, result["message"])
         assert "--xla_gpu_autotune_level=0" in fast[row]["provenance"]["xla_flags"]

@@ -14,7 +14,6 @@ import hashlib
 import json
 import sys
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,11 @@ from offload_repro.produce.aot import HLO_FILE, MEMORY_WARNING
 
 # A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
 # with, and autotune level 0 halves the compile while every row's memory analysis stays
-# byte-identical (tests/test_workflow.py compiles every row both ways to show it; the program
-# digest changes, since untuned fusions carry a default backend config).
+# byte-identical (workflow/scripts/autotune_identity.py compiles every row both ways to show it, and a
+# slow test holds it for one row of each kind; the program digest changes, since untuned fusions
+# carry a default backend config).
 COMPILE_ONLY_FLAGS = ("--xla_gpu_shard_autotuning=false", "--xla_gpu_autotune_level=0")
 DEFAULT_AUTOTUNING = ("--xla_gpu_shard_autotuning=false",)
-VERSIONS = ("jax", "jaxlib", "jax-cuda12-plugin", "maxtext")
 # The code that decides what XLA is asked to compile and what is read back from it. The code that
 # turns a program into a row's result (produce/compile.py) is not here: editing it reassembles
 # every result from the cache without compiling anything again.
@@ -50,6 +49,7 @@ def compile_overrides(row: Row, target: Target) -> dict[str, Any]:
         overrides.pop(key, None)
     overrides.update(spec.get("families", {}).get(row.family, {}))
     overrides.update(spec["maxtext"])
+    overrides.update(row.maxtext_overrides)  # an assumption's alternative, last
     devices = [int(n) for n in spec["topology"].split("x")]
     overrides.update(
         internal_compile=True,
@@ -75,7 +75,7 @@ def program_key(row: Row, target: Target, compile_only_flags: tuple[str, ...] = 
         "description": gpu.description(target),
         "topology": target.spec["compile"]["topology"],
         "code": program_code(),
-        "versions": [metadata.version(name) for name in VERSIONS],
+        "versions": provenance.versions(),
     }
     return hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -124,7 +124,7 @@ def compile_program(
             "target_description": spec["description_file"],
             "topology": spec["topology"],
             "declared_cudnn": gpu.cudnn_version(description),
-            "versions": {name: metadata.version(name) for name in VERSIONS},
+            "versions": provenance.versions(),
             "wall_time_s": round(wall_s, 2),
             "compile_log": str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file),
             **provenance.stamp(),
