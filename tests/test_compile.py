@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from offload_repro.core import gpu
+from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.produce.compile import compile_overrides, explain_warnings, mechanism
@@ -33,7 +34,8 @@ def test_compile_arguments_are_full_scale_with_the_targets_settings(tables, gb20
 def test_llama_compile_drops_transformer_engine_quantization(tables, gb200):
     args = compile_overrides(rows(tables)["llama-qkv-offload-lhs"], gb200)
     assert "quantization" not in args and "megablox" not in args
-    assert any("NVFP4" in assumption for assumption in gb200.spec["compile"]["assumptions"])
+    assert "llama-weight-precision" in gb200.spec["compile"]["assumptions"]
+    assert "NVFP4" in sentence("llama-weight-precision")  # stated once, in experiments/assumptions.yaml
 
 
 def test_target_description_facts(gb200):

@@ -209,3 +209,61 @@ def test_a_prediction_never_overrides_measured_evidence():
     )
     checked = check_claims([], [], {})
     assert checked["counts_by_evidence"] == {}
+
+
+def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
+    """Stand-in predictions for the Llama rows beside the real compiled fixtures: the page counts
+    verdicts by the evidence that decided them, marks a claim decided by prediction on its line,
+    and shows the speed section with each row's terms and each speed claim's explanation."""
+    from offload_repro.cli import main
+    from offload_repro.core.results import write_result
+    from report_page import raw_placeholders
+
+    target = load_target("gb200-nvl72")
+    predicted = predict.predict_programs(llama_rows(2669), llama_programs(), {}, target, SPEED, target, None)
+    predicted_file = write_result(tmp_path / "predicted.json", "predicted", predicted) and tmp_path / "predicted.json"
+    fixtures = REPO / "tests/fixtures/results"
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
+    inputs = [*map(str, sorted((fixtures / "compiled/gb200-nvl72").glob("*.json"))), str(predicted_file)]
+    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *inputs]) == 0
+    assert (
+        main(
+            [
+                "check",
+                "--evidence",
+                str(evidence),
+                "--claims",
+                str(REPO / "experiments/claims.yaml"),
+                "--out",
+                str(verdicts),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "report",
+                "--tables",
+                *tables,
+                "--evidence",
+                str(evidence),
+                "--verdicts",
+                str(verdicts),
+                "--out",
+                str(page),
+            ]
+        )
+        == 0
+    )
+    html = page.read_text()
+    assert 'id="counts-by-evidence"' in html and '<span class="ev ev-predicted">predicted</span>' in html
+    decided = html[html.index('<tr id="claim-llama-qkv-lhs-throughput"') :]
+    decided = decided[: decided.index("</tr>")]
+    assert "by prediction only: no run judged it" in decided
+    speed = html[html.index('<section id="speed">') :]
+    speed = speed[: speed.index("</section>")]
+    assert 'id="speed-llama-qkv-offload-nolhs"' in speed and "the calibration row" in speed
+    assert 'id="speed-claim-llama-qkv-lhs-vs-baseline"' in speed and "uncalibrated (prior efficiency)" in speed
+    assert "exposed host copies" in speed
+    assert raw_placeholders(html) == []

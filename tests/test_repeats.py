@@ -35,8 +35,8 @@ def test_three_repeats_give_medians_each_repeat_and_the_spread():
     tflops = result["spread"]["tflops_per_device"]
     assert tflops == {
         "median": 2746.3,
-        "min": 2716.1,
-        "max": 2760.4,
+        "low": 2716.1,
+        "high": 2760.4,
         "relative": pytest.approx((2760.4 - 2716.1) / 2746.3),
         "n": 3,
     }
@@ -67,8 +67,8 @@ def test_one_repeat_has_no_width():
     assert result["tflops_per_device"] == 2746.3
     assert result["spread"]["tflops_per_device"] == {
         "median": 2746.3,
-        "min": 2746.3,
-        "max": 2746.3,
+        "low": 2746.3,
+        "high": 2746.3,
         "relative": 0,
         "n": 1,
     }

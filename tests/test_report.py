@@ -11,8 +11,10 @@ import pytest
 
 from conftest import require
 from offload_repro.cli import main
+from offload_repro.core.data import load_target
 from offload_repro.core.observation import Observer
 from offload_repro.core.results import read_result, write_result
+from offload_repro.plan import snakemake_command
 from offload_repro.present.report import fmt, render_index, spread_text
 from offload_repro.produce import trace
 from report_page import raw_placeholders, rendered_charts, rendered_dom, vega_graphics
@@ -81,6 +83,9 @@ def test_a_reason_shared_by_many_claims_is_stated_once(built):
     shared = max(set(reasons), key=reasons.count)
     assert reasons.count(shared) > 3
     assert html.count(shared.replace("'", "&#39;")) == 1
+    # the note says how to produce the evidence that would judge them: the page attaches the command
+    command = snakemake_command(load_target("gb200-nvl72"))
+    assert f"to judge: <code>{command}</code>" in html
 
 
 def test_row_table_sets_published_measured_compiled_and_analytic_side_by_side(built):
@@ -196,7 +201,7 @@ def repeated_evidence(path: Path) -> None:
         result = {"status": "ok", "message": None}
         seen = Observer(result, f"runs/{row}.json", "measured", row, "gb200-nvl72")
         seen.status_line()
-        spread = {"median": value, "min": low, "max": high, "relative": (high - low) / value, "n": n}
+        spread = {"median": value, "low": low, "high": high, "relative": (high - low) / value, "n": n}
         seen.add("tflops_per_device", value, "TFLOPs/s/device", spread=spread)
         observations += [o.record() for o in seen.observations]
     source = {"kind": "run", "evidence": "measured", "status": "ok", "message": None, "provenance": None}

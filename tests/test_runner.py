@@ -92,7 +92,7 @@ def test_each_repeat_is_its_own_run_and_the_row_keeps_their_median_and_spread(ta
     assert all((tmp_path / "work" / f"repeat-{n}" / "metrics.jsonl").exists() for n in (1, 2))
     per_repeat = [r["tflops_per_device"] for r in result["repeats"]]
     spread = result["spread"]["tflops_per_device"]
-    assert spread["n"] == 2 and spread["min"] == min(per_repeat) and spread["max"] == max(per_repeat)
+    assert spread["n"] == 2 and spread["low"] == min(per_repeat) and spread["high"] == max(per_repeat)
     assert result["tflops_per_device"] == sum(per_repeat) / 2  # the median of two
     assert result["provenance"]["wall_time_s"] == pytest.approx(sum(r["wall_time_s"] for r in result["repeats"]))
     (tflops,) = [o for o in observe(result, "x.json") if o.metric == "tflops_per_device"]

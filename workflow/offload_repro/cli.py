@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import sys
 import traceback
 from pathlib import Path
@@ -27,7 +28,6 @@ def _check(args: argparse.Namespace) -> int:
     from offload_repro.core import provenance
     from offload_repro.core.results import read_result, write_result
     from offload_repro.judge.check import check_claims, load_claims, views
-    from offload_repro.plan import snakemake_command
 
     evidence = read_result(args.evidence, "evidence")
     claims = load_claims(args.claims)
@@ -35,12 +35,20 @@ def _check(args: argparse.Namespace) -> int:
     names = {name for targets in qualifying.values() for name in targets}
     names |= {obs["target"] for obs in evidence["observations"] if obs["target"]}
     targets = {name: load_target(name) for name in sorted(names)}
-    verdicts = check_claims(
-        claims,
-        views(evidence["observations"], targets),
-        qualifying,
-        {name: snakemake_command(target) for name, target in targets.items()},
-    )
+    verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying)
+    if args.assumptions:
+        from offload_repro.core.files import read_yaml
+        from offload_repro.judge.robustness import compiled_verdicts, policy_points, robustness
+
+        sensitivity = read_result(args.assumptions, "assumptions")
+        points, micro_batches = policy_points(read_yaml(args.frontier)["policies"], load_rows(args.tables))
+        judge = compiled_verdicts(
+            lambda chosen, observations: check_claims(chosen, views(observations, targets), qualifying)
+        )
+        found = robustness(claims, evidence["observations"], sensitivity, judge, points, micro_batches)
+        for claim in verdicts["claims"]:
+            if claim["id"] in found:
+                claim["robustness"] = found[claim["id"]]
     compiled = sorted({obs["target"] for obs in evidence["observations"] if obs["evidence"] == "compiled"})
     write_result(
         args.out,
@@ -86,6 +94,8 @@ def parser() -> argparse.ArgumentParser:
         one_row.add_argument("--work-dir", required=True, type=Path)
         if name == "compile":
             one_row.add_argument("--programs", type=Path, help="the cache of compiled programs for this target")
+            one_row.add_argument("--variant", help="compile the row under this alternative (assumption.alternative)")
+            one_row.add_argument("--variant-settings", type=json.loads, help="the alternative's settings, as JSON")
         if name == "run":
             one_row.add_argument("--container-runtime", default="pyxis", choices=["pyxis", "apptainer"])
             one_row.add_argument("--allow-unpinned-container", action="store_true")
@@ -123,6 +133,17 @@ def parser() -> argparse.ArgumentParser:
     predict.add_argument("--calibrated-by", type=Path, help="the calibration target's own prediction (what-if targets)")
     predict.add_argument("compiled", nargs="+", type=Path, help="the rows' compiled results on the target")
 
+    sensitivity = sub.add_parser(
+        "sensitivity", help="every unstated setting's alternatives, compiled, beside the default"
+    )
+    sensitivity.add_argument("--tables", nargs="+", required=True)
+    sensitivity.add_argument("--target", required=True)
+    sensitivity.add_argument("--out", required=True, type=Path)
+    sensitivity.add_argument("--programs", required=True, type=Path, help="the cache of compiled programs")
+    sensitivity.add_argument("--work-dir", required=True, type=Path)
+    sensitivity.add_argument("--default", nargs="+", required=True, type=Path, help="the affected rows' compiles")
+    sensitivity.add_argument("--variants", nargs="*", default=[], type=Path, help="every alternative's compiles")
+
     probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
     probe.add_argument("--tables", nargs="+", required=True)
     probe.add_argument("--target", required=True)
@@ -142,6 +163,9 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--evidence", required=True, type=Path)
     check.add_argument("--claims", required=True, type=Path)
     check.add_argument("--out", required=True, type=Path)
+    check.add_argument("--assumptions", type=Path, help="the sensitivity stage's result: mark each claim robust or not")
+    check.add_argument("--tables", nargs="+", default=[], help="the rows (with --assumptions)")
+    check.add_argument("--frontier", type=Path, default=Path("experiments/frontier.yaml"), help="(with --assumptions)")
     check.add_argument(
         "--fail-on",
         type=lambda text: [v for v in text.split(",") if v],
@@ -154,6 +178,7 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--evidence", required=True, type=Path)
     report.add_argument("--verdicts", required=True, type=Path)
     report.add_argument("--out", required=True, type=Path)
+    report.add_argument("--assumptions", type=Path, help="the sensitivity stage's result, for its section")
 
     index = sub.add_parser("index", help="the entry page and the comparison of every target with results")
     index.add_argument("--tables", nargs="+", required=True)
@@ -192,7 +217,13 @@ def dispatch(args: argparse.Namespace) -> int:
         from offload_repro.produce.compile import compile_row
 
         row, target = _row(args.tables, args.row), load_target(args.target)
-        result = compile_row(row, target, args.out, args.work_dir, programs=args.programs)
+        variant = None
+        if args.variant:
+            from offload_repro.core.variants import apply
+
+            variant = {"id": args.variant, "settings": args.variant_settings or {}}
+            row = apply(row, variant["settings"], args.variant)
+        result = compile_row(row, target, args.out, args.work_dir, programs=args.programs, variant=variant)
         verdict = "fits" if result.get("fits") else "out of memory"
         cached = f" (program {result['program']['key']} from the cache)" if result["program"]["cached"] else ""
         print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else "") + cached)
@@ -241,6 +272,21 @@ def dispatch(args: argparse.Namespace) -> int:
         )
         calibrated = sum(1 for row in predicted["rows"] if row.get("calibrated_on"))
         print(f"{args.target}: {len(predicted['rows'])} rows predicted, {calibrated} calibrated")
+    elif args.command == "sensitivity":
+        from offload_repro.produce.sensitivity import write_sensitivity
+
+        result = write_sensitivity(
+            load_rows(args.tables),
+            load_target(args.target),
+            args.default,
+            args.variants,
+            args.out,
+            args.programs,
+            args.work_dir,
+        )
+        best = result["fit"]["best"]
+        if best:
+            print(f"{args.target}: best fit {best['combination'] or 'the defaults'}, distance {best['distance']:.3f}")
     elif args.command == "probe":
         from offload_repro.produce.probe import write_probe
 
@@ -259,7 +305,7 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.command == "report":
         from offload_repro.present.report import render_target
 
-        render_target(load_rows(args.tables), args.evidence, args.verdicts, args.out)
+        render_target(load_rows(args.tables), args.evidence, args.verdicts, args.out, args.assumptions)
     elif args.command == "index":
         from offload_repro.present.report import render_index
 

@@ -215,6 +215,7 @@ RULES = {
     "probe": "probe_transfers",
     "frontier": "frontier",
     "budget": "budget",
+    "sensitivity": "sensitivity",
     "predict": "predict",
     "collect": "collect_runs",
     "evidence": "evidence_table",

@@ -1,5 +1,7 @@
 # Configuration, rows and targets: validated while the DAG is built, before anything runs.
+import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -12,6 +14,8 @@ PACKAGE_DIR = os.path.join(workflow.basedir, "workflow")
 sys.path.insert(0, PACKAGE_DIR)
 
 from offload_repro.cluster.slurm import container_for, job_resources, preflight_resources  # noqa: E402
+from offload_repro.core.assumptions import check_ids, variants  # noqa: E402
+from offload_repro.core.variants import variant_id  # noqa: E402
 from offload_repro.core.data import DataError, load_rows, load_target  # noqa: E402
 from offload_repro.core.files import read_yaml  # noqa: E402
 from offload_repro.plan import stage_code, subcommands  # noqa: E402
@@ -30,6 +34,15 @@ try:
     ALL_ROWS = load_rows(config["tables"])
     TARGET = load_target(config["target"])
     COMPILE_TARGET = load_target(config["compile_target"])
+    # every assumption a row or target names is stated in experiments/assumptions.yaml
+    check_ids(
+        {f"{row.source_file}: row '{row.id}'": row.assumptions for row in ALL_ROWS}
+        | {
+            f"experiments/targets/{t.name}.yaml: compile": t.spec.get("compile", {}).get("assumptions", [])
+            for t in (TARGET, COMPILE_TARGET)
+        },
+        ALL_ROWS,
+    )
 except DataError as err:
     raise WorkflowError(str(err)) from None
 
@@ -111,6 +124,20 @@ if TARGET.kind == "gpu" and TARGET.launcher == "slurm":
     PREFLIGHT_COMPILED = expand("results/compiled/{gpu_target}/{row}.json", gpu_target=TARGET.name, row=ROW_IDS)
     GRID_TARGETS += [TARGET.name] if TARGET.name not in GRID_TARGETS else []
 POLICIES = [policy["id"] for policy in read_yaml("experiments/frontier.yaml")["policies"]]
+# Sensitivity (opt-in, like the what-if, and kept current once run): each alternative of
+# experiments/assumptions.yaml compiled for the compile target on the rows it affects. A variant's
+# settings reach its compile as a parameter, so adding an alternative plans only the new variants.
+config["assumptions"] = as_bool(config["assumptions"]) or os.path.exists("results/whatif/assumptions.json")
+VARIANTS = {}
+if config["assumptions"]:
+    for _assumption, _alternative in variants():
+        _rows = [row for row in _assumption["affects"] if row in ROW_IDS]
+        VARIANTS[variant_id(_assumption, _alternative)] = {"settings": _alternative["settings"], "rows": _rows}
+VARIANT_FILES = [
+    f"results/whatif/assumptions/{name}/{row}.json" for name, variant in VARIANTS.items() for row in variant["rows"]
+]
+VARIED_ROWS = sorted({row for variant in VARIANTS.values() for row in variant["rows"]})
+
 # Predicted evidence is calibrated on one target's published rows (experiments/speed.yaml).
 CALIBRATION_TARGET = read_yaml("experiments/speed.yaml")["calibration"]["target"]
 
@@ -156,6 +183,7 @@ PAGE_TARGETS = [TARGET.name, *earlier_targets()]
 
 wildcard_constraints:
     row="|".join(ROW_IDS),
+    variant="|".join(re.escape(name) for name in VARIANTS) or "no-variant",
     target=TARGET.name,
     gpu_target="|".join(GRID_TARGETS),
     policy="|".join(POLICIES),

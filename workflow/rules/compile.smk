@@ -97,3 +97,46 @@ rule budget:
         CONDA_ENV
     shell:
         f"{CLI} budget --tables {TABLES} --out {{output}} {{input.compiled}} {LOGGED}"
+
+
+# Sensitivity: one alternative to an unstated setting, compiled for the compile target on one row.
+rule compile_variant:
+    input:
+        tables=config["tables"],
+        target=COMPILE_TARGET_FILE,
+        description=COMPILE_TARGET.spec["compile"]["description_file"],
+        code=CODE["compile"],
+    output:
+        "results/whatif/assumptions/{variant}/{row}.json",
+    log:
+        "results/whatif/assumptions/logs/{variant}/{row}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        runtime=20,
+        mem_mb=3000,
+    params:
+        settings=lambda wildcards: shlex.quote(json.dumps(VARIANTS[wildcards.variant]["settings"])),
+    shell:
+        f"{CLI} compile --tables {TABLES} --row {{wildcards.row}} --target {COMPILE_TARGET.name} --out {{output}}"
+        f" --variant {{wildcards.variant}} --variant-settings {{params.settings}}"
+        f" --work-dir results/whatif/assumptions/work/{{wildcards.variant}}/{{wildcards.row}}"
+        f" --programs results/programs/{COMPILE_TARGET.name} {LOGGED}"
+
+
+rule sensitivity:
+    input:
+        tables=config["tables"],
+        default=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=VARIED_ROWS),
+        variants=VARIANT_FILES,
+        code=CODE["sensitivity"],
+    output:
+        "results/whatif/assumptions.json",
+    log:
+        "results/whatif/logs/assumptions.log",
+    conda:
+        CONDA_ENV
+    shell:
+        f"{CLI} sensitivity --tables {TABLES} --target {COMPILE_TARGET.name} --out {{output}}"
+        f" --programs results/programs/{COMPILE_TARGET.name} --work-dir results/whatif/assumptions/work/fit"
+        f" --default {{input.default}} --variants {{input.variants}} {LOGGED}"

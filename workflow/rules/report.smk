@@ -31,6 +31,7 @@ rule check_claims:
     input:
         evidence="results/{target}/evidence.json",
         claims=CLAIMS_FILE,
+        assumptions=["results/whatif/assumptions.json"] if config["assumptions"] else [],
         targets=expand(
             "experiments/targets/{name}.yaml", name=[p.stem for p in Path("experiments/targets").glob("*.yaml")]
         ),
@@ -41,8 +42,14 @@ rule check_claims:
         "results/{target}/logs/check.log",
     conda:
         CONDA_ENV
+    params:
+        # with the sensitivity stage: each claim judged by compiled evidence marked robust or not
+        assumptions=lambda wildcards, input: (
+            f"--assumptions {input.assumptions} --tables {TABLES}" if input.assumptions else ""
+        ),
     shell:
-        f"{CLI} check --evidence {{input.evidence}} --claims {{input.claims}} --out {{output}} {LOGGED}"
+        f"{CLI} check --evidence {{input.evidence}} --claims {{input.claims}} --out {{output}}"
+        f" {{params.assumptions}} {LOGGED}"
 
 
 rule report:
@@ -50,6 +57,7 @@ rule report:
         tables=config["tables"],
         evidence="results/{target}/evidence.json",
         verdicts="results/{target}/verdicts.json",
+        assumptions=["results/whatif/assumptions.json"] if config["assumptions"] else [],
         code=CODE["report"],
     output:
         "results/report/{target}.html",
@@ -57,9 +65,11 @@ rule report:
         "results/{target}/logs/report.log",
     conda:
         CONDA_ENV
+    params:
+        assumptions=lambda wildcards, input: (f"--assumptions {input.assumptions}" if input.assumptions else ""),
     shell:
         f"{CLI} report --tables {TABLES} --evidence {{input.evidence}} --verdicts {{input.verdicts}}"
-        f" --out {{output}} {LOGGED}"
+        f" --out {{output}} {{params.assumptions}} {LOGGED}"
 
 
 rule index:

@@ -71,8 +71,11 @@ class Row:
     xla_flags: list[str]
     published: dict[str, Any]
     citation: dict[str, str]
-    assumptions: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)  # ids of experiments/assumptions.yaml
     source_file: str = ""
+    # MaxText settings applied after the target's own when compiled: an assumption's alternative
+    # (core/assumptions.py); empty for every row as published.
+    maxtext_overrides: dict[str, Any] = field(default_factory=dict)
 
     def tensors(self, placement: str) -> list[str]:
         return [name for name, where in self.placement.items() if where == placement]

@@ -46,9 +46,9 @@ class Observer:
         spread: dict[str, Any] | None = None,
         **extra: Any,
     ) -> None:
-        """`spread`: the metric's entry in a run's `spread` ({median, min, max, relative, n}), if any."""
+        """`spread`: the metric's entry in a run's `spread` ({median, low, high, relative, n}), if any."""
         if spread is not None:
-            extra |= {"low": spread["min"], "high": spread["max"], "n": spread["n"]}
+            extra |= {"low": spread["low"], "high": spread["high"], "n": spread["n"]}
         if value is not None:
             self.observations.append(
                 Observation(

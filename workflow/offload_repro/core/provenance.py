@@ -6,8 +6,23 @@ import datetime
 import os
 import socket
 import subprocess
+from importlib import metadata
 
 from offload_repro.core.files import REPO_ROOT
+
+# The packages whose versions every result records (and a compiled program is keyed by): one list.
+VERSIONED = ("jax", "jaxlib", "jax-cuda12-plugin", "maxtext", "flax")
+
+
+def versions() -> dict[str, str | None]:
+    """The installed version of each package of VERSIONED; None where it is not installed."""
+    found: dict[str, str | None] = {}
+    for name in VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 def project_commit() -> str | None:

@@ -22,6 +22,7 @@ KINDS = (
     "frontier",
     "budget",
     "predicted",
+    "assumptions",
     "evidence",
     "verdicts",
     "preflight",

@@ -1,7 +1,7 @@
 """Claims x the evidence table -> verdicts. Every claim gets one; none is silently skipped.
 
 Per claim, each evidence kind allowed to judge it gives a judgement: pass, fail,
-not-comparable (with the reason and the command that would judge it) or error. The claim's
+not-comparable (with the reason and the target whose evidence would judge it) or error. The claim's
 verdict: error if any judgement errs, else fail if any fails, else pass if any passes,
 else not-comparable. Its summary is the strongest decisive judgement (measured before
 compiled before analytic before predicted), which the report shows on the claim's one line.
@@ -95,8 +95,9 @@ def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool
     return abs(observed - published) <= tolerance["relative"] * abs(published)
 
 
-def _not_comparable(reason: str, command: str | None = None) -> dict[str, Any]:
-    return {"verdict": "not-comparable", "reason": reason, "command": command}
+def _not_comparable(reason: str, would_judge: str | None = None) -> dict[str, Any]:
+    """`would_judge`: a target whose evidence could judge the claim (the page shows how to run it)."""
+    return {"verdict": "not-comparable", "reason": reason, "would_judge": would_judge}
 
 
 def judge_one(
@@ -104,10 +105,8 @@ def judge_one(
     rule: dict[str, Any],
     candidates: list[EvidenceView],
     qualifying: dict[str, list[str]],
-    commands: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets,
-    `commands` a target to the command line that produces its evidence."""
+    """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets."""
     check, kind = claim["check"], rule["evidence"]
     hardware = rule.get("hardware", "any")
     base: dict[str, Any] = {"evidence": kind, "hardware": hardware, "target": None, "source": None}
@@ -119,8 +118,7 @@ def judge_one(
         names = " / ".join(targets) or "no target file yet"
         here = "; ".join(view.source for view in candidates)
         reason = f"needs {kind} evidence from {hardware} targets ({names}); here it is from: {here}"
-        command = (commands or {}).get(targets[0]) if targets else None
-        return base | {"source": here} | _not_comparable(reason, command)
+        return base | {"source": here} | _not_comparable(reason, targets[0] if targets else None)
     evidence = usable[0]
     base |= {"target": evidence.target, "source": evidence.source}
     missing = [row for row in check["rows"] if row not in evidence.rows]
@@ -245,12 +243,11 @@ def check_claims(
     claims: list[dict[str, Any]],
     candidates: list[EvidenceView],
     qualifying: dict[str, list[str]],
-    commands: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     results = []
     for claim in claims:
         judgements = [
-            judge_one(claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying, commands)
+            judge_one(claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying)
             for rule in claim["judged_by"]
         ]
         verdict = overall(judgements)

@@ -20,12 +20,20 @@ def number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
-def tolerance_text(tolerance: dict[str, Any]) -> str:
+def tolerance_text(tolerance: dict[str, Any] | None) -> str:
+    """'±5%' or '±0.05': the one way a tolerance is written, in verdict notes and on the pages."""
+    if not tolerance:
+        return ""
     return f"±{tolerance['absolute']:g}" if "absolute" in tolerance else f"±{tolerance['relative'] * 100:g}%"
 
 
+def range_text(spread: Spread, number_text=number) -> str:
+    """'2,716 to 2,760' joined by an en dash: the one way a spread's ends are written."""
+    return f"{number_text(spread['low'])}{DASH}{number_text(spread['high'])}"
+
+
 def described(spread: Spread) -> str:
-    return f"spread of {spread['n']} repeats {number(spread['low'])}{DASH}{number(spread['high'])}"
+    return f"spread of {spread['n']} repeats {range_text(spread)}"
 
 
 def _value_note(value: float, spread: Spread, tolerance: dict[str, Any]) -> str | None:

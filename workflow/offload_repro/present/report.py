@@ -19,11 +19,13 @@ import pandas as pd
 import vl_convert
 
 from offload_repro.core import provenance
+from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import Row, Target, load_target
 from offload_repro.core.evidence import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.observation import Observation
 from offload_repro.core.results import read_result
+from offload_repro.judge.spread import range_text, tolerance_text
 from offload_repro.plan import snakemake_command
 from offload_repro.present import charts
 
@@ -71,13 +73,7 @@ def spread_text(spread: dict[str, Any] | None) -> str:
     """' (2,700 to 2,760, 3 repeats)' (with an en dash) after a median of repeats; nothing for one run."""
     if not spread or not spread.get("n") or spread["n"] <= 1:
         return ""
-    return f" ({fmt(spread['low'])}\u2013{fmt(spread['high'])}, {spread['n']} repeats)"
-
-
-def tolerance_text(tolerance: dict[str, Any] | None) -> str:
-    if not tolerance:
-        return ""
-    return f"± {tolerance['absolute']:g}" if "absolute" in tolerance else f"± {tolerance['relative'] * 100:g}%"
+    return f" ({range_text(spread, fmt)}, {spread['n']} repeats)"
 
 
 def hardware_text(hardware: dict[str, Any]) -> str:
@@ -158,7 +154,9 @@ def footnotes(claims: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[s
             reason = judgement.get("reason")
             if reason and judgement["verdict"] == "not-comparable" and reason not in numbers:
                 numbers[reason] = len(notes) + 1
-                notes.append({"number": numbers[reason], "reason": reason, "command": judgement.get("command")})
+                target = judgement.get("would_judge")
+                command = snakemake_command(load_target(target)) if target else None
+                notes.append({"number": numbers[reason], "reason": reason, "command": command})
     for note in notes:
         note["claims"] = sum(1 for c in claims if any(j.get("reason") == note["reason"] for j in c["judgements"]))
     return numbers, notes
@@ -214,7 +212,7 @@ def tables(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
     for row, line in zip(rows, row_lines(rows, lookup), strict=True):
         table = grouped.setdefault(row.table, {"name": row.table, "lines": [], "assumptions": []})
         table["lines"].append(line)
-        table["assumptions"] += [a for a in row.assumptions if a not in table["assumptions"]]
+        table["assumptions"] += [sentence(a) for a in row.assumptions if sentence(a) not in table["assumptions"]]
     return list(grouped.values())
 
 
@@ -401,7 +399,38 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out_path: Path) -> str:
+def assumptions_section(sensitivity: dict[str, Any] | None, verdicts: dict[str, Any]) -> dict[str, Any] | None:
+    """Every assumption with its alternatives' compiled memory, the claims each changes, the best fit."""
+    if sensitivity is None:
+        return None
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for claim in verdicts["claims"]:
+        found = claim.get("robustness")
+        for record in (found or {}).get("under", []):
+            if record["verdict"] not in (found["default"], "undetermined"):
+                changes.setdefault(f"{record['assumption']}.{record['alternative']}", []).append(
+                    {"claim": claim["id"], "verdict": record["verdict"], "default": found["default"]}
+                )
+    entries = []
+    for entry in sensitivity["assumptions"]:
+        rows = entry["affects"]
+        entries.append(
+            {
+                **entry,
+                "rows": rows,
+                "alternatives": [
+                    {**alt, "changes": changes.get(f"{entry['id']}.{alt['id']}", [])} for alt in entry["alternatives"]
+                ],
+            }
+        )
+    robust = [c for c in verdicts["claims"] if c.get("robustness") and c["robustness"]["robust"]]
+    dependent = [c for c in verdicts["claims"] if c.get("robustness") and not c["robustness"]["robust"]]
+    return {"entries": entries, "fit": sensitivity["fit"], "robust": robust, "dependent": dependent}
+
+
+def render_target(
+    rows: list[Row], evidence_path: Path, verdicts_path: Path, out_path: Path, assumptions_path: Path | None = None
+) -> str:
     evidence = read_result(evidence_path, "evidence")
     verdicts = read_result(verdicts_path, "verdicts")
     observations = frame(evidence)
@@ -426,6 +455,10 @@ def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out
             charts=chart_specs(rows, observations[own], target, compiled_on) + whatif_charts(observations),
             whatif=whatif(rows, observations),
             speed=speed(rows, lookup, verdicts, sources, verdicts["compile_target"]),
+            assumptions=assumptions_section(
+                read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts
+            ),
+            sentence=sentence,
             gains=predicted_gains(observations),
             budget_assumptions=next((s["assumptions"] for s in sources if s["kind"] == "budget"), []),
             budget_message=next((s["message"] for s in sources if s["kind"] == "budget"), None),
@@ -435,7 +468,9 @@ def render_target(rows: list[Row], evidence_path: Path, verdicts_path: Path, out
             compile_provenance=next(
                 (s["provenance"] for s in sources if s["kind"] == "compile" and s["provenance"]), None
             ),
-            compile_assumptions=next((s["assumptions"] for s in sources if s["kind"] == "compile"), []),
+            compile_assumptions=[
+                sentence(a) for a in next((s["assumptions"] for s in sources if s["kind"] == "compile"), [])
+            ],
             vega_bundle=vega_bundle().replace("</script", "<\\/script"),
         )
     )

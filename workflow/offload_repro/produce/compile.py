@@ -66,7 +66,7 @@ def compile_result(
         "xla_memory_warnings": [],
         "compile_seconds": stats.get("compile_seconds"),
         "peak_rss_bytes": stats.get("peak_rss_bytes"),
-        "assumptions": [*target.spec["compile"].get("assumptions", []), *row.assumptions],
+        "assumptions": list(dict.fromkeys([*target.spec["compile"].get("assumptions", []), *row.assumptions])),
         "program": {
             "key": program["key"],
             "file": str(program_file) if program_file else None,
@@ -102,10 +102,15 @@ def compile_row(
     python: str = sys.executable,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     programs: Path | None = None,
+    variant: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Compile the row (or take its program from the cache `programs`) and write its result."""
+    """Compile the row (or take its program from the cache `programs`) and write its result;
+    `variant`: the alternative to an assumption the row is compiled under, recorded with it."""
     program, program_file, cached = program_for(row, target, work_dir, programs, python, compile_only_flags)
-    return write_result(out_json, "compile", compile_result(row, target, program, program_file, cached))
+    result = compile_result(row, target, program, program_file, cached)
+    if variant is not None:
+        result["variant"] = variant
+    return write_result(out_json, "compile", result)
 
 
 def explain_warnings(texts: list[str], device: int, host: int) -> list[dict[str, Any]]:

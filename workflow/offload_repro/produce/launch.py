@@ -15,10 +15,10 @@ import sys
 import threading
 import time
 import traceback
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from offload_repro.core import provenance
 from offload_repro.core.files import write_json
 
 MEMORY_FIELDS = (
@@ -46,13 +46,6 @@ def device_memory_stats() -> dict[str, Any] | None:
         return None
     keep = ("peak_bytes_in_use", "bytes_in_use", "bytes_limit", "largest_alloc_size")
     return {key: int(stats[key]) for key in keep if key in stats}
-
-
-def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 class NvmlPeak:
@@ -162,7 +155,7 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
         # what a reviewer needs to trust a GPU number: driver, CUDA, cuDNN, NCCL, and JAX's own view
         software_stack=stack.gpu_stack(),
         jax_environment=stack.jax_environment(),
-        versions={name: _version(name) for name in ("jax", "jaxlib", "maxtext", "flax")},
+        versions=provenance.versions(),
         python=sys.version.split()[0],
         train_seconds=round(time.monotonic() - started, 3),
         device_kind=devices[0].device_kind,

@@ -2,7 +2,8 @@
 
 A full-scale target runs each row several times (`repeats:` in its target file) because one run's
 throughput moves with the cluster's state; the row's number is the median of the repeats, and the
-spread (min, max, (max - min) / median) says how far a single run could have landed from it.
+spread (low, high, (high - low) / median) says how far a single run could have landed from it.
+A spread is {low, high} wherever it is written: here, in the evidence table and on the page.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ PER_REPEAT = (*METRICS, "wall_time_s")
 
 
 def spread(values: list[float]) -> dict[str, Any]:
-    """Median, min, max and the width relative to the median of one metric over the repeats."""
+    """Median, lowest and highest repeat, and the width relative to the median of one metric."""
     middle, low, high = median(values), min(values), max(values)
     return {
         "median": middle,
-        "min": low,
-        "max": high,
+        "low": low,
+        "high": high,
         # A zero median (a run that did nothing) has no meaningful relative width.
         "relative": (high - low) / middle if middle else None,
         "n": len(values),

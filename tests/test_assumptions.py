@@ -1,0 +1,110 @@
+"""Unstated settings as data: stated once, varied one at a time, and claims that depend on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from offload_repro.core.assumptions import check_ids, load_assumptions, variants
+from offload_repro.core.data import DataError, load_rows, load_target
+from offload_repro.core.variants import apply, variant_id, variant_row
+from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
+from offload_repro.plan import stage_code
+from offload_repro.produce.program import program_key
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = {row.id: row for row in load_rows(sorted((REPO / "experiments/rows").glob("*.yaml")))}
+GB200 = load_target("gb200-nvl72")
+
+
+def test_every_assumption_named_is_stated_once_and_at_least_three_are_varied_twice():
+    named = {f"{row.source_file}: row '{row.id}'": row.assumptions for row in ROWS.values()}
+    named["gb200-nvl72 compile"] = GB200.spec["compile"]["assumptions"]
+    check_ids(named, list(ROWS.values()))
+    varied = [a for a in load_assumptions().values() if len(a.get("alternatives", [])) >= 2]
+    assert len(varied) >= 3
+    with pytest.raises(DataError, match=r"row 'x', field 'assumptions': unknown ids \['sequence-length'\]"):
+        check_ids({"rows.yaml: row 'x'": ["sequence-length"]}, [])
+
+
+def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program():
+    """The default stated for an assumption is the row as compiled: applying it changes no program."""
+    keys = set()
+    for assumption in load_assumptions().values():
+        for row_id in assumption.get("affects", []):
+            row = ROWS[row_id]
+            assert program_key(apply(row, assumption["default"], ""), GB200) == program_key(row, GB200), (
+                assumption["id"],
+                row_id,
+            )
+    for assumption, alternative in variants():
+        for row_id in assumption["affects"]:
+            variant = variant_row(ROWS[row_id], assumption, alternative)
+            assert variant.id == f"{row_id}@{variant_id(assumption, alternative)}"
+            keys.add(program_key(variant, GB200))
+            assert program_key(variant, GB200) != program_key(ROWS[row_id], GB200)
+    assert len(keys) == sum(len(a["affects"]) for a, _ in variants())
+
+
+def test_compiles_do_not_read_the_assumptions_file_so_a_new_alternative_replans_only_its_variants():
+    assert "experiments/assumptions.yaml" not in stage_code("compile")
+    assert "experiments/assumptions.yaml" in stage_code("sensitivity")
+    assert "experiments/assumptions.yaml" in stage_code("report")
+
+
+def test_a_frontier_claim_under_an_alternative_is_bounded_by_its_policys_rows():
+    points, micro_batches = policy_points(
+        [{"id": "deepseek-device", "row": "deepseek-device-mb8"}], list(ROWS.values())
+    )
+    assert sorted(points["deepseek-device"]) == ["deepseek-device-mb2", "deepseek-device-mb8"]
+    assert (micro_batches["deepseek-device-mb2"], micro_batches["deepseek-device-mb8"]) == (2, 8)
+    claim = {"check": {"rows": ["frontier:deepseek-device"], "min": 2, "below": 8}}
+    outcomes = {"deepseek-device-mb2": (2, "fits"), "deepseek-device-mb8": (8, "oom")}
+    assert frontier_verdict(claim, outcomes, points)[0] == "pass"
+    assert frontier_verdict(claim, outcomes | {"deepseek-device-mb8": (8, "fits")}, points)[0] == "fail"
+    assert frontier_verdict(claim, outcomes | {"deepseek-device-mb2": (2, "oom")}, points)[0] == "fail"
+    assert frontier_verdict(claim, {"deepseek-device-mb8": (8, "oom")}, points)[0] == "undetermined"
+
+
+def observation(row: str, metric: str, value, target: str = "gb200-nvl72") -> dict:
+    return {"row": row, "target": target, "evidence": "compiled", "metric": metric, "value": value, "at": None}
+
+
+def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it():
+    """A stand-in judge: the claim passes while the row's device memory stays under 150 GiB."""
+    claims = [
+        {"id": "under-150", "check": {"rows": ["r"]}, "judged_by": [{"evidence": "compiled"}]},
+        {"id": "any-memory", "check": {"rows": ["r"]}, "judged_by": [{"evidence": "compiled"}]},
+    ]
+
+    def judge(chosen, observations):
+        memory = next(o["value"] for o in observations if o["metric"] == "gpu_memory_gib")
+        return {"under-150": "pass" if memory < 150 else "fail", "any-memory": "pass"}
+
+    def variant(gib):
+        return {"results": {"r": {"status": "ok", "file": "r.json"}}, "observations": [memory(gib)]}
+
+    def memory(gib):
+        return observation("r", "gpu_memory_gib", gib)
+
+    sensitivity = {
+        "target": "gb200-nvl72",
+        "assumptions": [
+            {"id": "length", "alternatives": [{"id": "short", **variant(120.0)}, {"id": "long", **variant(170.0)}]},
+            {
+                "id": "split",
+                "alternatives": [
+                    {
+                        "id": "experts",
+                        "results": {"r": {"status": "error", "message": "does not divide", "file": None}},
+                        "observations": [],
+                    }
+                ],
+            },
+        ],
+    }
+    found = robustness(claims, [memory(140.0)], sensitivity, judge, {}, {})
+    assert found["under-150"]["robust"] is False and found["under-150"]["depends_on"] == ["length"]
+    assert [u["verdict"] for u in found["under-150"]["under"]] == ["pass", "fail", "untested"]
+    assert found["any-memory"]["robust"] is True and found["any-memory"]["untested"] == ["split.experts"]

@@ -1,0 +1,159 @@
+"""Which verdicts hang on settings the source does not state.
+
+Under each alternative of the sensitivity stage (results/whatif/assumptions.json), the compiled
+observations of the rows it affects are replaced by that alternative's (the stage records them), and every claim
+judged by compiled evidence is judged again. A claim is *robust* when its verdict is the same under
+every alternative, and otherwise *depends on* the assumptions whose alternatives change it.
+
+A capacity-frontier claim (rows `frontier:<policy>`) is judged under an alternative from the
+policy's published rows instead of a new search: memory grows with the micro batch, so a row that
+fits bounds the largest fitting micro batch from below and one that does not, from above. Where
+those bounds do not decide the claim, it is said so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Judge = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
+FRONTIER = "frontier:"
+
+
+def substituted(
+    observations: list[dict[str, Any]], replacement: list[dict[str, Any]], rows: set[str], target: str
+) -> list[dict[str, Any]]:
+    kept = [o for o in observations if not (o["evidence"] == "compiled" and o["target"] == target and o["row"] in rows)]
+    return kept + replacement
+
+
+def frontier_verdict(
+    claim: dict[str, Any], outcomes: dict[str, tuple[float, str]], policy_rows: dict[str, list[str]]
+) -> tuple[str, str]:
+    """(verdict, why) of a `between` claim on a frontier policy, from its rows' fits / OOM."""
+    policy = claim["check"]["rows"][0].removeprefix(FRONTIER)
+    points = [outcomes[row] for row in policy_rows.get(policy, []) if row in outcomes]
+    fitting = [mb for mb, outcome in points if outcome == "fits"]
+    failing = [mb for mb, outcome in points if outcome == "oom"]
+    low = max(fitting, default=None)  # the largest fitting micro batch is at least this
+    high = min(failing, default=None)  # ... and below this
+    lowest, below = claim["check"].get("min"), claim["check"].get("below")
+    if (high is not None and lowest is not None and high <= lowest) or (
+        low is not None and below is not None and low >= below
+    ):
+        return "fail", f"bounded by its rows to [{low}, {high})"
+    holds_low = lowest is None or (low is not None and low >= lowest)
+    holds_high = below is None or (high is not None and high <= below)
+    if holds_low and holds_high:
+        return "pass", f"bounded by its rows to [{low}, {high})"
+    return "undetermined", f"its rows bound it only to [{low}, {high}): a frontier search under it would decide"
+
+
+def outcomes_of(observations: list[dict[str, Any]], target: str, micro_batches: dict[str, float]):
+    return {
+        o["row"]: (micro_batches.get(o["row"], 0), o["value"])
+        for o in observations
+        if o["evidence"] == "compiled" and o["target"] == target and o["metric"] == "outcome" and o["at"] is None
+    }
+
+
+def verdicts_of(
+    claims: list[dict[str, Any]],
+    observations: list[dict[str, Any]],
+    judge: Judge,
+    target: str,
+    policy_rows: dict[str, list[str]],
+    micro_batches: dict[str, float],
+) -> dict[str, tuple[str, str | None]]:
+    """Each claim's compiled verdict on these observations (a frontier claim's from its rows' bounds)."""
+    judged = judge(claims, observations)
+    outcomes = outcomes_of(observations, target, micro_batches)
+    found: dict[str, tuple[str, str | None]] = {}
+    for claim in claims:
+        if claim["check"]["rows"][0].startswith(FRONTIER):
+            found[claim["id"]] = frontier_verdict(claim, outcomes, policy_rows)
+        else:
+            found[claim["id"]] = (judged[claim["id"]], None)
+    return found
+
+
+def robustness(
+    claims: list[dict[str, Any]],
+    observations: list[dict[str, Any]],
+    sensitivity: dict[str, Any],
+    judge: Judge,
+    policy_rows: dict[str, list[str]],
+    micro_batches: dict[str, float],
+) -> dict[str, dict[str, Any]]:
+    """Per claim judged by compiled evidence: robust, or the assumptions whose alternatives change
+    its verdict, with the verdict under each alternative. An alternative that does not compile
+    decides nothing: it is listed as untested."""
+    target = sensitivity["target"]
+    compiled_claims = [c for c in claims if any(rule["evidence"] == "compiled" for rule in c["judged_by"])]
+    default = verdicts_of(compiled_claims, observations, judge, target, policy_rows, micro_batches)
+    found = {
+        c["id"]: {"robust": True, "default": default[c["id"]][0], "under": [], "depends_on": [], "untested": []}
+        for c in compiled_claims
+    }
+    for entry in sensitivity["assumptions"]:
+        for alternative in entry["alternatives"]:
+            replacement = [{**o, "target": target} for o in alternative["observations"]]
+            rows = {o["row"] for o in replacement}
+            errors = {row: r["message"] for row, r in alternative["results"].items() if r and r["status"] == "error"}
+            under = verdicts_of(
+                compiled_claims,
+                substituted(observations, replacement, rows, target),
+                judge,
+                target,
+                policy_rows,
+                micro_batches,
+            )
+            name = f"{entry['id']}.{alternative['id']}"
+            for claim in compiled_claims:
+                verdict, why = under[claim["id"]]
+                touched = set(claim["check"]["rows"]) | set(
+                    policy_rows.get(claim["check"]["rows"][0].removeprefix(FRONTIER), [])
+                )
+                if errors and touched & set(errors):
+                    verdict = "untested"
+                    why = "; ".join(f"{row} does not compile: {errors[row]}" for row in sorted(touched & set(errors)))
+                record = {"assumption": entry["id"], "alternative": alternative["id"], "verdict": verdict, "why": why}
+                mine = found[claim["id"]]
+                mine["under"].append(record)
+                if verdict == "untested":
+                    mine["untested"].append(name)
+                elif verdict != "undetermined" and verdict != mine["default"]:
+                    mine["robust"] = False
+                    if entry["id"] not in mine["depends_on"]:
+                        mine["depends_on"].append(entry["id"])
+    return found
+
+
+def policy_points(policies: list[dict[str, Any]], rows: list[Any]) -> tuple[dict[str, list[str]], dict[str, float]]:
+    """Each frontier policy's published rows (its row's model, placement and flags at any micro
+    batch), and every row's micro batch."""
+    by_id = {row.id: row for row in rows}
+    points: dict[str, list[str]] = {}
+    for policy in policies:
+        base = by_id.get(policy["row"])
+        if base is None or policy.get("placement"):
+            continue  # a policy no table has: no published rows bound it
+        points[policy["id"]] = [
+            row.id
+            for row in rows
+            if (row.model, row.placement, row.xla_flags) == (base.model, base.placement, base.xla_flags)
+        ]
+    return points, {row.id: row.per_device_batch_size for row in rows}
+
+
+def compiled_verdicts(check: Callable[..., dict[str, Any]]) -> Judge:
+    """A judge that gives each claim's compiled judgement (its verdict where none is compiled)."""
+
+    def judge(claims: list[dict[str, Any]], observations: list[dict[str, Any]]) -> dict[str, Any]:
+        checked = check(claims, observations)
+        return {
+            c["id"]: next((j["verdict"] for j in c["judgements"] if j["evidence"] == "compiled"), c["verdict"])
+            for c in checked["claims"]
+        }
+
+    return judge

@@ -1,0 +1,164 @@
+"""The sensitivity stage: what each alternative to an unstated setting does to the compiled memory.
+
+Each alternative of experiments/assumptions.yaml is compiled for the source's GB200 on the rows
+it affects, one assumption at a time (rule `compile_variant`, a cached program each). This module
+gathers them beside the default compiles into `results/whatif/assumptions.json` (kind
+`assumptions`), and searches, over the alternatives, the combination whose compiled memory comes
+closest to the source's two published DeepSeek memory figures: each assumption's best option
+alone, then those options together (compiled once more, through the program cache).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core import memory
+from offload_repro.core.assumptions import load_assumptions, variants
+from offload_repro.core.data import Row, Target
+from offload_repro.core.results import read_result, write_result
+from offload_repro.core.variants import combined_row, variant_id
+from offload_repro.produce.compile import compile_result, observe
+from offload_repro.produce.program import program_for
+
+
+def summary(result: dict[str, Any], file: str | None) -> dict[str, Any]:
+    """What a compile gave for one row: memory and fit, or why it did not compile."""
+    if result["status"] != "ok":
+        return {"status": "error", "message": result["message"], "file": file}
+    return {
+        "status": "ok",
+        "message": None,
+        "device_gib": round(memory.gib(result["device_bytes"]), 3),
+        "host_gib": round(memory.gib(result["host_bytes"]), 3),
+        "fits": result["fits"],
+        "margin_gib": round(result["margin_gib"], 3),
+        "file": file,
+    }
+
+
+def published_memory(rows: dict[str, Row]) -> dict[str, float]:
+    """The rows whose GPU memory the source publishes: what the best fit is measured against."""
+    return {r.id: r.published["gpu_memory_gib"] for r in rows.values() if r.published.get("gpu_memory_gib")}
+
+
+def distance(found: dict[str, dict[str, Any]], published: dict[str, float]) -> float | None:
+    """Root mean square of the relative deviations from the published figures (None if one is missing)."""
+    deviations = []
+    for row, value in published.items():
+        entry = found.get(row)
+        if not entry or entry.get("status") != "ok":
+            return None
+        deviations.append((entry["device_gib"] - value) / value)
+    return math.sqrt(sum(d * d for d in deviations) / len(deviations)) if deviations else None
+
+
+def best_fit(
+    rows: dict[str, Row],
+    target: Target,
+    default: dict[str, dict[str, Any]],
+    table: list[dict[str, Any]],
+    programs: Path,
+    work_dir: Path,
+) -> dict[str, Any]:
+    published = published_memory(rows)
+    candidates = [{"combination": [], "rows": {r: default.get(r) for r in published}}]
+    chosen = []
+    for entry in table:
+        if not set(entry["affects"]) & set(published):
+            continue  # it cannot move a published figure
+        options = [
+            (alternative, {r: alternative["results"].get(r) or default.get(r) for r in published})
+            for alternative in entry["alternatives"]
+        ]
+        options = [(alt, found) for alt, found in options if distance(found, published) is not None]
+        candidates += [{"combination": [f"{entry['id']}.{alt['id']}"], "rows": found} for alt, found in options]
+        best = min(options, key=lambda option: distance(option[1], published), default=None)
+        if best and distance(best[1], published) < (distance(candidates[0]["rows"], published) or math.inf):
+            chosen.append((entry, best[0]))
+    if len(chosen) > 1:  # each assumption's best alone, then together: one compile per published row
+        combination: dict[str, Any] = {}
+        for row_id in published:
+            row = combined_row(rows[row_id], [(a, alt) for a, alt in chosen])
+            program, program_file, cached = program_for(row, target, work_dir / row_id, programs)
+            combination[row_id] = summary(
+                compile_result(row, target, program, program_file, cached), str(program_file) if program_file else None
+            )
+        candidates.append({"combination": [variant_id(a, alt) for a, alt in chosen], "rows": combination})
+    for candidate in candidates:
+        candidate["distance"] = distance(candidate["rows"], published)
+        candidate["deviation_gib"] = {
+            r: round(candidate["rows"][r]["device_gib"] - v, 3)
+            for r, v in published.items()
+            if (candidate["rows"].get(r) or {}).get("status") == "ok"
+        }
+    ranked = sorted((c for c in candidates if c["distance"] is not None), key=lambda c: c["distance"])
+    return {"published_gib": published, "candidates": candidates, "best": ranked[0] if ranked else None}
+
+
+def gather(
+    rows: dict[str, Row],
+    target: Target,
+    default_files: list[Path],
+    variant_files: list[Path],
+    programs: Path,
+    work_dir: Path,
+) -> dict[str, Any]:
+    default = {}
+    for path in default_files:
+        result = read_result(path, "compile")
+        default[result["row"]] = summary(result, str(path))
+    by_variant: dict[str, dict[str, Any]] = {}
+    seen: dict[str, list[dict[str, Any]]] = {}  # each variant's compiled observations, under the rows' own ids
+    for path in variant_files:
+        result = read_result(path, "compile")
+        base = result["row"].split("@")[0]
+        by_variant.setdefault(result["variant"]["id"], {})[base] = summary(result, str(path))
+        for obs in observe(result, str(path)):
+            seen.setdefault(result["variant"]["id"], []).append({**obs.record(), "row": base})
+    table = []
+    for entry in load_assumptions().values():
+        if not entry.get("alternatives"):
+            continue
+        table.append(
+            {
+                "id": entry["id"],
+                "sentence": entry["sentence"],
+                "default": entry["default"],
+                "affects": entry["affects"],
+                "default_results": {r: default.get(r) for r in entry["affects"]},
+                "alternatives": [
+                    {
+                        "id": alternative["id"],
+                        "settings": alternative["settings"],
+                        "why": alternative["why"],
+                        "citation": alternative.get("citation"),
+                        "results": by_variant.get(variant_id(entry, alternative), {}),
+                        "observations": seen.get(variant_id(entry, alternative), []),
+                    }
+                    for alternative in entry["alternatives"]
+                ],
+            }
+        )
+    return {
+        "target": target.name,
+        "status": "ok",
+        "message": None,
+        "assumptions": table,
+        "variants": len(variants()),
+        "fit": best_fit(rows, target, default, table, programs, work_dir),
+    }
+
+
+def write_sensitivity(
+    rows: list[Row],
+    target: Target,
+    default_files: list[Path],
+    variant_files: list[Path],
+    out: Path,
+    programs: Path,
+    work_dir: Path,
+) -> dict[str, Any]:
+    data = gather({row.id: row for row in rows}, target, default_files, variant_files, programs, work_dir)
+    return write_result(out, "assumptions", data)
