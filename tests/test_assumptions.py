@@ -108,3 +108,56 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it():
     assert found["under-150"]["robust"] is False and found["under-150"]["depends_on"] == ["length"]
     assert [u["verdict"] for u in found["under-150"]["under"]] == ["pass", "fail", "untested"]
     assert found["any-memory"]["robust"] is True and found["any-memory"]["untested"] == ["split.experts"]
+
+
+def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumption(tmp_path, tables):
+    """Stand-in alternatives built from the real GB200 compile fixtures: under one of them the
+    plain offload row no longer fits, which turns the claim on its memory."""
+    import json
+
+    from offload_repro.cli import main
+    from offload_repro.core.results import write_result
+    from offload_repro.produce.sensitivity import write_sensitivity
+    from report_page import raw_placeholders
+
+    fixtures = REPO / "tests/fixtures/results/compiled/gb200-nvl72"
+    deepseek = ["deepseek-offload-plain", "deepseek-device-mb8"]
+    variant_files = []
+    for alternative in ("seq-2048", "seq-8192"):
+        name = f"deepseek-sequence-length.{alternative}"
+        for row in deepseek:
+            result = json.loads((fixtures / f"{row}.json").read_text())
+            result.update(row=f"{row}@{name}", variant={"id": name, "settings": {}})
+            if alternative == "seq-8192" and row == "deepseek-offload-plain":
+                result.update(fits=False, margin_gib=-40.0, device_bytes=result["capacity_bytes"] + 40 * 1024**3)
+            result.pop("kind"), result.pop("schema_version")
+            variant_files.append(tmp_path / name / f"{row}.json")
+            write_result(variant_files[-1], "compile", result)
+    sensitivity = tmp_path / "assumptions.json"
+    write_sensitivity(
+        list(ROWS.values()),
+        GB200,
+        [fixtures / f"{r}.json" for r in deepseek],
+        variant_files,
+        sensitivity,
+        tmp_path / "programs",
+        tmp_path / "work",
+    )
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
+    compiled = [str(path) for path in sorted(fixtures.glob("*.json"))]
+    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *compiled]) == 0
+    check = ["check", "--evidence", str(evidence), "--claims", str(REPO / "experiments/claims.yaml")]
+    assert main([*check, "--out", str(verdicts), "--assumptions", str(sensitivity), "--tables", *tables]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page), "--assumptions", str(sensitivity)]) == 0
+    claims = {c["id"]: c for c in json.loads(verdicts.read_text())["claims"]}
+    plain = claims["deepseek-plain-gpu-memory"]["robustness"]
+    assert plain["robust"] is False and plain["depends_on"] == ["deepseek-sequence-length"]
+    assert [u["verdict"] for u in plain["under"][:2]] == ["pass", "fail"]
+    assert claims["deepseek-device-save-oom-mb8"]["robustness"]["robust"] is True
+    html = page.read_text()
+    line = html[html.index('<tr id="claim-deepseek-plain-gpu-memory"') :]
+    assert 'depends on <a href="#assumption-deepseek-sequence-length">' in line[: line.index("</tr>")]
+    section = html[html.index('<section id="assumptions">') :]
+    assert 'id="assumption-deepseek-parallelism"' in section and "max_target_length 8192" in section
+    assert raw_placeholders(html) == []

@@ -64,6 +64,23 @@ def percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.1f}%"
 
 
+def settings_text(settings: dict[str, Any]) -> str:
+    """An assumption's settings in words: 'max_target_length 4096; MaxText capacity_factor 1.25'."""
+
+    def value_text(value: Any) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{key} {value_text(item)}" for key, item in value.items())
+        if isinstance(value, list):
+            return " ".join(str(item) for item in value)
+        if value == "":
+            return "none"
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    parts = [f"{key} {value_text(value)}" for key, value in settings.get("row", {}).items()]
+    parts += [f"MaxText {key} {value_text(value)}" for key, value in settings.get("maxtext", {}).items()]
+    return "; ".join(parts)
+
+
 def share(value: float | None) -> str:
     """A part of a whole, unsigned: 17.9%."""
     return "—" if value is None else f"{value * 100:.1f}%"
@@ -389,7 +406,13 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters.update(
-        fmt=fmt, percent=percent, share=share, tolerance=tolerance_text, spread=spread_text, hardware=hardware_text
+        fmt=fmt,
+        percent=percent,
+        share=share,
+        settings=settings_text,
+        tolerance=tolerance_text,
+        spread=spread_text,
+        hardware=hardware_text,
     )
     env.globals.update(
         evidence_classes=EVIDENCE,
@@ -407,7 +430,7 @@ def assumptions_section(sensitivity: dict[str, Any] | None, verdicts: dict[str, 
     for claim in verdicts["claims"]:
         found = claim.get("robustness")
         for record in (found or {}).get("under", []):
-            if record["verdict"] not in (found["default"], "undetermined"):
+            if record["verdict"] not in (found["default"], "undetermined", "untested"):
                 changes.setdefault(f"{record['assumption']}.{record['alternative']}", []).append(
                     {"claim": claim["id"], "verdict": record["verdict"], "default": found["default"]}
                 )
