@@ -5,7 +5,7 @@
 #                          workflow copies, report rendering. Needs .venv (envs/bootstrap.sh);
 #                          installs nothing, starts no SLURM and no main job, writes nothing
 #                          into the checkout (no bytecode, no pytest cache).
-#   envs/test.sh           everything (about 30 minutes): builds .venv if needed, installs the
+#   envs/test.sh           everything (about 24 minutes): builds .venv if needed, installs the
 #                          browser and SLURM the slow tests use (Debian packages, when run as
 #                          root), runs the quick tier, checks that it left the checkout as it
 #                          was, then the slow, SLURM and browser tests.
