@@ -68,7 +68,7 @@ HOST_COPIES = (REPO / "tests/fixtures/host_copies.hlo").read_text()
 
 def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedule():
     computations = hlo_program.parse(HOST_COPIES)
-    moved = hlo_program.transfers(computations)
+    moved = hlo_program.transfers(computations, hlo_program.schedule(computations))
     assert moved["host_bytes"] == {"to_host": 2 * 1024, "from_host": 0}  # the update, not the host buffer
     (copy,) = moved["host_copies"]  # the wrapped dynamic-update-slice is the copy itself, not a second one
     assert copy["asynchronous"] and copy["direction"] == "to_host"

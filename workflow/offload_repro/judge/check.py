@@ -45,7 +45,7 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
 
 @dataclass
 class EvidenceView:
-    """One evidence kind on one target, as {row: {metric: value}} (series points left out), and
+    """One evidence kind on one target, as {row: {metric: value}} (series points apart, in `series`), and
     {row: {metric: {low, high, n}}} for the values that are medians of more than one repeat."""
 
     evidence: str
@@ -54,14 +54,15 @@ class EvidenceView:
     judges: tuple[str, ...] = ()
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     spreads: dict[str, dict[str, spread.Spread]] = field(default_factory=dict)
-    # predicted evidence: {row: {metric: [value at each setting]}}, central first
-    settings: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    # series points in order: {row: {metric: [value, ...]}} (a predicted value at each setting of
+    # its stated uncertainties, central first; a run's loss at each step)
+    series: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
 
 
 def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> list[EvidenceView]:
     found: dict[tuple[str, str | None], EvidenceView] = {}
     for obs in observations:
-        if obs["row"] is None or (obs["at"] is not None and obs["evidence"] != "predicted"):
+        if obs["row"] is None:
             continue
         key = (obs["evidence"], obs["target"])
         if key not in found:
@@ -76,7 +77,7 @@ def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> lis
                 source = target.spec["title"] if target else str(obs["target"])
             found[key] = EvidenceView(obs["evidence"], obs["target"], source, tuple(target.judges) if target else ())
         if obs["at"] is not None:
-            found[key].settings.setdefault(obs["row"], {}).setdefault(obs["metric"], []).append(obs["value"])
+            found[key].series.setdefault(obs["row"], {}).setdefault(obs["metric"], []).append(obs["value"])
             continue
         row = found[key].rows.setdefault(obs["row"], {"status": "ok", "message": None})
         if obs["metric"] == "status":
@@ -145,7 +146,7 @@ def _judge_predicted(
         return _not_comparable(basis)
     judged = {**claim, "check": {**claim["check"], "metric": metric}}
     judgement = _evaluate(judged, rule, observed_rows)
-    series = {row: evidence.settings.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
+    series = {row: evidence.series.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
     found = predicted.band(judged["check"], {row: values for row, values in series.items() if values})
     note = basis
     if found and "low" in found:

@@ -73,21 +73,8 @@ def terms_text(row: str, observed: dict[str, Any]) -> str:
     return f"{row}: step {observed.get('step_s', 0):.2f} s = " + " + ".join(parts)
 
 
-def explain(claim: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
-    """Which term of the model makes the difference between the claim's rows (or its one row's step),
-    each term at the central settings of the row's own prediction."""
-    check = claim["check"]
-    names = check["rows"]
-    if len(names) == 1:
-        row = rows[names[0]]
-        text = terms_text(names[0], row)
-        if row.get("implied_host_gb_s_per_direction"):
-            text += (
-                f"; the published number implies a host link of {number(row['implied_host_gb_s_per_direction'])}"
-                " GB/s per direction at the calibrated compute rate"
-            )
-        return text
-    a, b = names[0], names[1]
+def difference_text(claim: dict[str, Any], a: str, b: str, rows: dict[str, dict[str, Any]]) -> str:
+    """Which term makes row b's step differ from row a's, and what a published ratio would need."""
     first, second = rows[a], rows[b]
     deltas = [
         (label, (second.get(key) or 0) - (first.get(key) or 0)) for key, label in TERMS if first.get(key) is not None
@@ -103,15 +90,34 @@ def explain(claim: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
         + f" (FLOPs charged {recompute:+.0f} TFLOP per step, of which JAX-labelled recompute {labelled:+.0f});"
         f" the largest term is {largest[0]}"
     )
-    if check["type"] == "ratio" and claim.get("published") is not None and first.get("step_s"):
+    if claim["check"]["type"] == "ratio" and claim.get("published") is not None and first.get("step_s"):
         needed = first["step_s"] * claim["published"]
         modelled = (second.get("step_s") or 0) - first["step_s"]
         text += (
             f"; the published {claim['published']:+.1%} needs {b}'s step to be {needed:.2f} s longer than {a}'s,"
             f" the model makes it {modelled:+.2f} s"
         )
+    return text
+
+
+def explain(claim: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
+    """Which term of the model makes the difference between the claim's rows (or its one row's step),
+    each term at the central settings of the row's own prediction."""
+    check = claim["check"]
+    names = check["rows"]
+    if len(names) == 1:
+        row = rows[names[0]]
+        text = terms_text(names[0], row)
+        if row.get("implied_host_gb_s_per_direction"):
+            text += (
+                f"; the published number implies a host link of {number(row['implied_host_gb_s_per_direction'])}"
+                " GB/s per direction at the calibrated compute rate"
+            )
+        return text
     if len(names) > 2:
         text = "; ".join(terms_text(row, rows[row]) for row in names)
+    else:
+        text = difference_text(claim, names[0], names[1], rows)
     for row in names:
         implied = rows[row].get("implied_host_gb_s_per_direction")
         if implied:

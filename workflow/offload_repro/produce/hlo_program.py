@@ -331,6 +331,7 @@ class Event:
     key: str = ""
     body: str = ""
     times: int = 1
+    what: str = ""  # a collective's kind (all-gather, ...)
 
 
 def _host_side(computation: Computation, instruction: Instruction) -> str | None:
@@ -382,18 +383,6 @@ def group_size(attributes: str) -> int:
     return 2
 
 
-def async_wrapped(computations: dict[str, Computation]) -> set[str]:
-    """Computations an async fusion-start runs: their instructions are the copy itself."""
-    return {
-        callee
-        for computation in computations.values()
-        for instruction in computation.instructions
-        if instruction.op == "fusion-start"
-        for how, callee in called(instruction)
-        if how == "calls"
-    }
-
-
 def fused_flops(computations: dict[str, Computation], name: str, memo: dict[str, tuple[int, int]]) -> tuple[int, int]:
     """(FLOPs, unspent FLOPs) of a fused computation and what it calls in turn, per run."""
     if name in memo:
@@ -413,101 +402,98 @@ def fused_flops(computations: dict[str, Computation], name: str, memo: dict[str,
     return total, unspent
 
 
+def instruction_events(
+    computations: dict[str, Computation], computation: Computation, instruction: Instruction, memo: dict
+) -> list[Event]:
+    """What one scheduled instruction is to the step-time model: a loop, a host copy or a
+    collective (async start or synchronous), the done an async start waits for, or compute."""
+    if instruction.op == "while":
+        body = next((callee for how, callee in called(instruction) if how == "body"), "")
+        return [Event("loop", body=body, times=trip_count(instruction) or 1)]
+    if instruction.op in ("call", "conditional"):
+        return [Event("loop", body=callee, times=1) for _, callee in called(instruction)]
+    kind = "start" if instruction.op.endswith("-start") else "transfer"
+    if side := _host_side(computation, instruction):
+        moved = _copy_bytes(computation, instruction, side)
+        return [Event(kind, channel=side, bytes=moved, key=instruction.name)]
+    if collective := _collective(computation, instruction):
+        return [Event(kind, channel="collective", bytes=collective[1], key=instruction.name, what=collective[0])]
+    if instruction.op.endswith("-done") and instruction.operands:
+        return [Event("done", key=instruction.operands[0])]
+    value, _ = own_flops(computation, instruction)
+    unspent = value if labels(instruction.op_name)[1] else 0
+    for how, callee in called(instruction):
+        if how == "calls" and instruction.op != "fusion-start":
+            more, more_unspent = fused_flops(computations, callee, memo)
+            value, unspent = value + more, unspent + more_unspent
+    return [Event("compute", flops=value, unspent=unspent)] if value else []
+
+
 def schedule(computations: dict[str, Computation]) -> dict[str, list[Event]]:
     """Each scheduled computation (the entry and what it runs in sequence) as events in order."""
     memo: dict[str, tuple[int, int]] = {}
-    events: dict[str, list[Event]] = {}
     sequenced = {c.name for c in computations.values() if c.entry}
     for computation in reversed(list(computations.values())):
         for instruction in computation.instructions:
             for how, name in called(instruction):
                 if how in ("body", "branch_computations") or instruction.op == "call":
                     sequenced.add(name)
-    for name in sequenced:
-        computation = computations.get(name)
-        if computation is None:
-            continue
-        timeline: list[Event] = []
-        for instruction in computation.instructions:
-            side = _host_side(computation, instruction)
-            collective = _collective(computation, instruction)
-            if instruction.op == "while":
-                body = next((callee for how, callee in called(instruction) if how == "body"), "")
-                timeline.append(Event("loop", body=body, times=trip_count(instruction) or 1))
-            elif instruction.op in ("call", "conditional"):
-                for _, callee in called(instruction):
-                    timeline.append(Event("loop", body=callee, times=1))
-            elif side:
-                kind = "start" if instruction.op.endswith("-start") else "transfer"
-                timeline.append(
-                    Event(kind, channel=side, bytes=_copy_bytes(computation, instruction, side), key=instruction.name)
-                )
-            elif collective:
-                kind = "start" if instruction.op.endswith("-start") else "transfer"
-                timeline.append(Event(kind, channel="collective", bytes=collective[1], key=instruction.name))
-            elif instruction.op.endswith("-done") and instruction.operands:
-                timeline.append(Event("done", key=instruction.operands[0]))
-            else:
-                value, _ = own_flops(computation, instruction)
-                unspent = value if labels(instruction.op_name)[1] else 0
-                for how, callee in called(instruction):
-                    if how == "calls" and instruction.op != "fusion-start":
-                        more, more_unspent = fused_flops(computations, callee, memo)
-                        value, unspent = value + more, unspent + more_unspent
-                if value:
-                    timeline.append(Event("compute", flops=value, unspent=unspent))
-        events[name] = timeline
-    return events
+    return {
+        name: [
+            event
+            for instruction in computations[name].instructions
+            for event in instruction_events(computations, computations[name], instruction, memo)
+        ]
+        for name in computations  # in printed order, so that everything read from it is in one order
+        if name in sequenced
+    }
 
 
 def entry_name(computations: dict[str, Computation]) -> str:
     return next(c.name for c in computations.values() if c.entry)
 
 
-def transfers(computations: dict[str, Computation]) -> dict[str, Any]:
+def loop_flops(events: dict[str, list[Event]], name: str) -> int:
+    """FLOPs of one run of a scheduled computation, its loops included."""
+    return sum(
+        e.flops if e.kind == "compute" else e.times * loop_flops(events, e.body) if e.kind == "loop" else 0
+        for e in events.get(name, [])
+    )
+
+
+def transfers(computations: dict[str, Computation], events: dict[str, list[Event]]) -> dict[str, Any]:
     """Bytes per step to the host, back from it, and per collective type; each host copy with
-    whether it is asynchronous and the FLOPs scheduled between its start and done."""
+    whether it is asynchronous and the FLOPs scheduled between its start and done; from the
+    schedule's events (`schedule`), each computation as many times as it runs."""
     runs, _ = executions(computations)
-    memo: dict[str, tuple[int, int]] = {}
     host = {"to_host": 0, "from_host": 0}
     collectives: dict[str, dict[str, int]] = {}
     copies: list[dict[str, Any]] = []
-    wrapped = async_wrapped(computations)
-    for computation in computations.values():
-        times = runs.get(computation.name, 0)
-        if not times or computation.name in wrapped:
-            continue
+    for name, timeline in events.items():
+        times = runs.get(name, 0)
         open_copies: dict[str, dict[str, Any]] = {}
-        for instruction in computation.instructions:
-            side = _host_side(computation, instruction)
-            collective = _collective(computation, instruction)
-            if side:
-                moved = _copy_bytes(computation, instruction, side)
-                host[side] += moved * times
+        for event in timeline if times else ():
+            if event.channel in host:
+                host[event.channel] += event.bytes * times
                 copy = {
-                    "name": instruction.name,
-                    "direction": side,
-                    "bytes": moved,
+                    "name": event.key,
+                    "direction": event.channel,
+                    "bytes": event.bytes,
                     "runs_per_step": times,
-                    "asynchronous": instruction.op.endswith("-start"),
+                    "asynchronous": event.kind == "start",
                     "flops_between": 0,
                 }
                 copies.append(copy)
                 if copy["asynchronous"]:
-                    open_copies[instruction.name] = copy
-            elif collective and (kind := collective[0]):
-                entry = collectives.setdefault(kind, {"count": 0, "bytes": 0})
+                    open_copies[event.key] = copy
+            elif event.channel == "collective":
+                entry = collectives.setdefault(event.what, {"count": 0, "bytes": 0})
                 entry["count"] += times
-                entry["bytes"] += collective[1] * times
-            elif instruction.op.endswith("-done") and instruction.operands and instruction.operands[0] in open_copies:
-                open_copies.pop(instruction.operands[0])
+                entry["bytes"] += event.bytes * times
+            elif event.kind == "done":
+                open_copies.pop(event.key, None)
             else:
-                value, _ = own_flops(computation, instruction)
-                for how, callee in called(instruction):
-                    if how in ("calls", "body") and instruction.op != "fusion-start":
-                        value += fused_flops(computations, callee, memo)[0] * (
-                            (trip_count(instruction) or 1) if how == "body" else 1
-                        )
+                spanned = event.flops if event.kind == "compute" else event.times * loop_flops(events, event.body)
                 for copy in open_copies.values():
-                    copy["flops_between"] += value
+                    copy["flops_between"] += spanned
     return {"host_bytes": host, "collectives": collectives, "host_copies": copies}

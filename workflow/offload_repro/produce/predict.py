@@ -52,12 +52,13 @@ def read_program(compiled: dict[str, Any]) -> dict[str, Any]:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         computations = hlo_program.parse(handle.read())
     flops, unknown_loops = hlo_program.count_flops(computations)
+    events = hlo_program.schedule(computations)
     return {
-        "events": hlo_program.schedule(computations),
+        "events": events,
         "entry": hlo_program.entry_name(computations),
         "flops": flops,
         "unknown_loops": unknown_loops,
-        "transfers": hlo_program.transfers(computations),
+        "transfers": hlo_program.transfers(computations, events),
         "model_flops": compiled["model_tflops_per_device_per_step"] * 1e12,
     }
 
@@ -277,17 +278,26 @@ def projection_flops(row: Row, target: Target) -> int:
     return total
 
 
+def predicted_pairs(
+    predicted: list[dict[str, Any]], speed: dict[str, Any], key: str, first: str, second: str
+) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(pair, its first row's prediction, its second's) for each pair of experiments/speed.yaml's
+    `key` whose two rows were both predicted."""
+    by_row = {row["row"]: row for row in predicted if row["status"] == "ok"}
+    return [
+        (pair, by_row[pair[first]], by_row[pair[second]])
+        for pair in speed.get(key, [])
+        if pair[first] in by_row and pair[second] in by_row
+    ]
+
+
 def cross_checks(
     rows: dict[str, Row], predicted: list[dict[str, Any]], target: Target, speed: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """Differences known by construction: the recompute one row has over another (experiments/speed.yaml),
     against the forward projections of the tensors the other offloads instead."""
-    by_row = {row["row"]: row for row in predicted if row["status"] == "ok"}
     found = []
-    for pair in speed.get("cross_checks", []):
-        more, less = by_row.get(pair["recomputes"]), by_row.get(pair["offloads"])
-        if not more or not less:
-            continue
+    for pair, more, less in predicted_pairs(predicted, speed, "cross_checks", "recomputes", "offloads"):
         expected = projection_flops(rows[pair["offloads"]], target)
         labelled = more["flops"]["rematted"] - less["flops"]["rematted"]
         counted = more["flops"]["counted"] - less["flops"]["counted"]
@@ -306,12 +316,8 @@ def cross_checks(
 def gains(predicted: list[dict[str, Any]], speed: dict[str, Any]) -> list[dict[str, Any]]:
     """Each offload row's predicted gain over the row it replaces (experiments/speed.yaml, gains),
     setting by setting: calibrated where both rows are, else from the prior."""
-    by_row = {row["row"]: row for row in predicted if row["status"] == "ok"}
     found = []
-    for pair in speed.get("gains", []):
-        offload, against = by_row.get(pair["offload"]), by_row.get(pair["against"])
-        if not offload or not against:
-            continue
+    for pair, offload, against in predicted_pairs(predicted, speed, "gains", "offload", "against"):
         metric = "tflops_per_device" if offload["tflops_per_device"] and against["tflops_per_device"] else None
         metric = metric or "tflops_per_device_prior"
         if not offload[metric] or not against[metric]:
