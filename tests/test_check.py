@@ -42,9 +42,10 @@ def test_claims_refer_to_rows_and_frontier_policies_that_exist(claims, tables):
     from offload_repro.produce.frontier import load_policies
 
     row_ids = {row.id for row in load_rows(tables)}
-    row_ids |= {f"frontier:{policy['id']}" for policy in load_policies()["policies"]}
+    policy_ids = {policy["id"] for policy in load_policies()["policies"]}
     for claim in claims:
-        assert set(claim["check"]["rows"]) <= row_ids, claim["id"]
+        assert set(claim["check"].get("rows", [])) <= row_ids, claim["id"]
+        assert set(claim["check"].get("policies", [])) <= policy_ids, claim["id"]
 
 
 def test_frontier_contrast_claims(claims):
@@ -52,7 +53,9 @@ def test_frontier_contrast_claims(claims):
     offload = next(c for c in claims if c["id"] == "deepseek-offload-frontier-reaches-8")
 
     def frontier(policy, largest):
-        return full_scale({f"frontier:{policy}": ok(largest_fitting_micro_batch=largest)}, kind="compiled")
+        judges = ("source-hardware", "full-scale-gpu")
+        policies = {policy: ok(largest_fitting_micro_batch=largest)}
+        return EvidenceView("compiled", "gb200-nvl72", "GB200", judges=judges, policies=policies)
 
     assert judge(device, device["judged_by"][0], frontier("deepseek-device", 5))["verdict"] == "pass"
     assert judge(device, device["judged_by"][0], frontier("deepseek-device", 8))["verdict"] == "fail"

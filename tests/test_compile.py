@@ -1,14 +1,17 @@
-"""The compile stage's pure parts: arguments for the GPU compile, the cuDNN version, the mechanism check."""
+"""The compile stage's pure parts (arguments for the GPU compile, the cuDNN version) and what its
+results are judged against (the offload expected of a program, the meaning of XLA's warnings)."""
 
 from __future__ import annotations
 
 import pytest
 
 from offload_repro.core import gpu
+from offload_repro.core.accounting import compiled_accounting
 from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.produce.compile import compile_overrides, explain_warnings, mechanism
+from offload_repro.judge.observers import warning_meaning
+from offload_repro.produce.compile import compile_overrides
 from offload_repro.produce.program import memory_warnings
 
 
@@ -62,36 +65,29 @@ GIB = 1024**3
 
 
 def test_xla_warning_on_an_offload_row_is_explained_as_device_plus_host():
-    explained = explain_warnings(
-        memory_warnings(OFFLOAD_WARNING + "\n"), device=int(158.65 * GIB), host=int(144.875 * GIB)
-    )
-    assert len(explained) == 1 and explained[0]["reduced_to_gib"] == pytest.approx(303.33, abs=0.01)
-    assert "counts the 144.88 GiB about to be offloaded as device memory" in explained[0]["meaning"]
-    assert "the device holds 158.65 GiB" in explained[0]["meaning"]
+    (text,) = memory_warnings(OFFLOAD_WARNING + "\n")
+    meaning = warning_meaning(text, device=int(158.65 * GIB), host=int(144.875 * GIB))
+    assert "counts the 144.88 GiB about to be offloaded as device memory" in meaning
+    assert "the device holds 158.65 GiB" in meaning
 
 
 def test_xla_warning_on_a_row_that_does_not_fit_says_so():
-    explained = explain_warnings(
-        memory_warnings("x\n" + OOM_WARNING + "\n" + OOM_WARNING), device=int(295.15 * GIB), host=0
-    )
-    assert len(explained) == 1  # repeated lines are listed once
-    assert explained[0]["meaning"].startswith("The program needs 295.15 GiB per device")
+    texts = memory_warnings("x\n" + OOM_WARNING + "\n" + OOM_WARNING)
+    assert len(texts) == 1 and texts[0].startswith("Can't reduce memory use below 143.00GiB")  # once, as printed
+    meaning = warning_meaning(texts[0], device=int(295.15 * GIB), host=0)
+    assert meaning.startswith("The program needs 295.15 GiB per device")
 
 
-def test_mechanism_compares_host_buffers_with_analytic_bytes(tables):
+def test_the_offload_expected_of_a_program_follows_from_its_compile_settings(tables):
+    offload = rows(tables)["llama-qkv-offload-lhs"]
+    expected = compiled_accounting(compile_overrides(offload, load_target("gb200-nvl72")))
+    assert expected["offloaded_bytes_per_step"] == 76101451776
+    assert [t["placement"] for t in expected["tensors"].values()].count("offload") == 3
+    baseline = compiled_accounting(compile_overrides(rows(tables)["llama-baseline"], load_target("gb200-nvl72")))
+    assert baseline["offloaded_bytes_per_step"] == 0
+
+
+def test_the_expected_offload_is_that_of_the_row_as_compiled_on_a_scaled_target(tables):
     row = rows(tables)["llama-qkv-offload-lhs"]
-    exact = {"host_buffers": 3, "host_buffer_bytes": 76101451776}
-    result = mechanism(row, 76101451776, exact)
-    assert result["host_bytes_match_analytic"] and result["offload_took_effect"]
-    assert result["analytic_host_buffers"] == 3
-    nothing_moved = mechanism(row, 0, {"host_buffers": 0, "host_buffer_bytes": 0})
-    assert not nothing_moved["offload_took_effect"] and not nothing_moved["host_bytes_match_analytic"]
-    baseline = mechanism(rows(tables)["llama-baseline"], 0, {"host_buffers": 0, "host_buffer_bytes": 0})
-    assert baseline["offload_took_effect"] and baseline["host_bytes_match_analytic"]
-
-
-def test_mechanism_uses_the_rows_as_compiled_on_scaled_targets(tables):
-    row = rows(tables)["llama-qkv-offload-lhs"]
-    overrides = compile_overrides(row, load_target("h200-1"))  # 2 of 126 layers
-    result = mechanism(row, 2 * 576 * 1024**2, {"host_buffers": 3, "host_buffer_bytes": 2 * 576 * 1024**2}, overrides)
-    assert result["analytic_offload_bytes"] == 2 * 576 * 1024**2 and result["host_bytes_match_analytic"]
+    expected = compiled_accounting(compile_overrides(row, load_target("h200-1")))  # 2 of 126 layers
+    assert expected["offloaded_bytes_per_step"] == 2 * 576 * 1024**2

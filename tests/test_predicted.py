@@ -14,6 +14,7 @@ import pytest
 
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.judge.check import check_claims, judge_one, overall, views
+from offload_repro.judge.observers import predicted_observations
 from offload_repro.produce import hlo_program, predict, step_model
 from offload_repro.produce.hlo_program import Event, Flops
 from offload_repro.produce.program import COMPILE_ONLY_FLAGS
@@ -158,7 +159,7 @@ def llama_programs() -> dict[str, dict]:
 def judged(published_baseline: float, claims: list[dict]) -> list[dict]:
     target = load_target("gb200-nvl72")
     result = predict.predict_programs(llama_rows(published_baseline), llama_programs(), {}, target, SPEED, target, None)
-    observations = [obs.record() for obs in predict.observe(result, "predicted.json")]
+    observations = [obs.record() for obs in predicted_observations(result, "predicted.json")]
     evidence = views(observations, {"gb200-nvl72": target})
     return [judge_one(claim, claim["judged_by"][0], evidence, {"source-hardware": ["gb200-nvl72"]}) for claim in claims]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from offload_repro.core.results import read_result, write_result
-from offload_repro.produce import runner
-from offload_repro.produce.repeats import aggregate, spread_of
+from offload_repro.judge.observers import run_observations
+from offload_repro.produce.repeats import aggregate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
 
@@ -82,11 +82,10 @@ def test_a_run_with_repeats_is_a_valid_run_file_and_observations_carry_the_sprea
     result = read_result(path, "run")
     assert result["tflops_per_device"] == 2746.3 and len(result["repeats"]) == 3
 
-    observed = {(o.metric, o.at): o for o in runner.observe(result, str(path))}
+    observed = {(o.metric, o.at): o for o in run_observations(result, str(path))}
     tflops, step, loss = (observed[(metric, None)] for metric in ("tflops_per_device", "step_time_s", "final_loss"))
     assert (tflops.value, tflops.low, tflops.high, tflops.n) == (2746.3, 2716.1, 2760.4, 3)
     assert (step.value, step.low, step.high, step.n) == (19.87, 19.77, 20.09, 3)
     assert (loss.low, loss.high, loss.n) == (None, None, None)
-    plain = {(o.metric, o.at): o for o in runner.observe(run | {"kind": "run"}, "run.json")}
+    plain = {(o.metric, o.at): o for o in run_observations(run | {"kind": "run"}, "run.json")}
     assert plain[("tflops_per_device", None)].n is None  # a run without repeats carries no spread
-    assert spread_of(run, "tflops_per_device") is None  # a run without repeats

@@ -1,4 +1,5 @@
-"""One fact that some evidence gives about a row on a target: the unit of the evidence table."""
+"""One fact that some evidence gives about a row (or a placement policy) on a target: the unit of
+the evidence table."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class Observation:
     low: float | None = None
     high: float | None = None
     n: int | None = None
+    # A fact about a placement policy of experiments/frontier.yaml (its capacity frontier), not a row.
+    policy: str | None = None
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -33,8 +36,17 @@ class Observation:
 class Observer:
     """Builds the observations of one result file; `add` skips metrics the evidence did not observe."""
 
-    def __init__(self, result: dict[str, Any], source: str, evidence: str, row: str | None, target: str | None):
+    def __init__(
+        self,
+        result: dict[str, Any],
+        source: str,
+        evidence: str,
+        row: str | None,
+        target: str | None,
+        policy: str | None = None,
+    ):
         self.result, self.source, self.evidence, self.row, self.target = result, source, evidence, row, target
+        self.policy = policy
         self.status = result.get("status", "ok")
         self.observations: list[Observation] = []
 
@@ -52,7 +64,16 @@ class Observer:
         if value is not None:
             self.observations.append(
                 Observation(
-                    self.row, self.target, self.evidence, metric, value, unit, self.status, self.source, **extra
+                    self.row,
+                    self.target,
+                    self.evidence,
+                    metric,
+                    value,
+                    unit,
+                    self.status,
+                    self.source,
+                    policy=self.policy,
+                    **extra,
                 )
             )
 
@@ -69,5 +90,6 @@ class Observer:
                 self.status,
                 self.source,
                 message=self.result.get("message"),
+                policy=self.policy,
             )
         )

@@ -43,10 +43,16 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
     return data["claims"]
 
 
+def subjects(check: dict[str, Any]) -> list[str]:
+    """What a check is about: its rows, or the placement policy whose capacity frontier it judges."""
+    return check["rows"] if "rows" in check else check["policies"]
+
+
 @dataclass
 class EvidenceView:
-    """One evidence kind on one target, as {row: {metric: value}} (series points apart, in `series`), and
-    {row: {metric: {low, high, n}}} for the values that are medians of more than one repeat."""
+    """One evidence kind on one target, as {row: {metric: value}} (series points apart, in `series`),
+    {row: {metric: {low, high, n}}} for the values that are medians of more than one repeat, and
+    {policy: {metric: value}} for the placement policies' capacity frontiers."""
 
     evidence: str
     target: str | None
@@ -57,13 +63,18 @@ class EvidenceView:
     # series points in order: {row: {metric: [value, ...]}} (a predicted value at each setting of
     # its stated uncertainties, central first; a run's loss at each step)
     series: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def facts(self, check: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The rows (or the policies) a check is about, those this evidence has."""
+        return self.rows if "rows" in check else self.policies
 
 
 def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> list[EvidenceView]:
     found: dict[tuple[str, str | None], EvidenceView] = {}
     for obs in observations:
-        if obs["row"] is None:
-            continue
+        if obs["row"] is None and obs.get("policy") is None:
+            continue  # a fact about the target as a whole
         key = (obs["evidence"], obs["target"])
         if key not in found:
             target = targets.get(obs["target"]) if obs["target"] else None
@@ -76,6 +87,13 @@ def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> lis
             else:
                 source = target.spec["title"] if target else str(obs["target"])
             found[key] = EvidenceView(obs["evidence"], obs["target"], source, tuple(target.judges) if target else ())
+        if obs.get("policy") is not None:
+            if obs["at"] is None:
+                facts = found[key].policies.setdefault(obs["policy"], {"status": "ok", "message": None})
+                facts[obs["metric"]] = obs["value"]
+                if obs["metric"] == "status":
+                    facts["status"], facts["message"] = obs["value"], obs["message"]
+            continue
         if obs["at"] is not None:
             found[key].series.setdefault(obs["row"], {}).setdefault(obs["metric"], []).append(obs["value"])
             continue
@@ -122,11 +140,13 @@ def judge_one(
         return base | {"source": here} | _not_comparable(reason, targets[0] if targets else None)
     evidence = usable[0]
     base |= {"target": evidence.target, "source": evidence.source}
-    missing = [row for row in check["rows"] if row not in evidence.rows]
+    facts = evidence.facts(check)
+    missing = [name for name in subjects(check) if name not in facts]
     if missing:
         needs = f"; {claim['needs']}" if claim.get("needs") else ""
-        return base | _not_comparable(f"rows without {kind} evidence here: {', '.join(missing)}{needs}")
-    observed_rows = {row: evidence.rows[row] for row in check["rows"]}
+        what = "rows" if "rows" in check else "placement policies"
+        return base | _not_comparable(f"{what} without {kind} evidence here: {', '.join(missing)}{needs}")
+    observed_rows = {name: facts[name] for name in subjects(check)}
     errors = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "error"]
     if errors:
         return base | {"verdict": "error", "reason": "; ".join(errors)}
@@ -134,7 +154,9 @@ def judge_one(
         return base | _judge_predicted(claim, rule, evidence, observed_rows)
     judgement = _evaluate(claim, rule, observed_rows)
     metric = check.get("metric")
-    spreads = {row: evidence.spreads[row][metric] for row in check["rows"] if metric in evidence.spreads.get(row, {})}
+    spreads = {
+        row: evidence.spreads[row][metric] for row in check.get("rows", []) if metric in evidence.spreads.get(row, {})
+    }
     return base | judgement | spread.qualify(claim, judgement, spreads)
 
 
@@ -172,7 +194,7 @@ def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict
 
 def _evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     check = claim["check"]
-    rows = check["rows"]
+    rows = subjects(check)
     if check["type"] == "outcome":
         outcome = observed_rows[rows[0]].get("outcome")
         return {"verdict": "pass" if outcome == check["expect"] else "fail", "observed": outcome}

@@ -1,11 +1,12 @@
 """Which verdicts hang on settings the source does not state.
 
 Under each alternative of the sensitivity stage (results/whatif/assumptions.json), the compiled
-observations of the rows it affects are replaced by that alternative's (the stage records them), and every claim
+observations of the rows it affects are replaced by those of that alternative's compiles (the stage lists
+their result files; the compile observer reads them here, under the rows' own ids), and every claim
 judged by compiled evidence is judged again. A claim is *robust* when its verdict is the same under
 every alternative, and otherwise *depends on* the assumptions whose alternatives change it.
 
-A capacity-frontier claim (rows `frontier:<policy>`) is judged under an alternative from the
+A capacity-frontier claim (a check on a placement policy) is judged under an alternative from the
 policy's published rows instead of a new search: memory grows with the micro batch, so a row that
 fits bounds the largest fitting micro batch from below and one that does not, from above. Where
 those bounds do not decide the claim, it is said so.
@@ -16,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from offload_repro.core.results import read_result
+from offload_repro.judge.observers import compile_observations
+
 Judge = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
-FRONTIER = "frontier:"
 
 
 def substituted(
@@ -31,7 +34,7 @@ def frontier_verdict(
     claim: dict[str, Any], outcomes: dict[str, tuple[float, str]], policy_rows: dict[str, list[str]]
 ) -> tuple[str, str]:
     """(verdict, why) of a `between` claim on a frontier policy, from its rows' fits / OOM."""
-    policy = claim["check"]["rows"][0].removeprefix(FRONTIER)
+    (policy,) = claim["check"]["policies"]
     points = [outcomes[row] for row in policy_rows.get(policy, []) if row in outcomes]
     fitting = [mb for mb, outcome in points if outcome == "fits"]
     failing = [mb for mb, outcome in points if outcome == "oom"]
@@ -47,6 +50,19 @@ def frontier_verdict(
     if holds_low and holds_high:
         return "pass", f"bounded by its rows to [{low}, {high})"
     return "undetermined", f"its rows bound it only to [{low}, {high}): a frontier search under it would decide"
+
+
+def alternative_observations(alternative: dict[str, Any], target: str) -> list[dict[str, Any]]:
+    """The compiled observations of an alternative's rows, from their result files, under the rows'
+    own ids and the target they replace."""
+    found = []
+    for row, compiled in alternative["results"].items():
+        if compiled and compiled.get("file"):
+            result = read_result(compiled["file"], "compile")
+            found += [
+                {**o.record(), "row": row, "target": target} for o in compile_observations(result, compiled["file"])
+            ]
+    return found
 
 
 def outcomes_of(observations: list[dict[str, Any]], target: str, micro_batches: dict[str, float]):
@@ -70,7 +86,7 @@ def verdicts_of(
     outcomes = outcomes_of(observations, target, micro_batches)
     found: dict[str, tuple[str, str | None]] = {}
     for claim in claims:
-        if claim["check"]["rows"][0].startswith(FRONTIER):
+        if "policies" in claim["check"]:
             found[claim["id"]] = frontier_verdict(claim, outcomes, policy_rows)
         else:
             found[claim["id"]] = (judged[claim["id"]], None)
@@ -97,7 +113,7 @@ def robustness(
     }
     for entry in sensitivity["assumptions"]:
         for alternative in entry["alternatives"]:
-            replacement = [{**o, "target": target} for o in alternative["observations"]]
+            replacement = alternative_observations(alternative, target)
             rows = {o["row"] for o in replacement}
             errors = {row: r["message"] for row, r in alternative["results"].items() if r and r["status"] == "error"}
             under = verdicts_of(
@@ -111,9 +127,10 @@ def robustness(
             name = f"{entry['id']}.{alternative['id']}"
             for claim in compiled_claims:
                 verdict, why = under[claim["id"]]
-                touched = set(claim["check"]["rows"]) | set(
-                    policy_rows.get(claim["check"]["rows"][0].removeprefix(FRONTIER), [])
-                )
+                check = claim["check"]
+                touched = set(check.get("rows", [])) | {
+                    row for policy in check.get("policies", []) for row in policy_rows.get(policy, [])
+                }
                 if errors and touched & set(errors):
                     verdict = "untested"
                     why = "; ".join(f"{row} does not compile: {errors[row]}" for row in sorted(touched & set(errors)))

@@ -121,7 +121,7 @@ def qualify(claim: dict[str, Any], judgement: dict[str, Any], spreads: dict[str,
     if not spreads:
         return {}
     extra: dict[str, Any] = {"spreads": spreads}
-    single = claim["check"]["rows"][0]
+    single = (claim["check"].get("rows") or [None])[0]
     if claim["check"]["type"] in ("value", "between") and single in spreads:
         extra["observed_spread"] = spreads[single]
     text = note(claim, judgement, spreads)

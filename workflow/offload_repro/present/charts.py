@@ -224,7 +224,7 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
         return None
     data = pd.DataFrame(
         [
-            {"target": o.target, "policy": o.row.removeprefix("frontier:"), "micro_batch": int(o.at), "gib": o.value}
+            {"target": o.target, "policy": o.policy, "micro_batch": int(o.at), "gib": o.value}
             for o in chosen.itertuples()
         ]
     )

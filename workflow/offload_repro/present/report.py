@@ -264,11 +264,14 @@ def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, com
 def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None:
     """Rows x GPU targets from the compiled evidence of every target, and each policy's frontier."""
     compiled = observations[(observations["evidence"] == "compiled") & observations["at"].isna()]
+    of_policies = compiled[compiled["policy"].notna()]
+    compiled = compiled[compiled["policy"].isna()]
     targets = sorted(set(compiled["target"].dropna()))
-    if len(targets) < 2 and not compiled["row"].fillna("").str.startswith("frontier:").any():
+    if len(targets) < 2 and of_policies.empty:
         return None
     cells = {(o.row, o.target, o.metric): o.value for o in compiled.itertuples()}
-    notes = {(o.row, o.target, o.metric): o.message for o in compiled.itertuples() if isinstance(o.message, str)}
+    policy_cells = {(o.policy, o.target, o.metric): o.value for o in of_policies.itertuples()}
+    notes = {(o.policy, o.target, o.metric): o.message for o in of_policies.itertuples() if isinstance(o.message, str)}
     grid = [
         {
             "row": row,
@@ -282,22 +285,24 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
         }
         for row in rows
     ]
-    frontier_rows = sorted({r for r in compiled["row"].dropna() if r.startswith("frontier:")})
-    frontier_targets = sorted({t for (r, t, _m) in cells if r in frontier_rows})
+    policies = sorted(set(of_policies["policy"]))
+    frontier_targets = sorted(set(of_policies["target"].dropna()))
     frontier = [
         {
-            "policy": policy.removeprefix("frontier:"),
-            "published": cells.get((policy, frontier_targets[0], "policy_published")) if frontier_targets else None,
+            "policy": policy,
+            "published": policy_cells.get((policy, frontier_targets[0], "policy_published"))
+            if frontier_targets
+            else None,
             "cells": [
                 {
-                    "largest": cells.get((policy, name, "largest_fitting_micro_batch")),
-                    "status": cells.get((policy, name, "status")),
+                    "largest": policy_cells.get((policy, name, "largest_fitting_micro_batch")),
+                    "status": policy_cells.get((policy, name, "status")),
                     "message": notes.get((policy, name, "largest_fitting_micro_batch")),
                 }
                 for name in frontier_targets
             ],
         }
-        for policy in frontier_rows
+        for policy in policies
     ]
     transfers = [
         {

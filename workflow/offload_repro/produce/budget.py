@@ -18,7 +18,6 @@ from typing import Any
 
 from offload_repro.core.data import Row, Target, load_target
 from offload_repro.core.memory import GB
-from offload_repro.core.observation import Observation, Observer
 from offload_repro.core.results import read_result, write_result
 
 SOURCE_TARGET = "gb200-nvl72"
@@ -39,7 +38,7 @@ def peak(target: Target, dtype: str) -> float | None:
 
 
 def budget_line(row: Row, compiled: dict[str, Any], target: Target, source: Target) -> dict[str, Any]:
-    host = compiled["mechanism"]["host_buffer_bytes"]
+    host = compiled["hlo"]["host_buffer_bytes"]
     bandwidth = target.host_link_gb_s_per_direction
     copy_s = 2 * host / (bandwidth * GB) if bandwidth else None
     published = row.published["tflops_per_device"]
@@ -99,19 +98,3 @@ def write_budget(rows: list[Row], compile_files: list[Path], out_json: Path) -> 
             "recompute": recompute,
         },
     )
-
-
-def observe(result: dict[str, Any], source: str) -> list[Observation]:
-    observations = []
-    for line in result["transfers"]:
-        seen = Observer(result, source, "compiled", line["row"], line["target"])
-        seen.add("whatif_copy_s_per_step", line["copy_s_per_step"], "s")
-        seen.add("whatif_step_s", line["step_s"], "s")
-        seen.add("whatif_copy_share", line["copy_share_of_step"], "fraction", message=line["why_no_share"])
-        seen.add("whatif_link_gb_s", line["link_gb_s_per_direction"], "GB/s")
-        observations += seen.observations
-    for line in result["recompute"]:
-        seen = Observer(result, source, "compiled", line["row"], line["target"])
-        seen.add("xla_tflops_per_step", line["xla_tflops_per_step"], "TFLOP/device")
-        observations += seen.observations
-    return observations

@@ -24,7 +24,6 @@ from typing import Any
 from offload_repro.core import memory
 from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
-from offload_repro.core.observation import Observation, Observer
 from offload_repro.core.results import write_result
 from offload_repro.produce.compile import compile_result
 from offload_repro.produce.program import cached_program, program_for
@@ -180,21 +179,3 @@ def write_frontier(policy_id: str, rows: list[Row], target: Target, out_json: Pa
             "largest_fitting_micro_batch": largest,
         },
     )
-
-
-def observe(result: dict[str, Any], source: str) -> list[Observation]:
-    """Row `frontier:<policy>`: its largest fitting micro batch, and every compiled point (`at` = micro batch)."""
-    seen = Observer(result, source, "compiled", f"frontier:{result['policy']}", result["target"])
-    seen.status_line()
-    largest = result["largest_fitting_micro_batch"]
-    if result["status"] == "ok":
-        message = None if largest else "not even the smallest micro batch fits"
-        if largest == result["search"]["max"]:
-            message = "fits the largest micro batch searched: the frontier lies at or beyond it"
-        seen.add("largest_fitting_micro_batch", largest or 0, "micro batch", message=message)
-    seen.add("policy_published", result["published"])
-    for point in result["points"]:
-        if point["status"] == "ok":
-            seen.add("frontier_device_gib", point["device_gib"], "GiB", at=point["micro_batch"])
-            seen.add("frontier_fits", point["fits"], at=point["micro_batch"])
-    return seen.observations

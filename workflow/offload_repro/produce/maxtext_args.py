@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from importlib.util import find_spec
-from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import Row, Target
-
-
-def base_config() -> Path:
-    """MaxText's own defaults file, as shipped in the installed package."""
-    spec = find_spec("maxtext")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("maxtext is not installed in this Python environment")
-    return Path(spec.origin).parent / "configs" / "base.yml"
 
 
 def _text(value: Any) -> str:

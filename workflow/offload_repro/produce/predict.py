@@ -18,12 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from offload_repro.core import accounting
 from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import read_yaml
-from offload_repro.core.memory import GB, GIB
-from offload_repro.core.observation import Observation, Observer
+from offload_repro.core.maxtext_configs import model_config
+from offload_repro.core.memory import GB
 from offload_repro.core.results import read_result, write_result
-from offload_repro.produce import analytic, hlo_program, step_model
+from offload_repro.produce import hlo_program, step_model
 from offload_repro.produce.program import compile_overrides, hlo_path
 
 SPEED_FILE = "experiments/speed.yaml"
@@ -265,16 +266,16 @@ def predict_programs(
 
 def projection_flops(row: Row, target: Target) -> int:
     """Forward FLOPs of the projections that produce the row's offloaded tensors, per device and
-    step: 2 x output elements x model width, over every layer (the tensors' bytes from analytic)."""
+    step: 2 x output elements x model width, over every layer (the tensors' bytes from the analytic accounting)."""
     overrides = compile_overrides(row, target)
-    config = {**analytic.model_config(row.model), **overrides}
-    accounting = analytic.row_accounting(row, overrides)
+    config = {**model_config(row.model), **overrides}
+    bytes_of = accounting.row_accounting(row, overrides)
     width = config["base_emb_dim"]
     total = 0
-    for tensor in accounting["tensors"].values():
+    for tensor in bytes_of["tensors"].values():
         if tensor["placement"] == "offload":
             for kind, size in tensor["bytes_per_layer"].items():
-                total += 2 * size // analytic.DTYPE_BYTES[row.dtype] * width * accounting["layers"][kind]
+                total += 2 * size // accounting.DTYPE_BYTES[row.dtype] * width * bytes_of["layers"][kind]
     return total
 
 
@@ -348,38 +349,3 @@ def write_prediction(
     compiled = [read_result(path, "compile") for path in compiled_files]
     source = read_result(source_file, "predicted") if source_file else None
     return write_result(out, "predicted", predict_target(rows, target, compiled, speed, calibration_target, source))
-
-
-def observe(result: dict[str, Any], source: str) -> list[Observation]:
-    """Per row: the predicted throughput (central value, band, and each setting as a series point),
-    the FLOPs that make the step, and its terms."""
-    found: list[Observation] = []
-    for row in result["rows"]:
-        seen = Observer(row, source, "predicted", row["row"], result["target"])
-        seen.status_line()
-        if row["status"] != "ok":
-            found += seen.observations
-            continue
-        for metric in ("tflops_per_device", "tflops_per_device_prior"):
-            values = row.get(metric)
-            if not values:
-                continue
-            seen.add(metric, values[0], "TFLOPs/s/device", low=min(values), high=max(values))
-            for index, value in enumerate(values):
-                seen.add(metric, value, "TFLOPs/s/device", at=float(index))
-        seen.add("calibrated_on", row["calibrated_on"])
-        flops = row["flops"]
-        for name in ("model", "counted", "rematted", "unspent", "recompute"):
-            seen.add(f"{name}_tflops_per_step", flops[name] / 1e12, "TFLOP/device")
-        seen.add("recompute_share", flops["recompute_share"])
-        seen.add("host_copy_gib_per_step", row["host_bytes"]["to_host"] / GIB, "GiB")
-        seen.add("collective_gb_per_step", sum(c["bytes"] for c in row["collectives"].values()) / GB, "GB")
-        for name, value in (row.get("breakdown") or {}).items():
-            seen.add(name, value, "s")
-        seen.add("implied_host_gb_s_per_direction", row.get("implied_host_gb_s_per_direction"), "GB/s")
-        found += seen.observations
-    for gain in result.get("gains", []):
-        seen = Observer(result, source, "predicted", gain["offload"], result["target"])
-        seen.add("offload_gain", gain["gain"], "fraction", low=gain["low"], high=gain["high"], message=gain["by"])
-        found += seen.observations
-    return found

@@ -7,11 +7,10 @@ import statistics
 import time
 from typing import Any
 
+from offload_repro.core.accounting import row_accounting
 from offload_repro.core.data import Row, Target
 from offload_repro.core.memory import GB
-from offload_repro.core.observation import Observation, Observer
 from offload_repro.core.results import write_result
-from offload_repro.produce.analytic import row_accounting
 
 
 def offloaded_sizes(rows: list[Row]) -> list[int]:
@@ -66,15 +65,3 @@ def write_probe(target: Target, rows: list[Row], out_json: str, repeats: int) ->
     # per-layer tensor sizes: one-GPU scale rules keep width, batch and sequence
     measured = measure(offloaded_sizes(rows), target.host_link_gb_s_per_direction, repeats)
     return write_result(out_json, "probe", {"target": target.name, "status": "ok", "message": None, **measured})
-
-
-def observe(result: dict[str, Any], source: str) -> list[Observation]:
-    """Bandwidth per transfer size (`at` = bytes), each direction, and its share of the link's limit."""
-    seen = Observer(result, source, "measured", None, result["target"])
-    seen.status_line()
-    seen.add("link_limit_gb_s", result.get("link_limit_gb_s_per_direction"), "GB/s")
-    for transfer in result["transfers"]:
-        for direction in ("d2h", "h2d"):
-            seen.add(f"{direction}_gb_s", transfer[f"{direction}_gb_s"], "GB/s", at=transfer["bytes"])
-            seen.add(f"{direction}_of_limit", transfer.get(f"{direction}_of_limit"), "fraction", at=transfer["bytes"])
-    return seen.observations

@@ -21,6 +21,7 @@ from offload_repro.core import gpu, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
 from offload_repro.core.forkserver import run_logged
+from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import fresh_work_dir, package_environment
 from offload_repro.core.results import ResultError, read_result, write_result
 from offload_repro.produce import maxtext_args
@@ -94,7 +95,7 @@ def compile_program(
     description_path, description = gpu.description_path(target), gpu.description(target)
     overrides = compile_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id)
-    arguments = [str(maxtext_args.base_config()), *maxtext_args.as_arguments(overrides)]
+    arguments = [str(base_config()), *maxtext_args.as_arguments(overrides)]
     stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
     env = package_environment(
         {"XLA_FLAGS": maxtext_args.xla_flags(row, list(compile_only_flags)), "JAX_PLATFORMS": "cpu"}

@@ -44,8 +44,3 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
             aggregated[metric] = spreads[metric]["median"]
     aggregated["spread"] = spreads
     return aggregated
-
-
-def spread_of(result: dict[str, Any], metric: str) -> dict[str, Any] | None:
-    """One metric's spread in a run result, or None for a result without repeats."""
-    return (result.get("spread") or {}).get(metric)

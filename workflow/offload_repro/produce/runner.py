@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.cluster import slurm
-from offload_repro.core import memory, provenance
+from offload_repro.core import provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, read_json, write_json
 from offload_repro.core.forkserver import VARIABLE as FORKSERVER_VARIABLE
 from offload_repro.core.forkserver import run_logged
-from offload_repro.core.observation import Observation, Observer
 from offload_repro.core.process import Supervised, fresh_work_dir, package_environment, run_supervised
 from offload_repro.core.results import write_result
 from offload_repro.produce import distributed, maxtext_args, metrics, repeats, trace
@@ -27,7 +26,6 @@ from offload_repro.produce.distributed import RANKS_DIR_VARIABLE
 from offload_repro.produce.launch import TRACE_DIR_VARIABLE
 
 OOM_PATTERN = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_MEMORY", re.IGNORECASE)
-OUTCOME_OF_STATUS = {"ok": "fits", "oom": "oom"}
 ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*Error: .*")
 
 
@@ -287,30 +285,3 @@ def run_row(
     written = write_result(out_json, "run", result)
     attempts_file(work_dir).unlink(missing_ok=True)
     return written
-
-
-def observe(result: dict[str, Any], source: str) -> list[Observation]:
-    """A run's observations: how it ended, throughput, memory, losses per step, copy overlap."""
-    seen = Observer(result, source, "measured", result["row"], result["target"])
-    seen.status_line()
-    seen.add("outcome", OUTCOME_OF_STATUS.get(result["status"]))
-    for metric, unit in (("tflops_per_device", "TFLOPs/s/device"), ("step_time_s", "s")):
-        seen.add(metric, result.get(metric), unit, spread=repeats.spread_of(result, metric))
-    tokens = "tokens_per_s_per_device"
-    seen.add(tokens, result.get(tokens), "tokens/s/device", spread=repeats.spread_of(result, tokens))
-    peak = (result.get("runtime_memory") or {}).get("peak_bytes_in_use") or result.get("nvml_peak_used_bytes")
-    seen.add("gpu_memory_gib", memory.gib(peak), "GiB")
-    seen.add("host_peak_rss_gib", memory.gib(result.get("host_peak_rss_bytes")), "GiB")
-    losses = result.get("losses") or []
-    for step, loss in enumerate(losses):
-        seen.add("loss", loss, at=step)
-    if losses:
-        seen.add("final_loss", losses[-1])
-    overlap = result.get("overlap") or {}
-    seen.add("host_copies", overlap.get("host_copies"))
-    seen.add("copy_s_per_step", overlap.get("copy_s_per_step"), "s")
-    seen.add("compute_s_per_step", overlap.get("compute_s_per_step"), "s")
-    seen.add("copy_hidden_fraction", overlap.get("hidden_fraction"), "fraction")
-    seen.add("exposed_copy_s_per_step", overlap.get("exposed_copy_s_per_step"), "s")
-    seen.add("wall_time_s", result["provenance"].get("wall_time_s"), "s")
-    return seen.observations

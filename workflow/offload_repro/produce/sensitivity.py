@@ -19,7 +19,7 @@ from offload_repro.core.assumptions import load_assumptions, variants
 from offload_repro.core.data import Row, Target
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import combined_row, variant_id
-from offload_repro.produce.compile import compile_result, observe
+from offload_repro.produce.compile import compile_result
 from offload_repro.produce.program import program_for
 
 
@@ -110,13 +110,10 @@ def gather(
         result = read_result(path, "compile")
         default[result["row"]] = summary(result, str(path))
     by_variant: dict[str, dict[str, Any]] = {}
-    seen: dict[str, list[dict[str, Any]]] = {}  # each variant's compiled observations, under the rows' own ids
     for path in variant_files:
         result = read_result(path, "compile")
         base = result["row"].split("@")[0]
         by_variant.setdefault(result["variant"]["id"], {})[base] = summary(result, str(path))
-        for obs in observe(result, str(path)):
-            seen.setdefault(result["variant"]["id"], []).append({**obs.record(), "row": base})
     table = []
     for entry in load_assumptions().values():
         if not entry.get("alternatives"):
@@ -135,7 +132,6 @@ def gather(
                         "why": alternative["why"],
                         "citation": alternative.get("citation"),
                         "results": by_variant.get(variant_id(entry, alternative), {}),
-                        "observations": seen.get(variant_id(entry, alternative), []),
                     }
                     for alternative in entry["alternatives"]
                 ],

@@ -1,0 +1,29 @@
+"""MaxText's own configuration files, as shipped in the installed package: its defaults and each
+model's dimensions (read, never re-typed here)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core.files import read_yaml
+
+
+def base_config() -> Path:
+    """MaxText's own defaults file, as shipped in the installed package."""
+    spec = find_spec("maxtext")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("maxtext is not installed in this Python environment")
+    return Path(spec.origin).parent / "configs" / "base.yml"
+
+
+def model_file(model: str) -> Path:
+    return base_config().parent / "models" / f"{model}.yml"
+
+
+@cache
+def model_config(model: str) -> dict[str, Any]:
+    """MaxText's defaults overlaid with the named model's YAML."""
+    return {**read_yaml(base_config()), **read_yaml(model_file(model))}

@@ -1,0 +1,206 @@
+"""Each result kind's observer: one result file -> the observations the evidence table holds.
+
+Producers record only what they measured, compiled or computed; what those results are expected
+to be (a compiled program's host buffers against the analytic bytes of the tensors it offloads)
+and what XLA's warnings mean are worked out here, on the judging side, so that an edit of that
+arithmetic re-judges without compiling again.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from offload_repro.core import memory
+from offload_repro.core.accounting import compiled_accounting
+from offload_repro.core.observation import Observation, Observer
+
+# A run's status -> whether the row fitted on the device (an error says nothing about fitting).
+OUTCOME_OF_STATUS = {"ok": "fits", "oom": "oom"}
+REDUCED_TO = re.compile(r"only reduced to [\d.]+GiB \((\d+) bytes\)")
+
+
+def run_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """A run's observations: how it ended, throughput, memory, losses per step, copy overlap."""
+    seen = Observer(result, source, "measured", result["row"], result["target"])
+    seen.status_line()
+    seen.add("outcome", OUTCOME_OF_STATUS.get(result["status"]))
+    spreads = result.get("spread") or {}  # medians of repeats carry their lowest and highest
+    for metric, unit in (
+        ("tflops_per_device", "TFLOPs/s/device"),
+        ("step_time_s", "s"),
+        ("tokens_per_s_per_device", "tokens/s/device"),
+    ):
+        seen.add(metric, result.get(metric), unit, spread=spreads.get(metric))
+    peak = (result.get("runtime_memory") or {}).get("peak_bytes_in_use") or result.get("nvml_peak_used_bytes")
+    seen.add("gpu_memory_gib", memory.gib(peak), "GiB")
+    seen.add("host_peak_rss_gib", memory.gib(result.get("host_peak_rss_bytes")), "GiB")
+    losses = result.get("losses") or []
+    for step, loss in enumerate(losses):
+        seen.add("loss", loss, at=step)
+    if losses:
+        seen.add("final_loss", losses[-1])
+    overlap = result.get("overlap") or {}
+    seen.add("host_copies", overlap.get("host_copies"))
+    seen.add("copy_s_per_step", overlap.get("copy_s_per_step"), "s")
+    seen.add("compute_s_per_step", overlap.get("compute_s_per_step"), "s")
+    seen.add("copy_hidden_fraction", overlap.get("hidden_fraction"), "fraction")
+    seen.add("exposed_copy_s_per_step", overlap.get("exposed_copy_s_per_step"), "s")
+    seen.add("wall_time_s", result["provenance"].get("wall_time_s"), "s")
+    return seen.observations
+
+
+def warning_meaning(text: str, device: int, host: int) -> str:
+    """What one of XLA's rematerialisation warnings means for the program it was printed for.
+
+    The pass counts buffers that are about to be offloaded as device memory, so on an offload
+    row its 'only reduced to' is device + host, not a contradiction of the device figure."""
+    device_gib, host_gib = memory.gib(device), memory.gib(host)
+    reduced = REDUCED_TO.search(text)
+    if reduced is None:
+        return "XLA could not fit the program under its own limit; the memory analysis is what is judged."
+    reduced_gib = memory.gib(int(reduced.group(1)))
+    if memory.remat_warning_explained(reduced_gib, device_gib, host_gib):
+        return (
+            f"Not a contradiction: XLA's rematerialisation pass counts the {host_gib:.2f} GiB about to be "
+            f"offloaded as device memory ({device_gib:.2f} device + {host_gib:.2f} host = "
+            f"{device_gib + host_gib:.2f} GiB); after offloading the device holds {device_gib:.2f} GiB."
+        )
+    if abs(reduced_gib - device_gib) <= 0.01 * reduced_gib:
+        return f"The program needs {device_gib:.2f} GiB per device: XLA could not rematerialise it smaller."
+    return (
+        f"Reported for one computation while scheduling ({reduced_gib:.2f} GiB); the program's final memory "
+        f"analysis ({device_gib:.2f} GiB device, {host_gib:.2f} GiB host) is what fits / out of memory is "
+        "judged on."
+    )
+
+
+def compile_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """A compile's observations: fits or not, device and host memory, the offload against the
+    analytic bytes of the row as compiled, the program, XLA's warnings with their meaning."""
+    seen = Observer(result, source, "compiled", result["row"], result["target"])
+    seen.status_line()
+    seen.add("capacity_gib", memory.gib(result["capacity_bytes"]), "GiB")
+    seen.add("compile_s", result.get("compile_seconds"), "s")
+    seen.add("compile_peak_rss_gib", memory.gib(result.get("peak_rss_bytes")), "GiB")
+    if result["status"] != "ok":
+        return seen.observations
+    seen.add("outcome", "fits" if result["fits"] else "oom")
+    seen.add("gpu_memory_gib", memory.gib(result["device_bytes"]), "GiB")
+    seen.add("host_memory_gib", memory.gib(result["host_bytes"]), "GiB")
+    seen.add("margin_gib", result["margin_gib"], "GiB")
+    hlo = result["hlo"]
+    expected = compiled_accounting(result["maxtext_overrides"])
+    offloaded = [t for t in expected["tensors"].values() if t["placement"] == "offload"]
+    seen.add("host_buffers", hlo["host_buffers"])
+    seen.add("expected_host_buffers", sum(len(t["bytes_per_layer"]) for t in offloaded))
+    seen.add("host_buffer_gib", memory.gib(hlo["host_buffer_bytes"]), "GiB")
+    seen.add("expected_host_buffer_gib", memory.gib(expected["offloaded_bytes_per_step"]), "GiB")
+    seen.add("async_pairs", hlo["async_pairs_total"])
+    seen.add("program_digest", result["hlo_sha256"])
+    seen.add("host_capacity_gib", memory.gib(result.get("host_capacity_bytes")), "GiB")
+    seen.add("host_fits", result.get("host_fits"))
+    seen.add("model_tflops_per_step", result.get("model_tflops_per_device_per_step"), "TFLOP/device")
+    seen.add("xla_tflops_per_step", (result.get("cost") or {}).get("flops", 0) / 1e12 or None, "TFLOP/device")
+    for text in dict.fromkeys(result["xla_memory_warnings"]):  # XLA repeats a warning per pass
+        meaning = warning_meaning(text, result["device_bytes"], result["host_bytes"])
+        seen.add("xla_memory_warning", text, message=meaning)
+    return seen.observations
+
+
+def analytic_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """Per row: the bytes it offloads and saves on device, per step and per layer of each tensor."""
+    observations = []
+    for accounting in result["rows"]:
+        seen = Observer(result, source, "analytic", accounting["row"], None)
+        seen.add("host_memory_gib", memory.gib(accounting["offloaded_bytes_per_step"]), "GiB")
+        seen.add("device_saved_gib", memory.gib(accounting["device_saved_bytes_per_step"]), "GiB")
+        seen.add("offloaded_mib_per_layer", memory.mib(accounting["offloaded_bytes_per_layer"]), "MiB")
+        for tensor, sizes in accounting["tensors"].items():
+            per_layer = sizes["bytes_per_layer"]
+            seen.add(f"{tensor}_mib_per_layer", memory.mib(per_layer["moe" if "moe" in per_layer else "dense"]), "MiB")
+        observations += seen.observations
+    return observations
+
+
+def probe_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """Bandwidth per transfer size (`at` = bytes), each direction, and its share of the link's limit."""
+    seen = Observer(result, source, "measured", None, result["target"])
+    seen.status_line()
+    seen.add("link_limit_gb_s", result.get("link_limit_gb_s_per_direction"), "GB/s")
+    for transfer in result["transfers"]:
+        for direction in ("d2h", "h2d"):
+            seen.add(f"{direction}_gb_s", transfer[f"{direction}_gb_s"], "GB/s", at=transfer["bytes"])
+            seen.add(f"{direction}_of_limit", transfer.get(f"{direction}_of_limit"), "fraction", at=transfer["bytes"])
+    return seen.observations
+
+
+def frontier_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """A placement policy's capacity frontier: its largest fitting micro batch, and every compiled
+    point (`at` = micro batch)."""
+    seen = Observer(result, source, "compiled", None, result["target"], policy=result["policy"])
+    seen.status_line()
+    largest = result["largest_fitting_micro_batch"]
+    if result["status"] == "ok":
+        message = None if largest else "not even the smallest micro batch fits"
+        if largest == result["search"]["max"]:
+            message = "fits the largest micro batch searched: the frontier lies at or beyond it"
+        seen.add("largest_fitting_micro_batch", largest or 0, "micro batch", message=message)
+    seen.add("policy_published", result["published"])
+    for point in result["points"]:
+        if point["status"] == "ok":
+            seen.add("frontier_device_gib", point["device_gib"], "GiB", at=point["micro_batch"])
+            seen.add("frontier_fits", point["fits"], at=point["micro_batch"])
+    return seen.observations
+
+
+def budget_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """Per row and target: the time its host copies take per step, and their share of the step."""
+    observations = []
+    for line in result["transfers"]:
+        seen = Observer(result, source, "compiled", line["row"], line["target"])
+        seen.add("whatif_copy_s_per_step", line["copy_s_per_step"], "s")
+        seen.add("whatif_step_s", line["step_s"], "s")
+        seen.add("whatif_copy_share", line["copy_share_of_step"], "fraction", message=line["why_no_share"])
+        seen.add("whatif_link_gb_s", line["link_gb_s_per_direction"], "GB/s")
+        observations += seen.observations
+    for line in result["recompute"]:
+        seen = Observer(result, source, "compiled", line["row"], line["target"])
+        seen.add("xla_tflops_per_step", line["xla_tflops_per_step"], "TFLOP/device")
+        observations += seen.observations
+    return observations
+
+
+def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """Per row: the predicted throughput (central value, band, and each setting as a series point),
+    the FLOPs that make the step, and its terms; per offload row, its predicted gain."""
+    found: list[Observation] = []
+    for row in result["rows"]:
+        seen = Observer(row, source, "predicted", row["row"], result["target"])
+        seen.status_line()
+        if row["status"] != "ok":
+            found += seen.observations
+            continue
+        for metric in ("tflops_per_device", "tflops_per_device_prior"):
+            values = row.get(metric)
+            if not values:
+                continue
+            seen.add(metric, values[0], "TFLOPs/s/device", low=min(values), high=max(values))
+            for index, value in enumerate(values):
+                seen.add(metric, value, "TFLOPs/s/device", at=float(index))
+        seen.add("calibrated_on", row["calibrated_on"])
+        flops = row["flops"]
+        for name in ("model", "counted", "rematted", "unspent", "recompute"):
+            seen.add(f"{name}_tflops_per_step", flops[name] / 1e12, "TFLOP/device")
+        seen.add("recompute_share", flops["recompute_share"])
+        seen.add("host_copy_gib_per_step", memory.gib(row["host_bytes"]["to_host"]), "GiB")
+        seen.add("collective_gb_per_step", sum(c["bytes"] for c in row["collectives"].values()) / memory.GB, "GB")
+        for name, value in (row.get("breakdown") or {}).items():
+            seen.add(name, value, "s")
+        seen.add("implied_host_gb_s_per_direction", row.get("implied_host_gb_s_per_direction"), "GB/s")
+        found += seen.observations
+    for gain in result.get("gains", []):
+        seen = Observer(result, source, "predicted", gain["offload"], result["target"])
+        seen.add("offload_gain", gain["gain"], "fraction", low=gain["low"], high=gain["high"], message=gain["by"])
+        found += seen.observations
+    return found
