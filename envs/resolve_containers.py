@@ -1,33 +1,24 @@
 """Resolve each container's tag to its registry digest and record it in envs/containers.yaml.
 
 Run where the registry is reachable: `.venv/bin/python envs/resolve_containers.py [NAME ...]`.
-Uses `skopeo inspect` (no daemon needed); only the `digest:` lines of the file are rewritten,
-so its comments survive.
+The digest comes from offload_repro.core.image_digest (`skopeo inspect`, no daemon needed), the
+same resolver a GPU run uses for an unpinned tag. Only the `digest:` lines of the file are
+rewritten, so its comments survive.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+from offload_repro.core.data import DataError, validate
+from offload_repro.core.image_digest import DigestError, resolve_digest
+
 CONTAINERS = Path(__file__).resolve().parent / "containers.yaml"
-
-
-def registry_digest(reference: str) -> str:
-    done = subprocess.run(
-        ["skopeo", "inspect", "--no-tags", f"docker://{reference}"], capture_output=True, text=True, timeout=120
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"skopeo could not inspect {reference}: {done.stderr.strip()}")
-    digest = json.loads(done.stdout)["Digest"]
-    if not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
-        raise SystemExit(f"{reference}: unexpected digest {digest!r}")
-    return digest
 
 
 def record(text: str, name: str, digest: str) -> str:
@@ -41,9 +32,20 @@ def record(text: str, name: str, digest: str) -> str:
 
 def main(names: list[str]) -> None:
     text = CONTAINERS.read_text()
-    containers = yaml.safe_load(text)["containers"]
+    data = yaml.safe_load(text)
+    try:
+        validate(data, "containers", CONTAINERS)
+    except DataError as error:
+        raise SystemExit(str(error)) from error
+    containers = data["containers"]
+    unknown = sorted(set(names) - set(containers))
+    if unknown:
+        raise SystemExit(f"{CONTAINERS}: no container named {', '.join(unknown)} (known: {', '.join(containers)})")
     for name in names or list(containers):
-        digest = registry_digest(containers[name]["reference"])
+        try:
+            digest = resolve_digest(containers[name]["reference"])
+        except DigestError as error:  # nothing is written: the file stays as it was
+            raise SystemExit(f"{CONTAINERS}: container '{name}': {error}") from error
         text = record(text, name, digest)
         print(f"{name}: {containers[name]['reference']} -> {digest}")
     CONTAINERS.write_text(text)

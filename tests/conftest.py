@@ -21,6 +21,23 @@ def require(program: str) -> None:
         pytest.skip(message)
 
 
+@pytest.fixture
+def skopeo(tmp_path, monkeypatch):
+    """A stand-in `skopeo`, first on PATH: `skopeo(body)` writes its shell body and returns the
+    file where it records its arguments, one a line."""
+    bin_dir = tmp_path / "stand-in-bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    def stand_in(body: str) -> Path:
+        script = bin_dir / "skopeo"
+        script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{bin_dir}/args"\n{body}\n')
+        script.chmod(0o755)
+        return bin_dir / "args"
+
+    return stand_in
+
+
 @pytest.fixture(scope="session")
 def tables() -> list[str]:
     return TABLES

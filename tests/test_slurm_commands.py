@@ -9,7 +9,7 @@ import pytest
 from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-from offload_repro.cluster import registry, slurm
+from offload_repro.cluster import slurm
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.produce.runner import launch_command
@@ -84,27 +84,39 @@ def test_deepseek_runs_in_the_sources_deepseek_image(tables):
     assert slurm.container_for(rows["deepseek-remat"]).reference == "ghcr.io/nvidia/jax:deepseek_v3_maxtext"
 
 
-def test_gpu_run_refuses_an_image_without_digest(tables, tmp_path, monkeypatch):
+def test_gpu_run_refuses_an_image_without_digest(tables, tmp_path):
     row = next(row for row in load_rows(tables) if row.family == "llama")
     with pytest.raises(slurm.ContainerError, match="field 'digest' is null"):
         launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=False)
 
-    def unreachable(reference: str) -> str:
-        raise registry.RegistryError(f"{reference}: registry unreachable")
 
-    monkeypatch.setattr(registry, "resolve_digest", unreachable)
+def test_an_unpinned_image_whose_digest_cannot_be_resolved_runs_by_tag_and_records_why(tables, tmp_path, skopeo):
+    row = next(row for row in load_rows(tables) if row.family == "llama")
+    why = "pinging container registry ghcr.io: dial tcp: no route to host"
+    skopeo(f"echo '{why}' >&2; exit 1")
     _, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=True)
     assert container["digest"] is None and container["image"] == "ghcr.io#nvidia/jax:maxtext"
-    assert container["digest_at_run_time"] is None and "unreachable" in container["digest_error"]
+    assert container["digest_at_run_time"] is None
+    assert container["digest_error"] == f"ghcr.io/nvidia/jax:maxtext: skopeo inspect failed: {why}"
 
 
-def test_an_unpinned_image_runs_by_the_digest_its_tag_has_at_run_time(tables, tmp_path, monkeypatch):
+def test_without_skopeo_an_unpinned_image_runs_by_tag_and_records_that(tables, tmp_path, monkeypatch):
+    row = next(row for row in load_rows(tables) if row.family == "llama")
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no skopeo, wherever this runs
+    _, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=True)
+    assert container["image"] == "ghcr.io#nvidia/jax:maxtext" and container["digest_at_run_time"] is None
+    assert "skopeo is not installed" in container["digest_error"]
+
+
+def test_an_unpinned_image_runs_by_the_digest_its_tag_has_at_run_time(tables, tmp_path, skopeo):
     row = next(row for row in load_rows(tables) if row.family == "llama")
     digest = "sha256:" + "ab" * 32
-    monkeypatch.setattr(registry, "resolve_digest", lambda reference: digest)
+    args = skopeo(f'echo \'{{"Digest": "{digest}"}}\'')
     prefix, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "py", "pyxis", allow_unpinned=True)
+    assert args.read_text().splitlines() == ["inspect", "--no-tags", "docker://ghcr.io/nvidia/jax:maxtext"]
     assert f"--container-image=ghcr.io#nvidia/jax@{digest}" in prefix
     assert container["digest"] is None and container["digest_at_run_time"] == digest
+    assert container["digest_error"] is None
 
 
 def test_cpu_slurm_rows_start_one_process_per_task(tables, tmp_path):

@@ -17,6 +17,7 @@ from typing import Any
 from offload_repro.core.containers import CONTAINERS_FILE, containers
 from offload_repro.core.data import DataError, Row, Target
 from offload_repro.core.files import REPO_ROOT
+from offload_repro.core.image_digest import DigestError, resolve_digest
 from offload_repro.produce import maxtext_args
 
 __all__ = ["CONTAINERS_FILE", "containers"]  # read here by the container checks and their tests
@@ -50,17 +51,15 @@ class Container:
         return f"docker://{pinned}"
 
     def resolved(self, runtime: str, allow_unpinned: bool) -> dict[str, Any]:
-        """The image to run, pinned by the digest the registry gives now when only a tag is recorded,
-        and a record of what ran."""
+        """The image to run, pinned by the digest `skopeo inspect` gives now when only a tag is
+        recorded, and a record of what ran."""
         record: dict[str, Any] = {"name": self.name, "reference": self.reference, "digest": self.digest}
         record.update(runtime=runtime, digest_at_run_time=self.digest, digest_error=None)
         image = self.image(runtime, allow_unpinned)
         if self.digest is None:
-            from offload_repro.cluster import registry  # urllib: only a run by tag needs it, not start-up
-
             try:
-                digest = registry.resolve_digest(self.reference)
-            except registry.RegistryError as err:  # the tag runs; the record says its digest is unknown
+                digest = resolve_digest(self.reference, timeout_s=30)  # the job's nodes are waiting
+            except DigestError as err:  # the tag runs; the record says why its digest is unknown
                 record["digest_error"] = str(err)
             else:
                 record["digest_at_run_time"] = digest
