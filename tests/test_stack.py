@@ -1,9 +1,11 @@
-"""The stack a rank records: real jax environment info on this machine, real-format GPU text, and the
-GPU version readers with NVML and JAX's CUDA helpers standing in where no GPU is present."""
+"""The stack a rank records: JAX's environment read on this machine, and the GPU version readers with
+NVML, JAX's CUDA helpers and an nvidia-smi executable standing in where no GPU is present."""
 
 from __future__ import annotations
 
+import os
 import platform
+import shutil
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,47 +13,6 @@ from types import SimpleNamespace
 import pytest
 
 from offload_repro.core import stack
-
-# jax/_src/environment_info.py's layout (the stray '"' after "local devices" is jax's), on an
-# 8 x H100 node, followed by nvidia-smi 550's table as print_environment_info appends it.
-GPU_ENVIRONMENT_INFO = """\
-jax:    0.12.0.1
-jaxlib: 0.12.0.1
-numpy:  2.5.5
-python: 3.12.3 (main, Feb  4 2025, 14:48:35) [GCC 13.3.0]
-device info: NVIDIA H100 80GB HBM3-16, 8 local devices"
-process_count: 2
-platform: uname_result(system='Linux', node='gpu-node-017', release='5.15.0-1071-nvidia', version='#72-Ubuntu SMP Thu Oct  3 19:57:42 UTC 2024', machine='x86_64')
-XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true --xla_gpu_memory_limit_slop_factor=95
-JAX_COORDINATOR_ADDRESS=gpu-node-017:3389
-
-$ nvidia-smi
-Mon Nov  4 11:56:43 2024
-+-----------------------------------------------------------------------------------------+
-| NVIDIA-SMI 550.127.05             Driver Version: 550.127.05     CUDA Version: 12.4     |
-|-----------------------------------------+------------------------+----------------------+
-| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
-| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
-|                                         |                        |               MIG M. |
-|=========================================+========================+======================|
-|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |
-| N/A   31C    P0            118W /  700W |   62215MiB /  81559MiB |      0%      Default |
-|                                         |                        |             Disabled |
-+-----------------------------------------+------------------------+----------------------+
-|   1  NVIDIA H100 80GB HBM3          On  |   00000000:2A:00.0 Off |                    0 |
-| N/A   29C    P0            115W /  700W |   62215MiB /  81559MiB |      0%      Default |
-|                                         |                        |             Disabled |
-+-----------------------------------------+------------------------+----------------------+
-
-+-----------------------------------------------------------------------------------------+
-| Processes:                                                                              |
-|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |
-|        ID   ID                                                               Usage      |
-|=========================================================================================|
-|    0   N/A  N/A    812345      C   python3                                     62206MiB |
-|    1   N/A  N/A    812345      C   python3                                     62206MiB |
-+-----------------------------------------------------------------------------------------+
-"""  # noqa: E501
 
 # /proc/self/maps lines as Linux writes them (address, perms, offset, dev, inode, path).
 MAPS = """\
@@ -74,13 +35,15 @@ def test_version_codes_read_as_their_libraries_define_them():
 
 
 @pytest.mark.skipif(Path("/dev/nvidiactl").exists(), reason="this machine has an NVIDIA driver")
-def test_without_a_gpu_every_version_is_none_with_a_reason():
+def test_without_a_gpu_every_version_is_none_with_a_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi, whatever this machine has installed
     found = stack.gpu_stack()
     assert {key: found[key] for key in stack.VERSION_KEYS} == dict.fromkeys(stack.VERSION_KEYS)
-    assert found["sources"] == dict.fromkeys(stack.VERSION_KEYS)
+    assert found["sources"] == dict.fromkeys((*stack.VERSION_KEYS, "gpus"))
     assert found["gpus"] == []
     assert set(found["missing"]) == {*stack.VERSION_KEYS, "gpus"}
     assert "no NVML: " in found["reason"]
+    assert found["missing"]["gpus"].endswith("; nvidia-smi: not on PATH")
     assert "no CUDA driver" in found["reason"] or "no JAX CUDA plugin" in found["reason"]
     assert found["libraries"]["cuda"] is None
     if found["built_against"] is not None:  # JAX's CUDA plugin is installed: what it was built against
@@ -142,10 +105,15 @@ def fake_versions(driver: int) -> SimpleNamespace:
 
 def test_versions_come_from_nvml_and_jax_cuda_helpers_with_their_sources():
     nvml = FakeNvml()
+    asked: list[str] = []
     found = stack.read_stack(
-        lambda: nvml, lambda: (fake_versions(12080), "jax_cuda12_plugin"), lambda: stack.loaded_libraries(MAPS)
+        lambda: nvml,
+        lambda: (fake_versions(12080), "jax_cuda12_plugin"),
+        lambda: stack.loaded_libraries(MAPS),
+        lambda: asked.append("nvidia-smi") or "",
     )
     assert nvml.shut
+    assert asked == []  # NVML answered: nvidia-smi is not asked the same again
     assert {key: found[key] for key in stack.VERSION_KEYS} == {
         "nvidia_driver": "570.133.20",
         "cuda_driver_api": "12.8",
@@ -155,6 +123,7 @@ def test_versions_come_from_nvml_and_jax_cuda_helpers_with_their_sources():
         "cublas": None,
     }
     assert found["sources"]["nvidia_driver"] == "pynvml nvmlSystemGetDriverVersion"
+    assert found["sources"]["gpus"].startswith("pynvml ")
     assert found["sources"]["cudnn"] == (
         "jax_cuda12_plugin._versions.cudnn_get_version "
         "(/opt/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9)"
@@ -200,62 +169,110 @@ def test_loaded_libraries_names_the_exact_library_not_its_siblings():
     }
 
 
-def test_jax_environment_parses_what_the_installed_jax_prints(monkeypatch):
+def no_nvml() -> None:
+    raise ModuleNotFoundError("No module named 'pynvml'")
+
+
+H200_UUIDS = ("GPU-8c4f4e1b-7e6d-4f5a-9b1e-2d3c4b5a6f70", "GPU-1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f")
+# nvidia-smi 570's answer to the query, as --format=csv,noheader,nounits writes it
+H200_CSV = "".join(f"{index}, NVIDIA H200, 143771, {uuid}, 570.133.20\n" for index, uuid in enumerate(H200_UUIDS))
+
+
+def stand_in_nvidia_smi(folder: Path, answer: str, status: int = 0) -> None:
+    """An nvidia-smi that answers only the query the stack asks, as the real one would."""
+    query = f"--query-gpu={','.join(stack.NVIDIA_SMI_FIELDS)} --format=csv,noheader,nounits"
+    script = folder / "nvidia-smi"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'[ "$*" = "{query}" ] || {{ echo "unexpected arguments: $*" >&2; exit 2; }}\n'
+        f"{shutil.which('cat')} <<'ANSWER'\n{answer}ANSWER\n"  # by path: PATH holds only the stand-in
+        f"exit {status}\n"
+    )
+    script.chmod(0o755)
+
+
+def read_without_nvml() -> dict:
+    return stack.read_stack(
+        no_nvml, lambda: (fake_versions(12080), "jax_cuda12_plugin"), lambda: stack.loaded_libraries(MAPS)
+    )
+
+
+def test_without_nvml_the_driver_and_gpus_come_from_nvidia_smi(tmp_path, monkeypatch):
+    stand_in_nvidia_smi(tmp_path, H200_CSV)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    found = read_without_nvml()
+    assert found["nvidia_driver"] == "570.133.20"
+    assert found["gpus"] == [
+        {"index": index, "name": "NVIDIA H200", "memory_total_bytes": 143771 * 2**20, "uuid": uuid}
+        for index, uuid in enumerate(H200_UUIDS)
+    ]
+    query = "nvidia-smi --query-gpu=index,name,memory.total,uuid,driver_version"
+    assert found["sources"]["nvidia_driver"] == query
+    assert found["sources"]["gpus"] == query + " (memory in whole MiB)"
+    assert found["cuda_driver_api"] == "12.8"  # not in nvidia-smi's query: JAX's CUDA helpers give it
+    assert set(found["missing"]) == {"nccl", "cublas"}
+
+
+def test_without_nvml_or_nvidia_smi_the_gpus_are_missing_with_both_reasons(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    found = read_without_nvml()
+    assert (found["nvidia_driver"], found["gpus"]) == (None, [])
+    both = "no NVML: No module named 'pynvml'; nvidia-smi: not on PATH"
+    assert found["missing"]["nvidia_driver"] == found["missing"]["gpus"] == both
+    assert found["reason"].count("no NVML") == 1  # one cause, said once
+
+
+def test_a_failing_nvidia_smi_gives_its_own_words(tmp_path, monkeypatch):
+    message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+    stand_in_nvidia_smi(tmp_path, message, status=9)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    found = read_without_nvml()
+    assert found["nvidia_driver"] is None
+    assert found["missing"]["gpus"].endswith("nvidia-smi: exit 9: " + message.strip())
+
+
+def test_nvidia_smi_answers_that_do_not_fit_the_query_are_refused():
+    assert stack.parse_gpu_csv("0, NVIDIA GB10, [N/A], GPU-0, 580.95.05\n")[0][0]["memory_total_bytes"] is None
+    with pytest.raises(ValueError, match="4 fields where 5"):
+        stack.parse_gpu_csv("0, NVIDIA H200, 143771, 570.133.20\n")
+    with pytest.raises(ValueError, match="driver versions"):
+        stack.parse_gpu_csv(H200_CSV.replace("570.133.20", "550.127.05", 1))
+    with pytest.raises(ValueError, match="no GPU listed"):
+        stack.parse_gpu_csv("\n")
+
+
+def test_jax_environment_reads_the_installed_jax(monkeypatch):
     import jax
-    import jaxlib
+    import jaxlib.version
     import numpy
 
-    monkeypatch.setenv("JAX_OFFLOAD_REPRO_MARKER", "a=b c")
+    monkeypatch.setenv("JAX_OFFLOAD_REPRO_MARKER", "a=b c\nsecond line")
+    monkeypatch.setenv("NOT_JAX_OFFLOAD_REPRO", "1")
     found = stack.jax_environment()
-    assert "parse_error" not in found, found.get("parse_error")
+    assert set(found) == {"jax", "jaxlib", "numpy", "python", "platform", "env", "devices"}
     assert (found["jax"], found["jaxlib"], found["numpy"]) == (
         jax.__version__,
-        jaxlib.__version__,
+        jaxlib.version.__version__,
         numpy.__version__,
     )
-    assert found["python"] == sys.version.replace("\n", " ")
-    uname = platform.uname()  # its repr, which jax prints, leaves out `processor`
-    assert found["platform"] == {
-        field: getattr(uname, field) for field in ("system", "node", "release", "version", "machine")
-    }
-    assert found["process_count"] == jax.process_count() == found["devices"]["process_count"]
-    assert found["device_info"] == {
-        "device_kind": jax.devices()[0].device_kind,
-        "device_count": jax.device_count(),
-        "local_device_count": jax.local_device_count(),
-    }
-    assert found["devices"]["platform"] == jax.devices()[0].platform
-    assert found["env"]["JAX_OFFLOAD_REPRO_MARKER"] == "a=b c"
-    assert found["text"] == jax.print_environment_info(return_string=True)
-
-
-def test_a_gpu_node_environment_info_with_nvidia_smi_parses():
-    found = stack.parse_environment_info(GPU_ENVIRONMENT_INFO)
-    assert found["device_info"] == {"device_kind": "NVIDIA H100 80GB HBM3", "device_count": 16, "local_device_count": 8}
-    assert found["process_count"] == 2
-    assert found["platform"]["version"] == "#72-Ubuntu SMP Thu Oct  3 19:57:42 UTC 2024"
-    assert found["platform"]["release"] == "5.15.0-1071-nvidia"
-    assert found["env"] == {
-        "XLA_FLAGS": "--xla_gpu_enable_latency_hiding_scheduler=true --xla_gpu_memory_limit_slop_factor=95",
-        "JAX_COORDINATOR_ADDRESS": "gpu-node-017:3389",
-    }
-    assert found["nvidia_smi"] == {
-        "driver_version": "550.127.05",
-        "cuda_version": "12.4",
-        "gpus": [
-            {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559},
-            {"index": 1, "name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559},
-        ],
+    assert found["jaxlib"] == jax.lib.__version__  # the jaxlib that JAX itself loaded
+    assert found["python"] == sys.version
+    assert found["platform"] == platform.uname()._asdict()
+    assert found["env"]["JAX_OFFLOAD_REPRO_MARKER"] == "a=b c\nsecond line"
+    assert found["env"] == {name: value for name, value in os.environ.items() if name.startswith(("JAX_", "XLA_"))}
+    devices = jax.devices()
+    assert found["devices"] == {
+        "platform": devices[0].platform,
+        "device_kind": devices[0].device_kind,
+        "device_count": len(devices),
+        "local_device_count": len(jax.local_devices()),
+        "process_count": jax.process_count(),
     }
 
 
-def test_an_older_layout_is_refused_rather_than_half_read():
-    # jax 0.4.33 printed the devices differently and had no 'device info:' line.
-    older = GPU_ENVIRONMENT_INFO.replace(
-        'device info: NVIDIA H100 80GB HBM3-16, 8 local devices"',
-        "jax.devices (16 total, 8 local): [CudaDevice(id=0) CudaDevice(id=1) ... CudaDevice(id=7)]",
-    )
-    with pytest.raises(ValueError, match=r"unexpected line 'jax\.devices"):
-        stack.parse_environment_info(older)
-    with pytest.raises(ValueError, match="no 'jax:'"):
-        stack.parse_environment_info("")
+def test_jax_variables_are_the_jax_and_xla_settings_by_name():
+    environ = {"XLA_FLAGS": "--xla_dump_to=/tmp", "PATH": "/bin", "JAX_PLATFORMS": "cpu", "MY_JAX_X": "1"}
+    assert list(stack.jax_variables(environ).items()) == [
+        ("JAX_PLATFORMS", "cpu"),
+        ("XLA_FLAGS", "--xla_dump_to=/tmp"),
+    ]

@@ -1,7 +1,11 @@
 """What a training rank (the process that imports JAX) can see of its software and hardware stack.
 
 `gpu_stack()`: NVIDIA driver, CUDA driver API, CUDA runtime, cuDNN, NCCL and cuBLAS versions, and the
-GPUs NVML lists, each with where it came from. `jax_environment()`: `jax.print_environment_info`, parsed.
+GPUs (index, name, total memory, UUID), each with where it came from: NVML, or nvidia-smi's CSV query
+where NVML does not answer. `jax_environment()`: JAX's, jaxlib's, NumPy's and Python's versions, the
+host's uname, the JAX_/XLA_ environment variables and the devices JAX sees, read from the libraries'
+own attributes (the facts `jax.print_environment_info` prints, without parsing its text; the GPUs and
+driver that text appends from nvidia-smi are `gpu_stack()`'s).
 
 Versions come from the libraries this process loaded (through NVML and JAX's CUDA plugin), not from
 package metadata, so they are what ran; the one exception, NCCL's fallback to the nvidia-nccl wheel's
@@ -11,11 +15,17 @@ does): JAX's CUDA plugin preloads the NVIDIA libraries it uses, and asking earli
 
 from __future__ import annotations
 
-import ast
 import contextlib
+import csv
 import ctypes
 import importlib
-import re
+import io
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from types import ModuleType
 from typing import Any
@@ -35,6 +45,10 @@ LIBRARY_FILES = {
     "nvml": "libnvidia-ml.so",
 }
 NCCL_PACKAGES = ("nvidia-nccl-cu13", "nvidia-nccl-cu12")
+# nvidia-smi's --query-gpu fields, in the order its CSV answer lists them.
+NVIDIA_SMI_FIELDS = ("index", "name", "memory.total", "uuid", "driver_version")
+NVIDIA_SMI_TIMEOUT_S = 30  # a node whose driver hangs must not hold the rank's record back
+MIB = 1 << 20
 
 
 def cuda_version(code: int) -> str:
@@ -84,20 +98,28 @@ def loaded_libraries(maps: str | None = None) -> dict[str, str | None]:
 
 
 class _Facts:
-    """Versions with their sources; the first answer for a key wins, the first failure is its reason."""
+    """Versions and GPUs with their sources; the first answer for a key wins. Every failure is kept, so
+    a key that no source answered says why each source did not."""
 
     def __init__(self) -> None:
         self.values: dict[str, str | None] = dict.fromkeys(VERSION_KEYS)
-        self.sources: dict[str, str | None] = dict.fromkeys(VERSION_KEYS)
-        self.failures: dict[str, str] = {}
+        self.sources: dict[str, str | None] = dict.fromkeys((*VERSION_KEYS, "gpus"))
+        self.gpus: list[dict[str, Any]] = []
+        self.failures: dict[str, list[str]] = {}
 
     def put(self, key: str, value: str, source: str) -> None:
         if self.values[key] is None:
             self.values[key], self.sources[key] = value, source
 
+    def put_gpus(self, gpus: list[dict[str, Any]], source: str) -> None:
+        if gpus and not self.gpus:
+            self.gpus, self.sources["gpus"] = gpus, source
+
     def fail(self, keys: tuple[str, ...] | str, why: str) -> None:
         for key in (keys,) if isinstance(keys, str) else keys:
-            self.failures.setdefault(key, why)
+            reasons = self.failures.setdefault(key, [])
+            if why not in reasons:
+                reasons.append(why)
 
     def attempt(self, key: str, source: str, read: Any) -> None:
         if self.values[key] is not None:
@@ -107,21 +129,29 @@ class _Facts:
         except Exception as error:  # a library that is absent or refuses: recorded, never raised
             self.fail(key, f"{source}: {_one_line(error)}")
 
+    def _unanswered(self) -> list[str]:
+        answered = {**self.values, "gpus": self.gpus or None}
+        return [key for key in self.failures if answered.get(key) is None]
+
     def missing(self) -> dict[str, str]:
-        return {key: why for key, why in self.failures.items() if self.values.get(key) is None}
+        return {key: "; ".join(self.failures[key]) for key in self._unanswered()}
+
+    def reasons(self) -> list[str]:
+        """The causes behind the missing keys, each once."""
+        return list(dict.fromkeys(why for key in self._unanswered() for why in self.failures[key]))
 
 
 def _import_nvml() -> Any:
     return importlib.import_module("pynvml")
 
 
-def _read_nvml(facts: _Facts, import_nvml: Any) -> list[dict[str, Any]]:
+def _read_nvml(facts: _Facts, import_nvml: Any) -> None:
     try:
         nvml = import_nvml()
         nvml.nvmlInit()
     except Exception as error:
         facts.fail(("nvidia_driver", "cuda_driver_api", "gpus"), f"no NVML: {_one_line(error)}")
-        return []
+        return
     try:
         facts.attempt(
             "nvidia_driver", "pynvml nvmlSystemGetDriverVersion", lambda: _text(nvml.nvmlSystemGetDriverVersion())
@@ -146,10 +176,57 @@ def _read_nvml(facts: _Facts, import_nvml: Any) -> list[dict[str, Any]]:
                 gpus.append(gpu)
         except Exception as error:
             facts.fail("gpus", f"pynvml device query: {_one_line(error)}")
-        return gpus
+            return
+        facts.put_gpus(gpus, "pynvml nvmlDeviceGetName, nvmlDeviceGetMemoryInfo, nvmlDeviceGetUUID")
     finally:
         with contextlib.suppress(Exception):
             nvml.nvmlShutdown()
+
+
+def query_nvidia_smi() -> str:
+    """nvidia-smi's CSV answer for NVIDIA_SMI_FIELDS, one GPU a line; raises where it gives none."""
+    binary = shutil.which("nvidia-smi")
+    if binary is None:
+        raise FileNotFoundError("not on PATH")
+    command = [binary, f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=False)
+    if done.returncode != 0:  # e.g. 9: it cannot reach the driver (said on stdout)
+        raise RuntimeError(f"exit {done.returncode}: {(done.stderr + done.stdout).strip()}")
+    return done.stdout
+
+
+def _mib_bytes(value: str) -> int | None:
+    return int(value) * MIB if value.isdigit() else None  # "[N/A]" where a GPU has no own memory size
+
+
+def parse_gpu_csv(text: str) -> tuple[list[dict[str, Any]], str]:
+    """The GPUs (NVML's record shape; memory to the MiB) and the driver version of query_nvidia_smi's answer."""
+    rows = [row for row in csv.reader(io.StringIO(text), skipinitialspace=True) if row]
+    if not rows:
+        raise ValueError("no GPU listed")
+    for row in rows:
+        if len(row) != len(NVIDIA_SMI_FIELDS):
+            raise ValueError(f"{len(row)} fields where {len(NVIDIA_SMI_FIELDS)} were asked for: {row!r}")
+    drivers = {row[4] for row in rows}
+    if len(drivers) != 1:  # one driver per node: anything else is a line misread
+        raise ValueError(f"driver versions {sorted(drivers)} on one node")
+    gpus = [
+        {"index": int(index), "name": name, "memory_total_bytes": _mib_bytes(memory), "uuid": uuid}
+        for index, name, memory, uuid, _driver in rows
+    ]
+    return gpus, drivers.pop()
+
+
+def _read_nvidia_smi(facts: _Facts, query: Callable[[], str]) -> None:
+    """The driver and GPUs again, for a rank where NVML (pynvml) did not answer."""
+    source = f"nvidia-smi --query-gpu={','.join(NVIDIA_SMI_FIELDS)}"
+    try:
+        gpus, driver = parse_gpu_csv(query())
+    except Exception as error:
+        facts.fail(("nvidia_driver", "gpus"), f"nvidia-smi: {_one_line(error)}")
+        return
+    facts.put("nvidia_driver", driver, source)
+    facts.put_gpus(gpus, source + " (memory in whole MiB)")
 
 
 def _import_cuda_versions() -> tuple[ModuleType, str]:
@@ -216,21 +293,26 @@ def _read_cuda(facts: _Facts, import_versions: Any, libraries: Any) -> dict[str,
 
 
 def gpu_stack() -> dict[str, Any]:
-    """The GPU stack this process sees. Never raises: what cannot be read is None; `missing` says why
-    for each such key and `reason` joins those causes (None when nothing is missing)."""
+    """The GPU stack this process sees. Never raises: what cannot be read is None (`gpus`: empty);
+    `missing` says why for each such key and `reason` joins those causes (None when nothing is missing)."""
     try:
-        return read_stack(_import_nvml, _import_cuda_versions, loaded_libraries)
+        return read_stack(_import_nvml, _import_cuda_versions, loaded_libraries, query_nvidia_smi)
     except Exception as error:  # a bug here must not cost a training run its result
         facts = _Facts()
         facts.fail((*VERSION_KEYS, "gpus"), f"stack.gpu_stack failed: {_one_line(error)}")
-        return _stack_record(facts, [], None, dict.fromkeys(LIBRARY_FILES))
+        return _stack_record(facts, None, dict.fromkeys(LIBRARY_FILES))
 
 
-def read_stack(import_nvml: Any, import_versions: Any, libraries: Any) -> dict[str, Any]:
+def read_stack(
+    import_nvml: Any, import_versions: Any, libraries: Any, query_gpus: Callable[[], str] = query_nvidia_smi
+) -> dict[str, Any]:
     """gpu_stack with its sources given: `import_nvml()` -> pynvml, `import_versions()` -> (JAX's
-    `_versions` module, its package name), `libraries()` -> loaded_libraries()."""
+    `_versions` module, its package name), `libraries()` -> loaded_libraries(), `query_gpus()` ->
+    query_nvidia_smi()."""
     facts = _Facts()
-    gpus = _read_nvml(facts, import_nvml)
+    _read_nvml(facts, import_nvml)
+    if facts.values["nvidia_driver"] is None or not facts.gpus:
+        _read_nvidia_smi(facts, query_gpus)
     built = _read_cuda(facts, import_versions, libraries)
     # Paths read last: the calls above may have loaded libraries lazily.
     loaded = libraries()
@@ -238,119 +320,55 @@ def read_stack(import_nvml: Any, import_versions: Any, libraries: Any) -> dict[s
         source = facts.sources[key]
         if source and not source.startswith("package metadata") and loaded[library]:
             facts.sources[key] = f"{source} ({loaded[library]})"
-    return _stack_record(facts, gpus, built, loaded)
+    return _stack_record(facts, built, loaded)
 
 
-def _stack_record(
-    facts: _Facts, gpus: list[dict[str, Any]], built: dict[str, str] | None, loaded: dict[str, str | None]
-) -> dict[str, Any]:
-    missing = facts.missing()
-    reasons = list(dict.fromkeys(missing.values()))
+def _stack_record(facts: _Facts, built: dict[str, str] | None, loaded: dict[str, str | None]) -> dict[str, Any]:
     return {
         **facts.values,
         "sources": facts.sources,
         "built_against": built,
-        "gpus": gpus,
+        "gpus": facts.gpus,
         "libraries": loaded,
-        "missing": missing,
-        "reason": "; ".join(reasons) or None,
+        "missing": facts.missing(),
+        "reason": "; ".join(facts.reasons()) or None,
     }
 
 
-HEAD_FIELDS = ("jax", "jaxlib", "numpy", "python", "device info", "process_count", "platform")
-NVIDIA_SMI_MARK = "\n\n$ nvidia-smi\n"
+def jax_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """The JAX_ and XLA_ variables, by name: the settings JAX and XLA read from the environment."""
+    return {name: environ[name] for name in sorted(environ) if name.startswith(("JAX_", "XLA_"))}
 
 
-def _uname(text: str) -> dict[str, str]:
-    found = re.fullmatch(r"uname_result\((.*)\)", text)
-    if not found:
-        raise ValueError(f"platform is not a uname_result: {text!r}")
-    pairs = re.findall(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", found[1])
-    if not pairs:
-        raise ValueError(f"platform has no fields: {text!r}")
-    return {key: ast.literal_eval(value) for key, value in pairs}
-
-
-def parse_nvidia_smi(text: str) -> dict[str, Any]:
-    """Driver and CUDA versions from the banner, and each GPU's index, name and total memory (MiB)."""
-    banner = re.search(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)", text)
-    gpus: list[dict[str, Any]] = []
-    lines = text.splitlines()
-    for number, line in enumerate(lines):
-        row = re.match(r"\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|", line)
-        memory = re.search(r"(\d+)MiB\s*/\s*(\d+)MiB", lines[number + 1]) if row and number + 1 < len(lines) else None
-        if row and memory:  # a GPU's first row; its second row holds used / total memory
-            gpus.append({"index": int(row[1]), "name": row[2], "memory_total_mib": int(memory[2])})
+def _devices(jax: ModuleType) -> dict[str, Any]:
+    first = jax.devices()[0]  # stands for them all, as in JAX's own environment report
     return {
-        "driver_version": banner[1] if banner else None,
-        "cuda_version": banner[2] if banner else None,
-        "gpus": gpus,
-    }
-
-
-def parse_environment_info(text: str) -> dict[str, Any]:
-    """The fields of `jax.print_environment_info(return_string=True)` as jax/_src/environment_info.py
-    writes them (jax 0.6 on); raises ValueError for any other layout."""
-    head, smi_mark, smi = text.partition(NVIDIA_SMI_MARK)
-    fields: dict[str, str] = {}
-    env: dict[str, str] = {}
-    last_env = None
-    for line in head.splitlines():
-        found = re.match(r"(jax|jaxlib|numpy|python|device info|process_count|platform): *(.*)$", line)
-        name, equals, value = line.partition("=")
-        if found and found[1] not in fields:
-            fields[found[1]] = found[2].strip()
-        elif equals and name.startswith(("JAX_", "XLA_")):
-            env[name] = value
-            last_env = name
-        elif last_env is not None:  # a variable's value that spans lines
-            env[last_env] += "\n" + line
-        elif line.strip():
-            raise ValueError(f"unexpected line {line!r}")
-    absent = [name for name in HEAD_FIELDS if name not in fields]
-    if absent:
-        raise ValueError(f"no {', '.join(repr(name + ':') for name in absent)} line")
-    # "KIND-COUNT, LOCAL local devices" (plus a stray '"' that jax prints)
-    device = re.fullmatch(r'(.+)-(\d+), (\d+) local devices"?', fields["device info"])
-    if not device:
-        raise ValueError(f"device info not understood: {fields['device info']!r}")
-    return {
-        "jax": fields["jax"],
-        "jaxlib": fields["jaxlib"],
-        "numpy": fields["numpy"],
-        "python": fields["python"],
-        "device_info": {
-            "device_kind": device[1],
-            "device_count": int(device[2]),
-            "local_device_count": int(device[3]),
-        },
-        "process_count": int(fields["process_count"]),
-        "platform": _uname(fields["platform"]),
-        "env": env,
-        "nvidia_smi": parse_nvidia_smi(smi) if smi_mark else None,
-        "text": text,
-    }
-
-
-def jax_environment() -> dict[str, Any]:
-    """`jax.print_environment_info`, parsed (only `text` and `parse_error` when its layout is not
-    understood), plus the first device's platform and kind and the device and process counts.
-
-    Starts JAX's backends: in a multi-process run, call it after `jax.distributed.initialize`.
-    """
-    import jax
-
-    text = jax.print_environment_info(return_string=True) or ""
-    try:
-        facts = parse_environment_info(text)
-    except ValueError as error:
-        facts = {"text": text, "parse_error": _one_line(error)}
-    device = jax.devices()[0]
-    facts["devices"] = {
-        "platform": device.platform,
-        "device_kind": device.device_kind,
+        "platform": first.platform,
+        "device_kind": first.device_kind,
         "device_count": jax.device_count(),
         "local_device_count": jax.local_device_count(),
         "process_count": jax.process_count(),
     }
-    return facts
+
+
+def jax_environment() -> dict[str, Any]:
+    """JAX's view of its installation and host, from structured sources: `jax`, `jaxlib`, `numpy`
+    (each package's version attribute), `python` (sys.version), `platform` (platform.uname() as a
+    dict), `env` (jax_variables) and `devices` (platform and kind of the first device, device, local
+    device and process counts). The GPUs and driver are gpu_stack()'s record, not repeated here.
+
+    Starts JAX's backends: in a multi-process run, call it after `jax.distributed.initialize`.
+    """
+    import jax
+    import jaxlib.version
+    import numpy
+
+    return {
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.version.__version__,
+        "numpy": numpy.__version__,
+        "python": sys.version,
+        "platform": platform.uname()._asdict(),
+        "env": jax_variables(os.environ),
+        "devices": _devices(jax),
+    }

@@ -271,7 +271,7 @@ def run_row(
             "xla_flags": first["xla_flags"],
             "python": launch.get("python"),
             "versions": launch.get("versions"),
-            # driver, CUDA, cuDNN, NCCL (None on CPU, with the reason) and JAX's own environment report
+            # driver, CUDA, cuDNN, NCCL, GPUs (None on CPU, with the reason); JAX's versions, host, devices
             "software_stack": launch.get("software_stack"),
             "jax_environment": launch.get("jax_environment"),
             "device_kind": launch.get("device_kind"),
