@@ -10,7 +10,7 @@ from offload_repro.core.assumptions import check_ids, load_assumptions, variants
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.variants import apply, variant_id, variant_row
 from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
-from offload_repro.plan import stage_code
+from offload_repro.plan.inputs import stage_code
 from offload_repro.produce.program import program_key
 
 REPO = Path(__file__).resolve().parents[1]

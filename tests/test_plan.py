@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from offload_repro import plan
 from offload_repro.core.files import REPO_ROOT
+from offload_repro.plan import inputs as plan
 
 # Imports every module of the package with builtins.__import__ wrapped, and prints each import
 # edge (importing module -> imported module of the package) that Python executed.

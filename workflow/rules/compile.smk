@@ -43,7 +43,7 @@ rule analytic:
 rule frontier:
     input:
         tables=config["tables"],
-        grid=expand("results/compiled/{{gpu_target}}/{row}.json", row=ROW_IDS),
+        grid=expand("results/compiled/{{gpu_target}}/{row}.json", row=PLAN.row_ids),
         target="experiments/targets/{gpu_target}.yaml",
         description=lambda wildcards: load_target(wildcards.gpu_target).spec["compile"]["description_file"],
         code=CODE["frontier"],
@@ -66,9 +66,9 @@ rule frontier:
 rule predict:
     input:
         tables=config["tables"],
-        compiled=expand("results/compiled/{{gpu_target}}/{row}.json", row=ROW_IDS),
+        compiled=expand("results/compiled/{{gpu_target}}/{row}.json", row=PLAN.row_ids),
         target="experiments/targets/{gpu_target}.yaml",
-        calibrated_by=lambda wildcards: calibration_source(wildcards.gpu_target),
+        calibrated_by=lambda wildcards: PLAN.calibration_source(wildcards.gpu_target),
         code=CODE["predict"],
     output:
         "results/predicted/{gpu_target}.json",
@@ -86,8 +86,8 @@ rule predict:
 rule budget:
     input:
         tables=config["tables"],
-        compiled=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=GRID_TARGETS, row=ROW_IDS),
-        targets=expand("experiments/targets/{name}.yaml", name=GRID_TARGETS),
+        compiled=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=PLAN.grid_targets, row=PLAN.row_ids),
+        targets=expand("experiments/targets/{name}.yaml", name=PLAN.grid_targets),
         code=CODE["budget"],
     output:
         "results/whatif/budget.json",
@@ -116,7 +116,7 @@ rule compile_variant:
         runtime=20,
         mem_mb=3000,
     params:
-        settings=lambda wildcards: shlex.quote(json.dumps(VARIANTS[wildcards.variant]["settings"])),
+        settings=lambda wildcards: shlex.quote(json.dumps(PLAN.variants[wildcards.variant]["settings"])),
     shell:
         f"{CLI} compile --tables {TABLES} --row {{wildcards.row}} --target {COMPILE_TARGET.name} --out {{output}}"
         f" --variant {{wildcards.variant}} --variant-settings {{params.settings}}"
@@ -127,8 +127,8 @@ rule compile_variant:
 rule sensitivity:
     input:
         tables=config["tables"],
-        default=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=VARIED_ROWS),
-        variants=VARIANT_FILES,
+        default=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=PLAN.varied_rows),
+        variants=PLAN.variant_files,
         code=CODE["sensitivity"],
     output:
         "results/whatif/assumptions.json",

@@ -15,7 +15,7 @@ localrules:
 
 rule evidence_table:
     input:
-        results=[path for paths in EVIDENCE_FILES.values() for path in paths],
+        results=[path for paths in PLAN.evidence_files.values() for path in paths],
         code=CODE["evidence"],
     output:
         "results/{target}/evidence.json",
@@ -31,10 +31,8 @@ rule check_claims:
     input:
         evidence="results/{target}/evidence.json",
         claims=CLAIMS_FILE,
-        assumptions=["results/whatif/assumptions.json"] if config["assumptions"] else [],
-        targets=expand(
-            "experiments/targets/{name}.yaml", name=[p.stem for p in Path("experiments/targets").glob("*.yaml")]
-        ),
+        assumptions=["results/whatif/assumptions.json"] if PLAN.sensitivity else [],
+        targets=PLAN.target_files,
         code=CODE["check"],
     output:
         "results/{target}/verdicts.json",
@@ -57,7 +55,7 @@ rule report:
         tables=config["tables"],
         evidence="results/{target}/evidence.json",
         verdicts="results/{target}/verdicts.json",
-        assumptions=["results/whatif/assumptions.json"] if config["assumptions"] else [],
+        assumptions=["results/whatif/assumptions.json"] if PLAN.sensitivity else [],
         code=CODE["report"],
     output:
         "results/report/{target}.html",
@@ -75,9 +73,9 @@ rule report:
 rule index:
     input:
         tables=config["tables"],
-        pages=[f"results/report/{name}.html" for name in PAGE_TARGETS],
-        verdicts=[f"results/{name}/verdicts.json" for name in PAGE_TARGETS],
-        evidence=[f"results/{name}/evidence.json" for name in PAGE_TARGETS],
+        pages=[f"results/report/{name}.html" for name in PLAN.page_targets],
+        verdicts=[f"results/{name}/verdicts.json" for name in PLAN.page_targets],
+        evidence=[f"results/{name}/evidence.json" for name in PLAN.page_targets],
         code=CODE["index"],
     output:
         index="results/report/index.html",

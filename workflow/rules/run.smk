@@ -6,7 +6,7 @@ rule run_row:
         tables=config["tables"],
         target=TARGET_FILE,
         code=CODE["run"],
-        preflight=PREFLIGHT,
+        preflight=PLAN.preflight,
     output:
         "results/{target}/runs/{row}.json",
     log:
@@ -14,7 +14,7 @@ rule run_row:
     conda:
         CONDA_ENV
     resources:
-        **RUN_RESOURCES,
+        **PLAN.run_resources,
     params:
         unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
         runtime=config["container_runtime"],
@@ -26,7 +26,7 @@ rule run_row:
 
 rule collect_runs:
     input:
-        runs=expand("results/{{target}}/runs/{row}.json", row=ROW_IDS),
+        runs=expand("results/{{target}}/runs/{row}.json", row=PLAN.row_ids),
         code=CODE["collect"],
     output:
         "results/{target}/table.csv",
@@ -45,7 +45,7 @@ if TARGET.launcher == "slurm":
             tables=config["tables"],
             target=TARGET_FILE,
             code=CODE["preflight"],
-            compiled=PREFLIGHT_COMPILED,
+            compiled=PLAN.preflight_compiled,
         output:
             "results/{target}/preflight.json",
         log:
@@ -53,7 +53,7 @@ if TARGET.launcher == "slurm":
         conda:
             CONDA_ENV
         resources:
-            **PREFLIGHT_RESOURCES,
+            **PLAN.preflight_resources,
         params:
             unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
             runtime=config["container_runtime"],

@@ -3,7 +3,7 @@
 Every rule runs one subcommand of `offload_repro.cli`. The files a stage's result depends on are
 the modules that subcommand can import, transitively (read from the source with `ast`: every
 import statement, at module level or inside a function, and every module named in a string such
-as `python -m offload_repro.produce.aot` or an observer's `"module:function"`), plus the data
+as `python -m offload_repro.produce.aot`), plus the data
 files those modules read by a fixed path (each module lists them in `READS`). The rules take
 their code inputs from here, so editing any of these files replans exactly the stages that use it.
 """
@@ -15,8 +15,6 @@ import glob
 from functools import cache
 from pathlib import Path
 
-from offload_repro.core.containers import unpinned_containers
-from offload_repro.core.data import Target
 from offload_repro.core.files import REPO_ROOT
 
 PACKAGE = "offload_repro"
@@ -186,26 +184,6 @@ def cycles() -> list[list[str]]:
     return found
 
 
-SNAKEMAKE = ".venv/bin/snakemake"
-
-
-def snakemake_command(target: Target) -> str:
-    """The command line that produces a target's evidence, as a user types it (the report and the
-    README print these; a test dry-runs every one). Local targets run with --cores; SLURM targets
-    through the cluster profile. A one-GPU target is also its own compile target, so its scaled
-    rows are compiled for the GPU that runs them."""
-    if target.launcher == "slurm":
-        command = f"{SNAKEMAKE} --workflow-profile workflow/profiles/slurm --config target={target.name}"
-        if target.kind == "gpu" and unpinned_containers():
-            # until envs/containers.yaml has digests, a GPU run must say that it accepts tags
-            command += " allow_unpinned_container=True"
-        return command
-    if target.kind == "gpu":  # rows and the probe hold the GPU one at a time
-        gpus, name = target.spec["hardware"]["devices"], target.name
-        return f"{SNAKEMAKE} --cores all --resources gpu={gpus} --config target={name} compile_target={name}"
-    return f"{SNAKEMAKE} --cores all --config target={target.name}"
-
-
 # The rule that runs each subcommand (`validate` and `summary` run outside any rule's results).
 RULES = {
     "run": "run_row",
@@ -254,13 +232,3 @@ def edit_table() -> str:
 def readme_with_table(readme: str) -> str:
     start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
     return readme[:start] + "\n" + edit_table() + "\n" + readme[end:]
-
-
-if __name__ == "__main__":
-    import sys
-
-    path = REPO_ROOT / "README.md"
-    if sys.argv[1:] == ["--write"]:
-        path.write_text(readme_with_table(path.read_text()))
-    else:
-        print(edit_table())

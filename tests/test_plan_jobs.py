@@ -1,0 +1,74 @@
+"""The plan of a run (offload_repro.plan.jobs): what every configuration decides and refuses,
+before Snakemake builds a job. The rule files only hand the plan over."""
+
+from __future__ import annotations
+
+import pytest
+
+from offload_repro.core.data import DataError
+from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.plan.jobs import make_plan
+
+DEFAULT = read_yaml(REPO_ROOT / "experiments" / "config.yaml")
+
+
+def planned(nothing_on_disk: bool = True, resources: dict | None = None, **config):
+    exists = (lambda path: False) if nothing_on_disk else (lambda path: True)
+    return make_plan(DEFAULT | config, resources or {}, exists=exists, results=REPO_ROOT / "tests" / "nothing-here")
+
+
+def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
+    plan = planned()
+    assert plan.target.name == "cpu" and plan.grid_targets == ["gb200-nvl72"] and len(plan.row_ids) == 9
+    assert plan.evidence_files["compile"] == [f"results/compiled/gb200-nvl72/{row}.json" for row in plan.row_ids]
+    assert plan.evidence_files["predicted"] == ["results/predicted/gb200-nvl72.json"]
+    assert "frontier" not in plan.evidence_files and plan.variants == {} and plan.preflight == []
+    assert plan.calibration_source("gb200-nvl72") == [] and plan.kept == {}
+    assert plan.page_targets == ["cpu"]
+
+
+def test_the_what_if_grid_takes_every_cluster_gpu_target_with_a_compile_section():
+    plan = planned(whatif=True)
+    assert plan.grid_targets[0] == "gb200-nvl72"
+    assert set(plan.grid_targets) == {"gb200-nvl72", "gb300-nvl72", "h200-8", "vr-nvl144"}
+    assert "results/whatif/vr-nvl144/frontier-deepseek-offload.json" in plan.evidence_files["frontier"]
+    assert plan.calibration_source("gb300-nvl72") == ["results/predicted/gb200-nvl72.json"]
+
+
+def test_results_on_disk_keep_their_stage_and_the_plan_says_why():
+    plan = planned(nothing_on_disk=False)
+    assert plan.whatif and plan.sensitivity
+    assert plan.kept == {
+        "whatif": "results/whatif/budget.json exists",
+        "assumptions": "results/whatif/assumptions.json exists",
+    }
+    assert len(plan.variant_files) >= 6 and set(plan.varied_rows) <= set(plan.row_ids)
+
+
+def test_rows_can_be_chosen_and_an_unknown_one_is_named():
+    assert planned(rows=["llama-baseline"]).row_ids == ["llama-baseline"]
+    with pytest.raises(DataError, match=r"config 'rows': unknown row ids \['llama-9000'\]"):
+        planned(rows=["llama-9000"])
+
+
+def test_a_local_gpu_needs_its_gpus_declared_and_runs_one_process_at_a_time():
+    with pytest.raises(DataError, match="add --resources gpu=1"):
+        planned(target="h200-1", compile_target="h200-1")
+    plan = planned(target="h200-1", compile_target="h200-1", resources={"gpu": 1})
+    assert plan.run_resources == {"gpu": 1} and plan.evidence_files["probe"] == ["results/h200-1/probe.json"]
+
+
+def test_a_cluster_gpu_run_refuses_an_image_without_a_digest_unless_told():
+    with pytest.raises(DataError, match=r"envs/containers.yaml: container 'jax-maxtext' .*: field 'digest' is null"):
+        planned(target="gb200-nvl72")
+    plan = planned(target="gb200-nvl72", allow_unpinned_container=True)
+    assert plan.preflight == ["results/gb200-nvl72/preflight.json"] and plan.preflight_resources
+    assert plan.preflight_compiled == [f"results/compiled/gb200-nvl72/{row}.json" for row in plan.row_ids]
+    assert plan.run_resources["gres"] == "gpu:4"
+
+
+def test_a_compile_target_without_a_compile_section_and_an_unknown_frontier_target_are_named():
+    with pytest.raises(DataError, match=r"experiments/targets/cpu.yaml: field 'compile'"):
+        planned(compile_target="cpu")
+    with pytest.raises(DataError, match=r"config 'frontier_targets': \['cpu'\]"):
+        planned(whatif=True, frontier_targets=["cpu"])

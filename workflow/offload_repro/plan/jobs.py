@@ -1,0 +1,208 @@
+"""The jobs of one run: which rows, on which targets, with what resources, from which results.
+
+Snakemake's rule files read a `Plan` and stay thin; every decision and refusal is here, where
+tests can reach it. Evidence already on disk keeps judging: once the what-if stage or the
+sensitivity stage has run, a default run keeps its results current and in the evidence (deleting
+`results/whatif/` drops them), and the plan says so in `kept`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from offload_repro.cluster.slurm import container_for, job_resources, preflight_resources
+from offload_repro.core.assumptions import check_ids, variants
+from offload_repro.core.data import DataError, Row, Target, load_rows, load_target
+from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.variants import variant_id
+
+READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
+TARGETS_DIR = "experiments/targets"
+# Once written, these keep their stage in every later run (see the module's docstring).
+KEPT_BY = {"whatif": "results/whatif/budget.json", "assumptions": "results/whatif/assumptions.json"}
+
+
+def as_bool(value: Any) -> bool:
+    """--config parses "true" as a string and "True" as a boolean: both spellings mean on."""
+    return str(value).lower() == "true"
+
+
+@dataclass(frozen=True)
+class Plan:
+    rows: list[Row]
+    target: Target
+    compile_target: Target
+    run_resources: dict[str, Any]  # what one row's job asks for (a cluster's, or the local GPUs)
+    preflight: list[str]  # a SLURM target's preflight result, which its rows wait for
+    preflight_resources: dict[str, Any]
+    preflight_compiled: list[str]  # the compiles a SLURM GPU target's preflight checks host memory against
+    whatif_targets: list[str]
+    grid_targets: list[str]  # every GPU target each row is compiled for
+    policies: list[str]
+    variants: dict[str, dict[str, Any]]  # variant id -> {settings, rows}
+    calibration_target: str
+    evidence_files: dict[str, list[str]]  # by producer
+    page_targets: list[str]  # this run's target first, then every earlier one whose page exists
+    target_files: list[str]  # every target file: the hardware classes claims are judged by come from them
+    whatif: bool  # the what-if grid and capacity frontier
+    sensitivity: bool  # each alternative assumption compiled
+    kept: dict[str, str] = field(default_factory=dict)  # stage -> the result that keeps it on
+
+    @property
+    def row_ids(self) -> list[str]:
+        return [row.id for row in self.rows]
+
+    @property
+    def variant_files(self) -> list[str]:
+        return [
+            f"results/whatif/assumptions/{name}/{row}.json"
+            for name, variant in self.variants.items()
+            for row in variant["rows"]
+        ]
+
+    @property
+    def varied_rows(self) -> list[str]:
+        return sorted({row for variant in self.variants.values() for row in variant["rows"]})
+
+    def calibration_source(self, gpu_target: str) -> list[str]:
+        """The calibration target's prediction, which another target's prediction scales from."""
+        if gpu_target == self.calibration_target or self.calibration_target not in self.grid_targets:
+            return []
+        return [f"results/predicted/{self.calibration_target}.json"]
+
+
+def chosen_rows(all_rows: list[Row], wanted: list[str]) -> list[Row]:
+    unknown = sorted(set(wanted) - {row.id for row in all_rows})
+    if unknown:
+        raise DataError(f"config 'rows': unknown row ids {unknown}; known: {[row.id for row in all_rows]}")
+    return [row for row in all_rows if not wanted or row.id in wanted]
+
+
+def check_assumption_ids(all_rows: list[Row], targets: list[Target]) -> None:
+    """Every assumption a row or target names is stated in experiments/assumptions.yaml."""
+    check_ids(
+        {f"{row.source_file}: row '{row.id}'": row.assumptions for row in all_rows}
+        | {f"{TARGETS_DIR}/{t.name}.yaml: compile": t.spec.get("compile", {}).get("assumptions", []) for t in targets},
+        all_rows,
+    )
+
+
+def run_resources(target: Target, global_resources: Mapping[str, Any]) -> dict[str, Any]:
+    """A cluster's job resources; on a local GPU, one MaxText process (or the probe) at a time,
+    since each takes 92-95% of its memory, which Snakemake enforces only with --resources gpu=N."""
+    if target.kind == "gpu" and target.launcher == "local":
+        gpus = target.spec["hardware"]["devices"]
+        if "gpu" not in global_resources:
+            raise DataError(
+                f"target '{target.name}' runs on this machine's GPU, one MaxText process at a time: add"
+                f" --resources gpu={gpus} (the number of GPUs here) to the snakemake command"
+            )
+        return {"gpu": gpus}
+    return job_resources(target)
+
+
+def refuse_unpinned(target: Target, rows: list[Row], runtime: str, allow_unpinned: bool) -> None:
+    """A GPU run on a cluster refuses an image without a digest, before anything is submitted."""
+    if target.kind == "gpu" and target.launcher == "slurm":
+        for row in rows:
+            container_for(row).image(runtime, allow_unpinned)
+
+
+def whatif_targets(frontier_targets: list[str]) -> list[str]:
+    """Every GPU target a cluster would run (SLURM, with a compile section): a new file enters by itself."""
+    found = []
+    for path in sorted((REPO_ROOT / TARGETS_DIR).glob("*.yaml")):
+        spec = load_target(path.stem)
+        if spec.kind == "gpu" and spec.launcher == "slurm" and "compile" in spec.spec:
+            found.append(path.stem)
+    unknown = sorted(set(frontier_targets) - set(found))
+    if unknown:
+        raise DataError(f"config 'frontier_targets': {unknown} are not GPU targets with a compile section")
+    return found
+
+
+def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each alternative of experiments/assumptions.yaml, with the rows of this run it affects."""
+    found = {}
+    for assumption, alternative in variants():
+        rows = [row for row in assumption["affects"] if row in row_ids]
+        found[variant_id(assumption, alternative)] = {"settings": alternative["settings"], "rows": rows}
+    return found
+
+
+def earlier_targets(current: str, exists: Callable[[str], bool], results: Path) -> list[str]:
+    """Targets other than this run's whose pages exist: the entry page keeps linking them."""
+    found = []
+    for verdicts in sorted(results.glob("*/verdicts.json")):
+        name = verdicts.parent.name
+        paths = [f"results/report/{name}.html", f"results/{name}/verdicts.json", f"results/{name}/evidence.json"]
+        if name != current and all(exists(path) for path in paths):
+            found.append(name)
+    return found
+
+
+def make_plan(
+    config: dict[str, Any],
+    global_resources: Mapping[str, Any],
+    exists: Callable[[str], bool] = os.path.exists,
+    results: Path = Path("results"),
+) -> Plan:
+    """The plan of a run from its (schema-validated) configuration; `exists` and `results` say
+    what is on disk, relative to the working directory."""
+    all_rows = load_rows(config["tables"])
+    target, compile_target = load_target(config["target"]), load_target(config["compile_target"])
+    check_assumption_ids(all_rows, [target, compile_target])
+    rows = chosen_rows(all_rows, config["rows"])
+    row_ids = [row.id for row in rows]
+    if "compile" not in compile_target.spec:
+        where = f"{TARGETS_DIR}/{compile_target.name}.yaml"
+        raise DataError(f"{where}: field 'compile': needed for config 'compile_target'")
+    refuse_unpinned(target, rows, config["container_runtime"], as_bool(config["allow_unpinned_container"]))
+
+    kept = {stage: f"{path} exists" for stage, path in KEPT_BY.items() if exists(path) and not as_bool(config[stage])}
+    whatif = as_bool(config["whatif"]) or "whatif" in kept
+    sensitivity = as_bool(config["assumptions"]) or "assumptions" in kept
+    found_whatif = whatif_targets(config["frontier_targets"]) if whatif else []
+    grid = [compile_target.name, *[name for name in found_whatif if name != compile_target.name]]
+    slurm_gpu = target.kind == "gpu" and target.launcher == "slurm"
+    if slurm_gpu and target.name not in grid:
+        grid.append(target.name)
+    policies = [policy["id"] for policy in read_yaml(REPO_ROOT / "experiments/frontier.yaml")["policies"]]
+
+    evidence = {
+        "run": [f"results/{target.name}/runs/{row}.json" for row in row_ids],
+        "compile": [f"results/compiled/{name}/{row}.json" for name in grid for row in row_ids],
+        "analytic": ["results/analytic.json"],
+        "predicted": [f"results/predicted/{name}.json" for name in grid],
+    }
+    if whatif:
+        frontiers = config["frontier_targets"]
+        evidence["frontier"] = [f"results/whatif/{name}/frontier-{p}.json" for name in frontiers for p in policies]
+        evidence["budget"] = ["results/whatif/budget.json"]
+    if target.kind == "gpu" and target.launcher == "local":  # a single local GPU also measures its host link
+        evidence["probe"] = [f"results/{target.name}/probe.json"]
+
+    return Plan(
+        rows=rows,
+        target=target,
+        compile_target=compile_target,
+        run_resources=run_resources(target, global_resources),
+        preflight=[f"results/{target.name}/preflight.json"] if target.launcher == "slurm" else [],
+        preflight_resources=preflight_resources(target) if target.launcher == "slurm" else {},
+        preflight_compiled=[f"results/compiled/{target.name}/{row}.json" for row in row_ids] if slurm_gpu else [],
+        whatif_targets=found_whatif,
+        grid_targets=grid,
+        policies=policies,
+        variants=variants_of(row_ids) if sensitivity else {},
+        calibration_target=read_yaml(REPO_ROOT / "experiments/speed.yaml")["calibration"]["target"],
+        evidence_files=evidence,
+        page_targets=[target.name, *earlier_targets(target.name, exists, results)],
+        target_files=sorted(f"{TARGETS_DIR}/{path.name}" for path in (REPO_ROOT / TARGETS_DIR).glob("*.yaml")),
+        whatif=whatif,
+        sensitivity=sensitivity,
+        kept=kept,
+    )
