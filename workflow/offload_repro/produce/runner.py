@@ -82,7 +82,10 @@ class Interrupted(InterruptedError):
 
 def stop_deadline(limit: slurm.TimeLimit | None) -> float | None:
     """Stop this long before SLURM's time limit, so the row's record is still written: a quarter of
-    the limit, between 15 s and 2 minutes (srun needs a few seconds to stop its tasks)."""
+    the limit, between 15 s and 2 minutes (srun needs a few seconds to stop its tasks).
+
+    Not `sbatch --signal`: with `B:` it reaches only the executor plugin's batch shell (which does
+    not forward it), without `B:` only job steps (the ranks, not this runner in the batch step)."""
     if limit is None:
         return None
     return limit.ends_at - min(120.0, max(15.0, limit.limit_s / 4))
