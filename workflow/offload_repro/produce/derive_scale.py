@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from offload_repro.core import memory
 from offload_repro.core.data import Row, Target, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT, write_json
 from offload_repro.produce.compile import compile_row
@@ -52,7 +53,7 @@ def derive(target: Target, rows: list[Row], family: str, parameter: str, values:
             if result["status"] != "ok":
                 raise RuntimeError(f"{parameter}={value}, {row_id}: {result['message']}")
             fits[row_id], margins[row_id] = result["fits"], round(result["margin_gib"], 2)
-            device[row_id] = round(result["device_bytes"] / 1024**3, 2)
+            device[row_id] = round(memory.gib(result["device_bytes"]), 2)
         return {"value": value, "fits": fits, "margin_gib": margins, "device_gib": device}
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # each compile is its own process
