@@ -145,11 +145,12 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
     write_sensitivity(
         list(ROWS.values()),
         GB200,
-        [fixtures / f"{r}.json" for r in deepseek],
-        variant_files,
-        sensitivity,
-        tmp_path / "programs",
-        tmp_path / "work",
+        default_files=[fixtures / f"{r}.json" for r in deepseek],
+        variant_files=variant_files,
+        predicted_files=[],
+        out=sensitivity,
+        programs=tmp_path / "programs",
+        work_dir=tmp_path / "work",
     )
     evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
     compiled = [str(path) for path in sorted(fixtures.glob("*.json"))]

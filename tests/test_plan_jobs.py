@@ -72,3 +72,20 @@ def test_a_compile_target_without_a_compile_section_and_an_unknown_frontier_targ
         planned(compile_target="cpu")
     with pytest.raises(DataError, match=r"config 'frontier_targets': \['cpu'\]"):
         planned(whatif=True, frontier_targets=["cpu"])
+
+
+def test_each_alternative_predicts_every_row_from_its_own_compiles_where_it_has_them():
+    plan = planned(assumptions=True)
+    name = next(iter(plan.variants))
+    varied = set(plan.variants[name]["rows"])
+    compiled = plan.variant_compiled(name)
+    assert len(compiled) == len(plan.row_ids) and f"results/whatif/assumptions/{name}/predicted.json" in (
+        plan.variant_predictions
+    )
+    for row, path in zip(plan.row_ids, compiled, strict=True):
+        expected = (
+            f"results/whatif/assumptions/{name}/{row}.json"
+            if row in varied
+            else f"results/compiled/gb200-nvl72/{row}.json"
+        )
+        assert path == expected

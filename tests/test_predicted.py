@@ -168,6 +168,9 @@ def speed_claim(claim_id: str, check: dict, published: float | None = None, tole
     rule = {"evidence": "predicted", "hardware": "source-hardware", "tolerance": tolerance or {"relative": 0.1}}
     return {
         "id": claim_id,
+        "kind": "relation" if published is None else "value",
+        "statement": claim_id,
+        "citation": {"quote": claim_id},
         "check": {"metric": "tflops_per_device", **check},
         "published": published,
         "judged_by": [rule],
@@ -268,3 +271,39 @@ def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
     assert 'id="speed-claim-llama-qkv-lhs-vs-baseline"' in speed and "uncalibrated (prior efficiency)" in speed
     assert "exposed host copies" in speed
     assert raw_placeholders(html) == []
+
+
+def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternative(tmp_path):
+    """Under an alternative the rows are predicted again from its programs: here the offload row
+    computes more under one of them, and the ordering it was judged on turns."""
+    from offload_repro.core.results import read_result, write_result
+    from offload_repro.judge.robustness import robustness, varied_verdicts
+
+    target = load_target("gb200-nvl72")
+    claim = speed_claim("lhs-faster", {"type": "greater", "rows": ["llama-qkv-offload-lhs", "llama-baseline"]})
+
+    def prediction(name: str, offload_flops: float) -> str:
+        programs = llama_programs()
+        copy = [Event("start", channel="to_host", bytes=int(8e11), key="q")]
+        programs["llama-qkv-offload-lhs"] = program(
+            {"main": [*copy, Event("compute", flops=int(offload_flops)), Event("done", key="q")]}
+        )
+        result = predict.predict_programs(llama_rows(2669.0), programs, {}, target, SPEED, target, None)
+        path = tmp_path / name / "predicted.json"
+        write_result(path, "predicted", {"cross_checks": [], **result})
+        return str(path)
+
+    default = prediction("default", 10e15)
+    observations = [o.record() for o in predicted_observations(read_result(default, "predicted"), default)]
+    qualifying = {"source-hardware": ["gb200-nvl72"]}
+    judge = varied_verdicts(lambda chosen, seen: check_claims(chosen, views(seen, {"gb200-nvl72": target}), qualifying))
+    alternatives = [
+        {"id": "same", "results": {}, "predicted": prediction("same", 10e15)},
+        {"id": "slow", "results": {}, "predicted": prediction("slow", 12e15)},
+        {"id": "unpredicted", "results": {}},
+    ]
+    sensitivity = {"target": "gb200-nvl72", "assumptions": [{"id": "speed", "alternatives": alternatives}]}
+    found = robustness([claim], observations, sensitivity, judge, {}, {})["lhs-faster"]
+    assert (found["by"], found["default"], found["robust"]) == ("predicted", "pass", False)
+    assert [u["verdict"] for u in found["under"]] == ["pass", "fail", "untested"]
+    assert found["depends_on"] == ["speed"] and found["untested"] == ["speed.unpredicted"]

@@ -38,11 +38,11 @@ def _check(args: argparse.Namespace) -> int:
     verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying)
     if args.assumptions:
         from offload_repro.core.files import read_yaml
-        from offload_repro.judge.robustness import compiled_verdicts, policy_points, robustness
+        from offload_repro.judge.robustness import policy_points, robustness, varied_verdicts
 
         sensitivity = read_result(args.assumptions, "assumptions")
         points, micro_batches = policy_points(read_yaml(args.frontier)["policies"], load_rows(args.tables))
-        judge = compiled_verdicts(
+        judge = varied_verdicts(
             lambda chosen, observations: check_claims(chosen, views(observations, targets), qualifying)
         )
         found = robustness(claims, evidence["observations"], sensitivity, judge, points, micro_batches)
@@ -143,6 +143,13 @@ def parser() -> argparse.ArgumentParser:
     sensitivity.add_argument("--work-dir", required=True, type=Path)
     sensitivity.add_argument("--default", nargs="+", required=True, type=Path, help="the affected rows' compiles")
     sensitivity.add_argument("--variants", nargs="*", default=[], type=Path, help="every alternative's compiles")
+    sensitivity.add_argument(
+        "--predicted",
+        nargs="*",
+        default=[],
+        type=Path,
+        help="each alternative's prediction: <variant>/predicted.json",
+    )
 
     probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
     probe.add_argument("--tables", nargs="+", required=True)
@@ -278,11 +285,12 @@ def dispatch(args: argparse.Namespace) -> int:
         result = write_sensitivity(
             load_rows(args.tables),
             load_target(args.target),
-            args.default,
-            args.variants,
-            args.out,
-            args.programs,
-            args.work_dir,
+            default_files=args.default,
+            variant_files=args.variants,
+            predicted_files=args.predicted,
+            out=args.out,
+            programs=args.programs,
+            work_dir=args.work_dir,
         )
         best = result["fit"]["best"]
         if best:

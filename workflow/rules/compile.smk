@@ -124,11 +124,34 @@ rule compile_variant:
         f" --programs results/programs/{COMPILE_TARGET.name} {LOGGED}"
 
 
+# Sensitivity: every row predicted under one alternative (its own compiles where it affects a row),
+# so that the speed claims judged by prediction are re-judged under it too.
+rule predict_variant:
+    input:
+        tables=config["tables"],
+        compiled=lambda wildcards: PLAN.variant_compiled(wildcards.variant),
+        target=COMPILE_TARGET_FILE,
+        calibrated_by=PLAN.calibration_source(COMPILE_TARGET.name),
+        code=CODE["predict"],
+    output:
+        "results/whatif/assumptions/{variant}/predicted.json",
+    log:
+        "results/whatif/assumptions/logs/{variant}/predicted.log",
+    conda:
+        CONDA_ENV
+    params:
+        calibrated_by=lambda wildcards, input: (f"--calibrated-by {input.calibrated_by}" if input.calibrated_by else ""),
+    shell:
+        f"{CLI} predict --tables {TABLES} --target {COMPILE_TARGET.name} --out {{output}}"
+        f" {{params.calibrated_by}} {{input.compiled}} {LOGGED}"
+
+
 rule sensitivity:
     input:
         tables=config["tables"],
         default=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=PLAN.varied_rows),
         variants=PLAN.variant_files,
+        predicted=PLAN.variant_predictions,
         code=CODE["sensitivity"],
     output:
         "results/whatif/assumptions.json",
@@ -139,4 +162,4 @@ rule sensitivity:
     shell:
         f"{CLI} sensitivity --tables {TABLES} --target {COMPILE_TARGET.name} --out {{output}}"
         f" --programs results/programs/{COMPILE_TARGET.name} --work-dir results/whatif/assumptions/work/fit"
-        f" --default {{input.default}} --variants {{input.variants}} {LOGGED}"
+        f" --default {{input.default}} --variants {{input.variants}} --predicted {{input.predicted}} {LOGGED}"

@@ -1,10 +1,12 @@
 """Which verdicts hang on settings the source does not state.
 
 Under each alternative of the sensitivity stage (results/whatif/assumptions.json), the compiled
-observations of the rows it affects are replaced by those of that alternative's compiles (the stage lists
-their result files; the compile observer reads them here, under the rows' own ids), and every claim
-judged by compiled evidence is judged again. A claim is *robust* when its verdict is the same under
-every alternative, and otherwise *depends on* the assumptions whose alternatives change it.
+observations of the rows it affects are replaced by those of that alternative's compiles, and the
+predicted observations of the target by that alternative's prediction of every row (the stage lists
+their result files; the observers read them here, under the rows' own ids). Every claim judged by
+compiled or predicted evidence is judged again, by that evidence. A claim is *robust* when its
+verdict is the same under every alternative, and otherwise *depends on* the assumptions whose
+alternatives change it.
 
 A capacity-frontier claim (a check on a placement policy) is judged under an alternative from the
 policy's published rows instead of a new search: memory grows with the micro batch, so a row that
@@ -18,16 +20,25 @@ from collections.abc import Callable
 from typing import Any
 
 from offload_repro.core.results import read_result
-from offload_repro.judge.observers import compile_observations
+from offload_repro.judge.observers import compile_observations, predicted_observations
 
 Judge = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
+VARIED = ("compiled", "predicted")  # the evidence an alternative assumption changes
 
 
 def substituted(
     observations: list[dict[str, Any]], replacement: list[dict[str, Any]], rows: set[str], target: str
 ) -> list[dict[str, Any]]:
-    kept = [o for o in observations if not (o["evidence"] == "compiled" and o["target"] == target and o["row"] in rows)]
-    return kept + replacement
+    """The observations with the target's compiled ones of `rows`, and (when the replacement has a
+    prediction) all its predicted ones, replaced."""
+    predicted = any(o["evidence"] == "predicted" for o in replacement)
+
+    def replaced(o: dict[str, Any]) -> bool:
+        if o["target"] != target:
+            return False
+        return (o["evidence"] == "compiled" and o["row"] in rows) or (o["evidence"] == "predicted" and predicted)
+
+    return [o for o in observations if not replaced(o)] + replacement
 
 
 def frontier_verdict(
@@ -62,6 +73,9 @@ def alternative_observations(alternative: dict[str, Any], target: str) -> list[d
             found += [
                 {**o.record(), "row": row, "target": target} for o in compile_observations(result, compiled["file"])
             ]
+    if alternative.get("predicted"):
+        prediction = read_result(alternative["predicted"], "predicted")
+        found += [o.record() for o in predicted_observations(prediction, alternative["predicted"])]
     return found
 
 
@@ -101,14 +115,22 @@ def robustness(
     policy_rows: dict[str, list[str]],
     micro_batches: dict[str, float],
 ) -> dict[str, dict[str, Any]]:
-    """Per claim judged by compiled evidence: robust, or the assumptions whose alternatives change
-    its verdict, with the verdict under each alternative. An alternative that does not compile
-    decides nothing: it is listed as untested."""
+    """Per claim judged by compiled or predicted evidence: robust, or the assumptions whose
+    alternatives change its verdict, with the verdict under each alternative. An alternative that
+    does not compile decides nothing: it is listed as untested, as is a claim judged by prediction
+    under an alternative that has none."""
     target = sensitivity["target"]
-    compiled_claims = [c for c in claims if any(rule["evidence"] == "compiled" for rule in c["judged_by"])]
+    compiled_claims = [c for c in claims if any(rule["evidence"] in VARIED for rule in c["judged_by"])]
     default = verdicts_of(compiled_claims, observations, judge, target, policy_rows, micro_batches)
     found = {
-        c["id"]: {"robust": True, "default": default[c["id"]][0], "under": [], "depends_on": [], "untested": []}
+        c["id"]: {
+            "robust": True,
+            "by": varied_by(c),
+            "default": default[c["id"]][0],
+            "under": [],
+            "depends_on": [],
+            "untested": [],
+        }
         for c in compiled_claims
     }
     for entry in sensitivity["assumptions"]:
@@ -134,6 +156,8 @@ def robustness(
                 if errors and touched & set(errors):
                     verdict = "untested"
                     why = "; ".join(f"{row} does not compile: {errors[row]}" for row in sorted(touched & set(errors)))
+                elif varied_by(claim) == "predicted" and not alternative.get("predicted"):
+                    verdict, why = "untested", "no prediction under it"
                 record = {"assumption": entry["id"], "alternative": alternative["id"], "verdict": verdict, "why": why}
                 mine = found[claim["id"]]
                 mine["under"].append(record)
@@ -163,13 +187,23 @@ def policy_points(policies: list[dict[str, Any]], rows: list[Any]) -> tuple[dict
     return points, {row.id: row.per_device_batch_size for row in rows}
 
 
-def compiled_verdicts(check: Callable[..., dict[str, Any]]) -> Judge:
-    """A judge that gives each claim's compiled judgement (its verdict where none is compiled)."""
+def varied_by(claim: dict[str, Any]) -> str:
+    """The evidence an alternative changes that judges the claim: compiled before predicted."""
+    kinds = {rule["evidence"] for rule in claim["judged_by"]}
+    return next(kind for kind in VARIED if kind in kinds)
+
+
+def varied_verdicts(check: Callable[..., dict[str, Any]]) -> Judge:
+    """A judge that gives each claim's judgement by the evidence an alternative changes (compiled,
+    else predicted), or its verdict where that evidence gave none."""
 
     def judge(claims: list[dict[str, Any]], observations: list[dict[str, Any]]) -> dict[str, Any]:
         checked = check(claims, observations)
+        by_id = {c["id"]: c for c in claims}
         return {
-            c["id"]: next((j["verdict"] for j in c["judgements"] if j["evidence"] == "compiled"), c["verdict"])
+            c["id"]: next(
+                (j["verdict"] for j in c["judgements"] if j["evidence"] == varied_by(by_id[c["id"]])), c["verdict"]
+            )
             for c in checked["claims"]
         }
 

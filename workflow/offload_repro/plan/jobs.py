@@ -65,6 +65,21 @@ class Plan:
         ]
 
     @property
+    def variant_predictions(self) -> list[str]:
+        """Each alternative's prediction of every row (its speed claims re-judged under it)."""
+        return [f"results/whatif/assumptions/{name}/predicted.json" for name in self.variants]
+
+    def variant_compiled(self, name: str) -> list[str]:
+        """Every row's compile under one alternative: its own where it affects the row, else the default."""
+        varied = set(self.variants[name]["rows"])
+        return [
+            f"results/whatif/assumptions/{name}/{row}.json"
+            if row in varied
+            else f"results/compiled/{self.compile_target.name}/{row}.json"
+            for row in self.row_ids
+        ]
+
+    @property
     def varied_rows(self) -> list[str]:
         return sorted({row for variant in self.variants.values() for row in variant["rows"]})
 

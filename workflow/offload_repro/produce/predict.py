@@ -24,6 +24,7 @@ from offload_repro.core.files import read_yaml
 from offload_repro.core.maxtext_configs import model_config
 from offload_repro.core.memory import GB
 from offload_repro.core.results import read_result, write_result
+from offload_repro.core.variants import SEPARATOR
 from offload_repro.produce import hlo_program, step_model
 from offload_repro.produce.program import compile_overrides, hlo_path
 
@@ -210,18 +211,20 @@ def predict_target(
     calibration_target: Target | None,
     source_prediction: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """Every compiled row of one target (its program read from the cache)."""
+    """Every compiled row of one target (its program read from the cache). A row compiled under an
+    alternative assumption (`<row>@<variant>`) stands for its row: the prediction of a variant."""
     by_id = {row.id: row for row in rows}
     programs, failed = {}, {}
     for result in compiled:
-        if result["row"] not in by_id:
+        row_id = result["row"].split(SEPARATOR)[0]
+        if row_id not in by_id:
             continue
         if result["status"] != "ok":
-            failed[result["row"]] = ("error", f"no compiled program: {result.get('message')}")
+            failed[row_id] = ("error", f"no compiled program: {result.get('message')}")
         elif not result["fits"]:  # no step time for a program that does not fit
-            failed[result["row"]] = ("oom", f"out of memory as compiled ({-result['margin_gib']:.1f} GiB over)")
+            failed[row_id] = ("oom", f"out of memory as compiled ({-result['margin_gib']:.1f} GiB over)")
         else:
-            programs[result["row"]] = read_program(result)
+            programs[row_id] = read_program(result)
     return predict_programs(by_id, programs, failed, target, speed, calibration_target, source_prediction)
 
 

@@ -152,9 +152,15 @@ def write_sensitivity(
     target: Target,
     default_files: list[Path],
     variant_files: list[Path],
+    predicted_files: list[Path],
     out: Path,
     programs: Path,
     work_dir: Path,
 ) -> dict[str, Any]:
+    """`predicted_files`: each alternative's prediction of every row, `<variant>/predicted.json`."""
     data = gather({row.id: row for row in rows}, target, default_files, variant_files, programs, work_dir)
+    predicted = {path.parent.name: str(path) for path in map(Path, predicted_files)}
+    for entry in data["assumptions"]:
+        for alternative in entry["alternatives"]:
+            alternative["predicted"] = predicted.get(f"{entry['id']}.{alternative['id']}")
     return write_result(out, "assumptions", data)
