@@ -79,10 +79,20 @@ COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
 if "compile" not in COMPILE_TARGET.spec:
     raise WorkflowError(f"{COMPILE_TARGET_FILE}: field 'compile': needed for config 'compile_target'")
 
-if config["fork_server"]:
-    # Jobs inherit it: MaxText processes fork from one server per machine that imported MaxText
-    # once (workflow/offload_repro/core/forkserver.py), falling back to a plain process.
-    os.environ.setdefault("OFFLOAD_REPRO_FORKSERVER", "1")
+# The MaxText processes of run_row (CPU rows), compile_row, compile_variant, frontier and
+# sensitivity fork from one server per machine that imported MaxText once
+# (workflow/offload_repro/core/forkserver.py; a plain process wherever it cannot), or each start
+# on their own: a parameter of those rules, given to their command lines. It changes how a
+# process starts, never what it computes (workflow/scripts/forkserver_timing.py compares both), so
+# it is computed from `input`: Snakemake keeps such parameters out of its params rerun trigger,
+# and switching it reruns nothing (tests/test_workflow.py holds this on the main job).
+config["fork_server"] = as_bool(config["fork_server"])
+
+
+def fork_server(wildcards, input):
+    return "--fork-server" if config["fork_server"] else ""
+
+
 # The pinned environment every rule runs in (.venv from the same locks when not --use-conda).
 CONDA_ENV = "../../envs/offload-repro.conda.yaml"
 # The command line every rule calls; a failure prints the rule's log (its traceback) on the console.
