@@ -15,15 +15,14 @@ from offload_repro.produce.derive_scale import CONTRAST, choose
 
 @pytest.mark.slow
 @pytest.mark.parametrize("target_name", ["h200-1", "h100-1"])
-def test_declared_one_gpu_rule_reproduces_the_capacity_contrast(tables, tmp_path, monkeypatch, target_name):
+def test_declared_one_gpu_rule_reproduces_the_capacity_contrast(tables, tmp_path, target_name):
     target = load_target(target_name)
     rows = {row.id: row for row in load_rows(tables)}
     # two compiles at a time, forked from one process that imported MaxText once
-    monkeypatch.setenv(forkserver.VARIABLE, str(tmp_path / "fs"))
-    (tmp_path / "fs").mkdir()
+    forked = forkserver.ForkServerLauncher(tmp_path / "fs")
 
     def compiled(row_id: str) -> dict:
-        return compile_row(rows[row_id], target, tmp_path / f"{row_id}.json", tmp_path / row_id)
+        return compile_row(rows[row_id], target, tmp_path / f"{row_id}.json", tmp_path / row_id, launcher=forked)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(CONTRAST, pool.map(compiled, CONTRAST), strict=True))

@@ -242,6 +242,29 @@ def test_a_data_input_edit_replans_its_readers(finished_copy):
 def test_second_invocation_has_nothing_to_do(main_job):
     done = snakemake(main_job, "-n")
     assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr
+    # How MaxText processes start changes no result: switching the fork server off reruns nothing.
+    done = snakemake(main_job, "-n", "--config", "fork_server=false")
+    assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_every_maxtext_process_of_the_main_job_forked_from_the_server(main_job):
+    """The real preload (MaxText) leaves a server that may fork: no process fell back, which
+    would leave its reason at the top of its log."""
+    logs = [*main_job.glob("results/cpu/work/*/train.log"), *main_job.glob("results/compiled/*/work/*/compile.log")]
+    assert len(logs) >= 10
+    assert not [log for log in logs if log.read_text().startswith("[offload_repro.core.forkserver] not used")]
+
+
+def test_the_fork_server_setting_reaches_exactly_the_maxtext_commands(tmp_path):
+    """config fork_server -> a parameter of the rules that start MaxText processes -> their
+    command lines' --fork-server (no environment variable carries it)."""
+    done = snakemake(copy_workflow(tmp_path), "-n", "-p", "--config", "whatif=True", "assumptions=True")
+    assert done.returncode == 0, done.stderr[-3000:]
+    commands = re.findall(r"-m offload_repro\.cli (\w+)(.*)", done.stdout + done.stderr)
+    forked = {command for command, rest in commands if "--fork-server" in rest}
+    assert forked == {"run", "compile", "frontier", "sensitivity"}
+    assert all("--fork-server" in rest for command, rest in commands if command in forked)
 
 
 @pytest.mark.slow
@@ -298,7 +321,7 @@ AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized", "deepsee
 
 
 @pytest.mark.slow
-def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tables, tmp_path, monkeypatch):
+def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tables, tmp_path):
     """The main job compiles with --xla_gpu_autotune_level=0; XLA's default autotuning must give
     the same memory analysis, byte for byte (the program digest may differ). Here on one row of
     each kind of program (a Llama offload, a DeepSeek offload with pipelining, a DeepSeek row that
@@ -306,15 +329,15 @@ def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tabl
     from concurrent.futures import ThreadPoolExecutor
 
     from offload_repro.core.data import load_rows, load_target
+    from offload_repro.core.forkserver import ForkServerLauncher
     from offload_repro.produce.compile import DEFAULT_AUTOTUNING, compile_row
 
-    monkeypatch.setenv("OFFLOAD_REPRO_FORKSERVER", str(tmp_path / "fs"))
-    (tmp_path / "fs").mkdir()
+    forked = ForkServerLauncher(tmp_path / "fs")
     gb200 = load_target("gb200-nvl72")
 
     def default_compile(row):
         out = tmp_path / f"{row.id}.json"
-        return compile_row(row, gb200, out, tmp_path / row.id, compile_only_flags=DEFAULT_AUTOTUNING)
+        return compile_row(row, gb200, out, tmp_path / row.id, compile_only_flags=DEFAULT_AUTOTUNING, launcher=forked)
 
     chosen = [row for row in load_rows(tables) if row.id in AUTOTUNE_ROWS]
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -13,8 +13,12 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from offload_repro.core.data import DataError, Row, hardware_classes, load_rows, load_target
+
+if TYPE_CHECKING:
+    from offload_repro.core.process import Launcher
 
 
 def _row(tables: list[str], row_id: str) -> Row:
@@ -22,6 +26,24 @@ def _row(tables: list[str], row_id: str) -> Row:
         if row.id == row_id:
             return row
     raise DataError(f"no row with id '{row_id}' in {', '.join(tables)}")
+
+
+def _add_fork_server(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fork-server",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="fork the MaxText processes from a server that imported MaxText once (core/forkserver.py), its"
+        " sockets in DIR (without DIR: a per-user directory in the temp directory); absent: plain processes",
+    )
+
+
+def _launcher(args: argparse.Namespace) -> Launcher:
+    """How the subcommand starts its MaxText processes, from --fork-server."""
+    from offload_repro.core.forkserver import launcher
+
+    return launcher(args.fork_server)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -92,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
         one_row.add_argument("--target", required=True)
         one_row.add_argument("--out", required=True, type=Path)
         one_row.add_argument("--work-dir", required=True, type=Path)
+        _add_fork_server(one_row)
         if name == "compile":
             one_row.add_argument("--programs", type=Path, help="the cache of compiled programs for this target")
             one_row.add_argument("--variant", help="compile the row under this alternative (assumption.alternative)")
@@ -119,6 +142,7 @@ def parser() -> argparse.ArgumentParser:
     frontier.add_argument("--target", required=True)
     frontier.add_argument("--out", required=True, type=Path)
     frontier.add_argument("--programs", required=True, type=Path, help="the cache of compiled programs for the target")
+    _add_fork_server(frontier)
 
     budget = sub.add_parser("budget", help="what-if transfer budget and recompute cost from compiled programs")
     budget.add_argument("--tables", nargs="+", required=True)
@@ -150,6 +174,7 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         help="each alternative's prediction: <variant>/predicted.json",
     )
+    _add_fork_server(sensitivity)
 
     probe = sub.add_parser("probe", help="measure host<->device bandwidth at the offloaded tensors' sizes")
     probe.add_argument("--tables", nargs="+", required=True)
@@ -218,6 +243,7 @@ def dispatch(args: argparse.Namespace) -> int:
             args.work_dir,
             container_runtime=args.container_runtime,
             allow_unpinned=args.allow_unpinned_container,
+            launcher=_launcher(args),
         )
         print(f"{result['row']}: {result['status']}" + (f" ({result['message']})" if result["message"] else ""))
     elif args.command == "compile":
@@ -230,7 +256,9 @@ def dispatch(args: argparse.Namespace) -> int:
 
             variant = {"id": args.variant, "settings": args.variant_settings or {}}
             row = apply(row, variant["settings"], args.variant)
-        result = compile_row(row, target, args.out, args.work_dir, programs=args.programs, variant=variant)
+        result = compile_row(
+            row, target, args.out, args.work_dir, programs=args.programs, variant=variant, launcher=_launcher(args)
+        )
         verdict = "fits" if result.get("fits") else "out of memory"
         cached = f" (program {result['program']['key']} from the cache)" if result["program"]["cached"] else ""
         print(f"{result['row']}: {result['status']}" + (f", {verdict}" if result["status"] == "ok" else "") + cached)
@@ -254,7 +282,8 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.command == "frontier":
         from offload_repro.produce.frontier import write_frontier
 
-        result = write_frontier(args.policy, load_rows(args.tables), load_target(args.target), args.out, args.programs)
+        rows, target = load_rows(args.tables), load_target(args.target)
+        result = write_frontier(args.policy, rows, target, args.out, args.programs, _launcher(args))
         cached = sum(point["cached"] for point in result["points"])
         note = f"; {result['message']}" if result["message"] else ""
         largest = result["largest_fitting_micro_batch"]
@@ -291,6 +320,7 @@ def dispatch(args: argparse.Namespace) -> int:
             out=args.out,
             programs=args.programs,
             work_dir=args.work_dir,
+            launcher=_launcher(args),
         )
         best = result["fit"]["best"]
         if best:

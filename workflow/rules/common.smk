@@ -30,10 +30,20 @@ TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
 COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
 CLAIMS_FILE = "experiments/claims.yaml"
 
-if config["fork_server"]:
-    # Jobs inherit it: MaxText processes fork from one server per machine that imported MaxText
-    # once (workflow/offload_repro/core/forkserver.py), falling back to a plain process.
-    os.environ.setdefault("OFFLOAD_REPRO_FORKSERVER", "1")
+# The MaxText processes of run_row (CPU rows), compile_row, compile_variant, frontier and
+# sensitivity fork from one server per machine that imported MaxText once
+# (workflow/offload_repro/core/forkserver.py; a plain process wherever it cannot), or each start
+# on their own: a parameter of those rules, given to their command lines. It changes how a
+# process starts, never what it computes (workflow/scripts/forkserver_timing.py compares both), so
+# it is computed from `input`: Snakemake keeps such parameters out of its params rerun trigger,
+# and switching it reruns nothing (tests/test_workflow.py holds this on the main job).
+config["fork_server"] = as_bool(config["fork_server"])
+
+
+def fork_server(wildcards, input):
+    return "--fork-server" if config["fork_server"] else ""
+
+
 # The pinned environment every rule runs in (.venv from the same locks when not --use-conda).
 CONDA_ENV = "../../envs/offload-repro.conda.yaml"
 # The command line every rule calls; a failure prints the rule's log (its traceback) on the console.

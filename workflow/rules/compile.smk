@@ -17,8 +17,11 @@ rule compile_row:
     resources:
         runtime=20,
         mem_mb=3000,
+    params:
+        fork_server=fork_server,
     shell:
-        f"{CLI} compile --tables {TABLES} --row {{wildcards.row}} --target {{wildcards.gpu_target}} --out {{output}}"
+        f"{CLI} compile {{params.fork_server}} --tables {TABLES} --row {{wildcards.row}}"
+        f" --target {{wildcards.gpu_target}} --out {{output}}"
         f" --work-dir results/compiled/{{wildcards.gpu_target}}/work/{{wildcards.row}}"
         f" --programs results/programs/{{wildcards.gpu_target}} {LOGGED}"
 
@@ -56,9 +59,11 @@ rule frontier:
     resources:
         runtime=120,
         mem_mb=4000,
+    params:
+        fork_server=fork_server,
     shell:
-        f"{CLI} frontier --tables {TABLES} --policy {{wildcards.policy}} --target {{wildcards.gpu_target}}"
-        f" --out {{output}} --programs results/programs/{{wildcards.gpu_target}} {LOGGED}"
+        f"{CLI} frontier {{params.fork_server}} --tables {TABLES} --policy {{wildcards.policy}}"
+        f" --target {{wildcards.gpu_target}} --out {{output}} --programs results/programs/{{wildcards.gpu_target}} {LOGGED}"
 
 
 # Predicted evidence: each compiled row's step time from its program, replayed at the target's
@@ -117,8 +122,10 @@ rule compile_variant:
         mem_mb=3000,
     params:
         settings=lambda wildcards: shlex.quote(json.dumps(PLAN.variants[wildcards.variant]["settings"])),
+        fork_server=fork_server,
     shell:
-        f"{CLI} compile --tables {TABLES} --row {{wildcards.row}} --target {COMPILE_TARGET.name} --out {{output}}"
+        f"{CLI} compile {{params.fork_server}} --tables {TABLES} --row {{wildcards.row}}"
+        f" --target {COMPILE_TARGET.name} --out {{output}}"
         f" --variant {{wildcards.variant}} --variant-settings {{params.settings}}"
         f" --work-dir results/whatif/assumptions/work/{{wildcards.variant}}/{{wildcards.row}}"
         f" --programs results/programs/{COMPILE_TARGET.name} {LOGGED}"
@@ -159,7 +166,10 @@ rule sensitivity:
         "results/whatif/logs/assumptions.log",
     conda:
         CONDA_ENV
+    params:
+        fork_server=fork_server,
     shell:
-        f"{CLI} sensitivity --tables {TABLES} --target {COMPILE_TARGET.name} --out {{output}}"
+        f"{CLI} sensitivity {{params.fork_server}} --tables {TABLES} --target {COMPILE_TARGET.name}"
+        " --out {output}"
         f" --programs results/programs/{COMPILE_TARGET.name} --work-dir results/whatif/assumptions/work/fit"
         f" --default {{input.default}} --variants {{input.variants}} --predicted {{input.predicted}} {LOGGED}"

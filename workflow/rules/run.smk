@@ -18,8 +18,10 @@ rule run_row:
     params:
         unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
         runtime=config["container_runtime"],
+        fork_server=fork_server,
     shell:
-        f"{CLI} run --tables {TABLES} --row {{wildcards.row}} --target {{wildcards.target}} --out {{output}}"
+        f"{CLI} run {{params.fork_server}} --tables {TABLES} --row {{wildcards.row}}"
+        " --target {wildcards.target} --out {output}"
         " --work-dir results/{wildcards.target}/work/{wildcards.row} --container-runtime {params.runtime}"
         f" {{params.unpinned}} {LOGGED}"
 

@@ -1,11 +1,11 @@
 """Does `--xla_gpu_autotune_level=0` change the GB200 compile? Compiles every row both ways.
 
-`PYTHONPATH=workflow python workflow/scripts/autotune_identity.py [ROW ...] [--jobs 2] [--forkserver]`
+`PYTHONPATH=workflow python workflow/scripts/autotune_identity.py [ROW ...] [--jobs 2] [--fork-server]`
 compiles each row (compile.compile_row, target gb200-nvl72) as the workflow does and again with
 the flag added to its XLA_FLAGS, and prints whether the memory analysis is byte-identical, the
 HLO hash and the HLO summary (collect's host buffers, copies, ...) too, and both compile times.
 A row's two compiles run side by side (with --jobs 2), so both meet the same load.
---forkserver forks them from one warm fork server; --reuse prints the table from the results
+--fork-server forks them from one warm fork server; --reuse prints the table from the results
 of an earlier run.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from glob import glob
@@ -23,18 +22,20 @@ from typing import Any
 from offload_repro.core import forkserver
 from offload_repro.core.data import Row, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
+from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.produce.compile import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_row
 
 FLAG = COMPILE_ONLY_FLAGS[-1]
 OUT = REPO_ROOT / "results" / "autotune-identity"
 
 
-def compile_variant(row: Row, variant: str, reuse: bool) -> dict[str, Any]:
+def compile_variant(row: Row, variant: str, reuse: bool, launcher: Launcher) -> dict[str, Any]:
     work = OUT / variant / row.id
     if reuse:
         return json.loads(Path(work / "result.json").read_text())
     flags = COMPILE_ONLY_FLAGS if variant == "autotune-0" else DEFAULT_AUTOTUNING
-    return compile_row(row, load_target("gb200-nvl72"), work / "result.json", work / "work", compile_only_flags=flags)
+    gb200 = load_target("gb200-nvl72")
+    return compile_row(row, gb200, work / "result.json", work / "work", compile_only_flags=flags, launcher=launcher)
 
 
 def same(a: Any, b: Any) -> str:
@@ -45,16 +46,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("rows", nargs="*")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--forkserver", action="store_true")
+    parser.add_argument("--fork-server", action="store_true")
     parser.add_argument("--reuse", action="store_true")
     options = parser.parse_args()
     rows = load_rows(sorted(glob(str(REPO_ROOT / "experiments" / "rows" / "*.yaml"))))
     rows = [row for row in rows if not options.rows or row.id in options.rows]
-    if options.forkserver:
-        os.environ[forkserver.VARIABLE] = tempfile.mkdtemp(prefix="fs-autotune-", dir="/tmp")
+    launcher: Launcher = run_subprocess
+    if options.fork_server:
+        launcher = forkserver.ForkServerLauncher(Path(tempfile.mkdtemp(prefix="fs-autotune-", dir="/tmp")))
     variants = ("default", "autotune-0")
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-        futures = {(row.id, v): pool.submit(compile_variant, row, v, options.reuse) for row in rows for v in variants}
+        futures = {
+            (row.id, v): pool.submit(compile_variant, row, v, options.reuse, launcher) for row in rows for v in variants
+        }
         results = {key: future.result() for key, future in futures.items()}
 
     print(f"XLA_FLAGS += {FLAG}; target gb200-nvl72; compile s = inside the compile process (no import)")

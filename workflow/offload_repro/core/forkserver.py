@@ -5,14 +5,23 @@ the preload modules once and forks a child per request; the child takes the requ
 environment, working directory, log file and argv, and runs the module as `__main__`.
 
 Server: `python -m offload_repro.core.forkserver serve SOCKET --preload mod1,mod2 --idle-timeout 120`.
-Single-threaded (a selector loop, no threads: forking a multi-threaded process is unsafe).
+Single-threaded (a selector loop, no threads), and it checks that it still is before each fork:
+a child gets a copy of the memory with the forking thread alone in it, so a lock another thread
+held stays held there. A library may keep worker threads that it stops itself before a fork
+(pthread_atfork): OpenBLAS, which numpy loads, keeps one per extra core, and importing MaxText
+starts them. So after the preload the server forks once, a child that exits at once: those
+threads end (they start again only when BLAS is used, which the server never does), and any
+thread left after that makes the server refuse every request, naming the count.
 Protocol, one JSON line each way: request {"module", "args", "env", "cwd", "log", "key"};
 replies {"pid": N} once the child is forked, then {"returncode": N} (negative: killed by that
 signal, as subprocess reports it), or {"error": "..."} if the server refuses.
 
-Client: `run_logged(command, env, cwd, log_file)`, the contract of `process.run_subprocess`.
-- Opt-in: OFFLOAD_REPRO_FORKSERVER in the row's environment names a directory for sockets
-  ("1": a per-user directory in the temp dir). Unset: the command runs as a plain subprocess.
+Client: `ForkServerLauncher(directory)`, a `process.Launcher` like `process.run_subprocess`.
+- Opt-in: an explicit setting, never the environment. The workflow's `fork_server` (config) makes
+  the rules that start MaxText processes pass `--fork-server` to the command line, which builds
+  the launcher with `launcher(setting)` and hands it to the stage; without it a stage runs plain
+  subprocesses. The setting names the directory for sockets ("": a per-user directory in the
+  temp dir).
 - Socket name: `<dir>/<key>.sock`, key = sha256 of the Python executable's absolute path, the
   preload list and the variables read when those modules are imported or the interpreter
   starts (IMPORT_TIME_PREFIXES: JAX_* config, PYTHONPATH, loader and thread-pool settings). A
@@ -23,10 +32,10 @@ Client: `run_logged(command, env, cwd, log_file)`, the contract of `process.run_
   `<dir>/<key>.lock`, tries again, and otherwise starts the server detached
   (start_new_session) and waits for its socket, which appears (by rename) only once the preload
   is imported. Racing clients wait on the lock and then find the socket.
-- Fallback: command not `[python, -m, module, ...]`, server not startable, refusal, or server
-  gone mid-request: the subprocess runs exactly as without a server, with a note at the top
-  of the log. A child whose server dies is killed with it (PR_SET_PDEATHSIG), so a rerun
-  never overlaps it.
+- Fallback: command not `[python, -m, module, ...]`, server not startable, refusal (another
+  environment key, or threads in the server), or server gone mid-request: the subprocess runs
+  exactly as without a server, with a note at the top of the log saying why. A child whose
+  server dies is killed with it (PR_SET_PDEATHSIG), so a rerun never overlaps it.
 """
 
 from __future__ import annotations
@@ -49,13 +58,17 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-VARIABLE = "OFFLOAD_REPRO_FORKSERVER"
+if TYPE_CHECKING:
+    from offload_repro.core.process import Launcher
+
 # MaxText's train step and its AOT compile (which imports train): both row kinds, one server.
 PRELOAD = ("maxtext.trainers.pre_train.train_compile",)
 IDLE_TIMEOUT_S = 120.0
@@ -67,6 +80,7 @@ IMPORT_TIME_PREFIXES = (
 )
 POLL_S = 0.05
 PR_SET_PDEATHSIG = 1
+PROBE_TIMEOUT_S = 10.0  # the probe's child only exits; one that hangs shows a thread held a lock
 
 
 def environment_key(python: str, preload: tuple[str, ...], env: dict[str, str]) -> str:
@@ -75,13 +89,62 @@ def environment_key(python: str, preload: tuple[str, ...], env: dict[str, str]) 
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def socket_directory(env: dict[str, str]) -> Path | None:
-    value = env.get(VARIABLE, "")
-    if not value:
+def default_socket_directory() -> Path:
+    """Resolved where the job runs: a cluster node's temp dir is not the submitting machine's."""
+    return Path(tempfile.gettempdir()) / f"offload-repro-forkserver-{os.getuid()}"
+
+
+def launcher(setting: str | None) -> Launcher:
+    """The launcher for the command line's `--fork-server [DIR]`: None (absent) plain subprocesses;
+    otherwise a fork server's, its sockets in DIR ("": `default_socket_directory()`)."""
+    from offload_repro.core.process import run_subprocess  # see ForkServerLauncher.__call__
+
+    if setting is None:
+        return run_subprocess
+    return ForkServerLauncher(Path(setting) if setting else default_socket_directory())
+
+
+# ---------------------------------------------------------------- threads
+
+
+def thread_count() -> int:
+    """The process's OS threads, native ones included (Linux lists them in /proc/self/task)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except FileNotFoundError:
+        return threading.active_count()
+
+
+def fork_hazard() -> str | None:
+    """Why forking now is unsafe (a thread besides this one), or None."""
+    threads, python_threads = thread_count(), threading.active_count()
+    if max(threads, python_threads) <= 1:
         return None
-    if value == "1":
-        return Path(tempfile.gettempdir()) / f"offload-repro-forkserver-{os.getuid()}"
-    return Path(value)
+    return (
+        f"the server runs {max(threads, python_threads)} threads ({python_threads} known to Python's threading):"
+        " a fork copies only the forking one, so a lock another holds would stay held in the child"
+    )
+
+
+def end_threads_that_stop_at_fork() -> tuple[int, int]:
+    """(threads after the preload, threads left after a first fork). The fork's child exits at
+    once; the libraries' fork handlers stop their own worker pools on the way (module docstring)."""
+    before = thread_count()
+    if before <= 1:
+        return before, before
+    with warnings.catch_warnings():  # Python's warning on forking with threads: this fork is the check
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            break
+        time.sleep(POLL_S / 10)
+    return before, thread_count()
 
 
 # ---------------------------------------------------------------- server
@@ -149,17 +212,24 @@ class Server:
             try:
                 self.start(connection, json.loads(connection.buffer.split(b"\n", 1)[0]))
             except (ValueError, KeyError, TypeError, OSError) as err:  # a bad request, or fork failed (ENOMEM)
-                print(f"refused: {type(err).__name__}: {err}", flush=True)
-                reply(connection.sock, {"error": f"{type(err).__name__}: {err}"})
-                self.close(connection)
+                self.refuse(connection, f"{type(err).__name__}: {err}")
+
+    def refuse(self, connection: Connection, message: str) -> None:
+        """The client runs the command as a plain subprocess, this message at the top of its log."""
+        print(f"refused: {message}", flush=True)
+        reply(connection.sock, {"error": message})
+        self.close(connection)
 
     def start(self, connection: Connection, request: dict[str, Any]) -> None:
         env = request["env"]
         differ = [name for name, (before, _) in self.import_changes.items() if env.get(name) != before]
         if request.get("key") != self.key or differ:
-            message = f"key {request.get('key')}, server's {self.key}; variables the import sets differ: {differ}"
-            reply(connection.sock, {"error": message})
-            self.close(connection)
+            self.refuse(
+                connection, f"key {request.get('key')}, server's {self.key}; variables the import sets differ: {differ}"
+            )
+            return
+        if (hazard := fork_hazard()) is not None:
+            self.refuse(connection, hazard)
             return
         # What importing the preload did to the environment, a fresh process's import does too.
         for name, (_, after) in self.import_changes.items():
@@ -291,6 +361,11 @@ def serve(path: Path, preload: tuple[str, ...], idle_timeout_s: float) -> None:
     took = time.monotonic() - started
     print(f"server pid {os.getpid()} preloaded {', '.join(preload)} in {took:.1f} s; key {key}", flush=True)
     print(f"the import set {sorted(changes)}", flush=True)
+    threads, left = end_threads_that_stop_at_fork()
+    if threads > 1:
+        print(f"threads: {threads} after the import, {left} after a first fork", flush=True)
+    if (hazard := fork_hazard()) is not None:
+        print(f"every request will be refused: {hazard}", flush=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.setblocking(False)
     staging = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
@@ -380,52 +455,54 @@ def request(sock: socket.socket, message: dict[str, Any]) -> int:
     raise ServerGone(started)
 
 
-def run_logged(
-    command: list[str],
-    env: dict[str, str],
-    cwd: Path,
-    log_file: Path,
-    preload: tuple[str, ...] = PRELOAD,
-    idle_timeout_s: float = IDLE_TIMEOUT_S,
-) -> tuple[int, float]:
-    """(exit status, wall seconds) of `command`, forked from a fork server when one can be had."""
-    # Imported here, not at the top: the server imports this module, and whatever it imports from
-    # the package its children inherit, from the checkout that started it.
-    from offload_repro.core.process import run_subprocess
+@dataclass(frozen=True)
+class ForkServerLauncher:
+    """A `process.Launcher` that forks `python -m module` commands from the server for their
+    environment key, its socket in `directory`, started on first use; otherwise, or when that
+    fails, a plain subprocess."""
 
-    started = time.monotonic()
-    directory, parsed = socket_directory(env), module_command(command)
-    if directory is None or parsed is None:
-        return run_subprocess(command, env, cwd, log_file)
-    python, module, args = parsed
-    python = shutil.which(python) or python  # the server's sys.executable is absolute
-    key = environment_key(python, preload, env)
-    path = directory / f"{key}.sock"
-    message = {"module": module, "args": args, "env": env, "cwd": str(Path(cwd).resolve()),
-               "log": str(Path(log_file).resolve()), "key": key}  # fmt: skip
-    note = ""
-    for _attempt in range(2):  # twice: a server may retire between our connect and its accept
-        try:
-            sock = connect(path)
-            if sock is None:
-                directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                start_server(python, path, env, preload, idle_timeout_s)
+    directory: Path
+    preload: tuple[str, ...] = PRELOAD
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+
+    def __call__(self, command: list[str], env: dict[str, str], cwd: Path, log_file: Path) -> tuple[int, float]:
+        # Imported here, not at the top: the server imports this module, and whatever it imports from
+        # the package its children inherit, from the checkout that started it.
+        from offload_repro.core.process import run_subprocess
+
+        started = time.monotonic()
+        parsed = module_command(command)
+        if parsed is None:
+            return run_subprocess(command, env, cwd, log_file)
+        python, module, args = parsed
+        python = shutil.which(python) or python  # the server's sys.executable is absolute
+        key = environment_key(python, self.preload, env)
+        path = self.directory / f"{key}.sock"
+        message = {"module": module, "args": args, "env": env, "cwd": str(Path(cwd).resolve()),
+                   "log": str(Path(log_file).resolve()), "key": key}  # fmt: skip
+        note = ""
+        for _attempt in range(2):  # twice: a server may retire between our connect and its accept
+            try:
                 sock = connect(path)
-            if sock is None:
-                raise RuntimeError(f"no fork server at {path}")
-            with sock:
-                return request(sock, message), time.monotonic() - started
-        except ServerGone as gone:
-            note = str(gone)
-            if gone.started:
-                break  # its child died with it: rerun the command on its own, below
-        except (OSError, RuntimeError, ValueError) as err:
-            note = f"{type(err).__name__}: {err}"
-            break
-    with open(log_file, "w", encoding="utf-8") as log:
-        print(f"[offload_repro.core.forkserver] not used ({note}); running the command as a subprocess", file=log)
-    returncode, _ = run_subprocess(command, env, cwd, log_file, mode="a")
-    return returncode, time.monotonic() - started
+                if sock is None:
+                    self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    start_server(python, path, env, self.preload, self.idle_timeout_s)
+                    sock = connect(path)
+                if sock is None:
+                    raise RuntimeError(f"no fork server at {path}")
+                with sock:
+                    return request(sock, message), time.monotonic() - started
+            except ServerGone as gone:
+                note = str(gone)
+                if gone.started:
+                    break  # its child died with it: rerun the command on its own, below
+            except (OSError, RuntimeError, ValueError) as err:
+                note = f"{type(err).__name__}: {err}"
+                break
+        with open(log_file, "w", encoding="utf-8") as log:
+            print(f"[offload_repro.core.forkserver] not used ({note}); running the command as a subprocess", file=log)
+        returncode, _ = run_subprocess(command, env, cwd, log_file, mode="a")
+        return returncode, time.monotonic() - started
 
 
 def main() -> None:

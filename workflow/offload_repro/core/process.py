@@ -1,5 +1,11 @@
 """Running one training or compile process for a row: a clean work directory, the package on
-its path, its output in a log file."""
+its path, its output in a log file.
+
+How a local process is started is a `Launcher`: `run_subprocess` here, or the fork server's
+(`core/forkserver.py`, built from the workflow's `fork_server` setting), which this module does
+not know about. A stage is handed its launcher as an argument; without one it runs plain
+subprocesses.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from offload_repro.core.files import REPO_ROOT
+
+
+class Launcher(Protocol):
+    """Runs `command` in `cwd` with exactly `env`, its stdout and stderr in `log_file` (replaced);
+    returns (exit status, wall seconds), a status below zero meaning killed by that signal."""
+
+    def __call__(self, command: list[str], env: dict[str, str], cwd: Path, log_file: Path) -> tuple[int, float]: ...
 
 
 def fresh_work_dir(work_dir: Path) -> Path:
@@ -34,8 +48,9 @@ def package_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 def run_subprocess(
     command: list[str], env: dict[str, str], cwd: Path, log_file: Path, mode: str = "w"
 ) -> tuple[int, float]:
-    """(exit status, wall seconds) of `command`, its stdout and stderr in `log_file`. The fork
-    server's `run_logged` has the same contract and falls back to this."""
+    """The plain `Launcher`: (exit status, wall seconds) of `command` as a subprocess, its stdout
+    and stderr in `log_file` (`mode` "a": after what is there, as the fork server's fallback
+    writes its note first)."""
     started = time.monotonic()
     with open(log_file, mode, encoding="utf-8") as log:
         returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd).returncode

@@ -16,6 +16,7 @@ from typing import Any
 
 from offload_repro.core import gpu, memory
 from offload_repro.core.data import Row, Target
+from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
 from offload_repro.produce.program import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_overrides, program_for
 
@@ -78,10 +79,12 @@ def compile_row(
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     programs: Path | None = None,
     variant: dict[str, Any] | None = None,
+    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
     """Compile the row (or take its program from the cache `programs`) and write its result;
-    `variant`: the alternative to an assumption the row is compiled under, recorded with it."""
-    program, program_file, cached = program_for(row, target, work_dir, programs, python, compile_only_flags)
+    `variant`: the alternative to an assumption the row is compiled under, recorded with it;
+    `launcher`: how the compile's process starts."""
+    program, program_file, cached = program_for(row, target, work_dir, programs, python, compile_only_flags, launcher)
     result = compile_result(row, target, program, program_file, cached)
     if variant is not None:
         result["variant"] = variant

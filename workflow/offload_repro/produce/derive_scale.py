@@ -6,7 +6,9 @@ whose three outcomes match the source (device-save fits at micro batch 2 and not
 offload fits at 8) with the widest margin, so that the static estimate's known gaps (NCCL
 scratch, cuDNN workspace) are least likely to flip an outcome.
 
-    python -m offload_repro.produce.derive_scale h200-1 deepseek base_num_decoder_layers 4 8 12 16
+    python -m offload_repro.produce.derive_scale h200-1 deepseek base_num_decoder_layers 4 8 12 16 [--fork-server]
+
+--fork-server [DIR] forks the compiles from one fork server (core/forkserver.py), as the workflow does.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import memory
+from offload_repro.core import forkserver, memory
 from offload_repro.core.data import Row, Target, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT, write_json
+from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.produce.compile import compile_row
 
 # The source's capacity contrast (Table 1, rows 4 and 5, and the optimized offload row).
@@ -41,7 +44,14 @@ def choose(candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(matching, key=lambda c: min(abs(m) for m in c["margin_gib"].values()), default=None)
 
 
-def derive(target: Target, rows: list[Row], family: str, parameter: str, values: list[int]) -> dict[str, Any]:
+def derive(
+    target: Target,
+    rows: list[Row],
+    family: str,
+    parameter: str,
+    values: list[int],
+    launcher: Launcher = run_subprocess,
+) -> dict[str, Any]:
     by_id = {row.id: row for row in rows}
     work = Path(tempfile.mkdtemp(prefix="derive-scale-"))
 
@@ -49,7 +59,8 @@ def derive(target: Target, rows: list[Row], family: str, parameter: str, values:
         variant = with_parameter(target, family, parameter, value)
         fits, margins, device = {}, {}, {}
         for row_id in CONTRAST:
-            result = compile_row(by_id[row_id], variant, work / f"{value}-{row_id}.json", work / f"{value}-{row_id}")
+            out, work_dir = work / f"{value}-{row_id}.json", work / f"{value}-{row_id}"
+            result = compile_row(by_id[row_id], variant, out, work_dir, launcher=launcher)
             if result["status"] != "ok":
                 raise RuntimeError(f"{parameter}={value}, {row_id}: {result['message']}")
             fits[row_id], margins[row_id] = result["fits"], round(result["margin_gib"], 2)
@@ -73,9 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("family")
     parser.add_argument("parameter")
     parser.add_argument("values", nargs="+", type=int)
+    parser.add_argument("--fork-server", nargs="?", const="", metavar="DIR", help="fork the compiles from a server")
     args = parser.parse_args(argv)
     tables = sorted(str(p) for p in (REPO_ROOT / "experiments" / "rows").glob("*.yaml"))
-    result = derive(load_target(args.target), load_rows(tables), args.family, args.parameter, args.values)
+    rows, launcher = load_rows(tables), forkserver.launcher(args.fork_server)
+    result = derive(load_target(args.target), rows, args.family, args.parameter, args.values, launcher)
     out = REPO_ROOT / "results" / "derivations" / f"{args.target}.json"
     write_json(out, result)
     print(json.dumps(result, indent=2))

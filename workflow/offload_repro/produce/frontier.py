@@ -24,6 +24,7 @@ from typing import Any
 from offload_repro.core import memory
 from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
 from offload_repro.produce.compile import compile_result
 from offload_repro.produce.program import cached_program, program_for
@@ -61,9 +62,9 @@ def cached_point(row: Row, target: Target, programs: Path) -> dict[str, Any] | N
     return as_point(row, target, *found, True) if found else None
 
 
-def compile_point(row: Row, target: Target, programs: Path) -> dict[str, Any]:
+def compile_point(row: Row, target: Target, programs: Path, launcher: Launcher = run_subprocess) -> dict[str, Any]:
     """One micro batch of a policy: its program (from the cache when any stage compiled it) as a point."""
-    program, path, cached = program_for(row, target, programs / "work" / row.id, programs)
+    program, path, cached = program_for(row, target, programs / "work" / row.id, programs, launcher=launcher)
     return as_point(row, target, program, path, cached)
 
 
@@ -151,7 +152,14 @@ def search(
     return found, [points[b] for b in sorted(points)], error
 
 
-def write_frontier(policy_id: str, rows: list[Row], target: Target, out_json: Path, programs: Path) -> dict:
+def write_frontier(
+    policy_id: str,
+    rows: list[Row],
+    target: Target,
+    out_json: Path,
+    programs: Path,
+    launcher: Launcher = run_subprocess,
+) -> dict:
     data = load_policies()
     policy = next((p for p in data["policies"] if p["id"] == policy_id), None)
     if policy is None:
@@ -160,7 +168,7 @@ def write_frontier(policy_id: str, rows: list[Row], target: Target, out_json: Pa
     largest, points, error = search(
         base_row(policy, by_id).per_device_batch_size,
         data["micro_batches"],
-        lambda micro_batch: compile_point(policy_row(policy, by_id, micro_batch), target, programs),
+        lambda micro_batch: compile_point(policy_row(policy, by_id, micro_batch), target, programs, launcher),
         lambda micro_batch: cached_point(policy_row(policy, by_id, micro_batch), target, programs),
     )
     return write_result(

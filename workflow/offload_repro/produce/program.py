@@ -20,9 +20,8 @@ from typing import Any
 from offload_repro.core import gpu, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
-from offload_repro.core.forkserver import run_logged
 from offload_repro.core.maxtext_configs import base_config
-from offload_repro.core.process import fresh_work_dir, package_environment
+from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
 from offload_repro.core.results import ResultError, read_result, write_result
 from offload_repro.produce import maxtext_args
 from offload_repro.produce.aot import HLO_FILE, MEMORY_WARNING
@@ -88,8 +87,10 @@ def compile_program(
     key: str,
     python: str = sys.executable,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
-    """Run `offload_repro.produce.aot` in a process of its own with the row's XLA_FLAGS; what XLA gave."""
+    """Run `offload_repro.produce.aot` in a process of its own (started by `launcher`) with the
+    row's XLA_FLAGS; what XLA gave."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
     description_path, description = gpu.description_path(target), gpu.description(target)
@@ -102,7 +103,7 @@ def compile_program(
     )
     command = [python, "-m", "offload_repro.produce.aot", str(stats_file), str(description_path), spec["topology"]]
     command += [str(gpu.cudnn_version(description)), "--", *arguments]
-    returncode, wall_s = run_logged(command, env, work_dir, log_file)
+    returncode, wall_s = launcher(command, env, work_dir, log_file)
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     stats = read_json(stats_file) if stats_file.exists() else {}
     exception = stats.get("exception")
@@ -169,13 +170,14 @@ def program_for(
     programs: Path | None = None,
     python: str = sys.executable,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+    launcher: Launcher = run_subprocess,
 ) -> tuple[dict[str, Any], Path | None, bool]:
     """(program, its cache file or None, whether it came from the cache). Without `programs` the
-    row is always compiled and nothing is stored."""
+    row is always compiled and nothing is stored; `launcher` starts the compile."""
     key = program_key(row, target, compile_only_flags)
     if programs is not None and (found := cached_program(row, target, programs, compile_only_flags, key)):
         return *found, True
-    program = compile_program(row, target, work_dir, key, python, compile_only_flags)
+    program = compile_program(row, target, work_dir, key, python, compile_only_flags, launcher)
     if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again
     path = programs / f"{key}.json"

@@ -17,9 +17,14 @@ from offload_repro.cluster import slurm
 from offload_repro.core import provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, read_json, write_json
-from offload_repro.core.forkserver import VARIABLE as FORKSERVER_VARIABLE
-from offload_repro.core.forkserver import run_logged
-from offload_repro.core.process import Supervised, fresh_work_dir, package_environment, run_supervised
+from offload_repro.core.process import (
+    Launcher,
+    Supervised,
+    fresh_work_dir,
+    package_environment,
+    run_subprocess,
+    run_supervised,
+)
 from offload_repro.core.results import write_result
 from offload_repro.produce import distributed, maxtext_args, metrics, repeats, trace
 from offload_repro.produce.distributed import RANKS_DIR_VARIABLE
@@ -55,9 +60,6 @@ def environment(row: Row, target: Target) -> dict[str, str]:
     env = package_environment({"XLA_FLAGS": maxtext_args.xla_flags(row)})
     if target.kind == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
-    if target.kind == "gpu" or target.launcher == "slurm":
-        # the fork server is proven on local XLA:CPU runs and compiles; GPU and srun ranks start their own
-        env.pop(FORKSERVER_VARIABLE, None)
     env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})
     return env
 
@@ -151,9 +153,17 @@ def relative(path: Path) -> str:
 
 
 def launch_once(
-    row: Row, target: Target, work_dir: Path, python: str, container_runtime: str, allow_unpinned: bool
+    row: Row,
+    target: Target,
+    work_dir: Path,
+    python: str,
+    container_runtime: str,
+    allow_unpinned: bool,
+    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
-    """One training run of the row in `work_dir`: how it ended and what it measured."""
+    """One training run of the row in `work_dir`: how it ended and what it measured. `launcher`
+    starts a local XLA:CPU run; a GPU run starts on its own (the fork server is proven on XLA:CPU
+    runs and compiles), SLURM's ranks through srun."""
     metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"
     overrides = maxtext_args.target_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
@@ -176,7 +186,8 @@ def launch_once(
             raise Interrupted(f"SLURM job {job} was sent SIGTERM after {outcome.wall_s:.0f} s")
     else:
         limit = None
-        returncode, wall_s = run_logged(command, env, work_dir, log_file)
+        launch = run_subprocess if target.kind == "gpu" else launcher
+        returncode, wall_s = launch(command, env, work_dir, log_file)
         outcome = Supervised(returncode, wall_s, "exit")
 
     launch = read_json(stats_file) if stats_file.exists() else {}
@@ -224,16 +235,18 @@ def run_row(
     python: str = sys.executable,
     container_runtime: str = "pyxis",
     allow_unpinned: bool = False,
+    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
     """Run the row `target.repeats` times (each its own run, stopping at the first that fails) and
-    write its record; an attempt the cluster ended writes none (see Interrupted)."""
+    write its record; an attempt the cluster ended writes none (see Interrupted). `launcher`:
+    how a local CPU run starts (see launch_once)."""
     work_dir = fresh_work_dir(work_dir)  # MaxText runs inside it; every path handed over is absolute
     interruptions = begin_attempt(work_dir)
     runs: list[dict[str, Any]] = []
     try:
         for repeat in range(1, target.repeats + 1):
             repeat_dir = work_dir if target.repeats == 1 else fresh_work_dir(work_dir / f"repeat-{repeat}")
-            runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned))
+            runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned, launcher))
             if runs[-1]["status"] != "ok":
                 break
     except Interrupted as interruption:  # when there was time to say why, the next attempt reads it

@@ -17,6 +17,7 @@ from typing import Any
 from offload_repro.core import memory
 from offload_repro.core.assumptions import load_assumptions, variants
 from offload_repro.core.data import Row, Target
+from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import combined_row, variant_id
 from offload_repro.produce.compile import compile_result
@@ -61,6 +62,7 @@ def best_fit(
     table: list[dict[str, Any]],
     programs: Path,
     work_dir: Path,
+    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
     published = published_memory(rows)
     candidates = [{"combination": [], "rows": {r: default.get(r) for r in published}}]
@@ -81,7 +83,7 @@ def best_fit(
         combination: dict[str, Any] = {}
         for row_id in published:
             row = combined_row(rows[row_id], [(a, alt) for a, alt in chosen])
-            program, program_file, cached = program_for(row, target, work_dir / row_id, programs)
+            program, program_file, cached = program_for(row, target, work_dir / row_id, programs, launcher=launcher)
             combination[row_id] = summary(
                 compile_result(row, target, program, program_file, cached), str(program_file) if program_file else None
             )
@@ -104,6 +106,7 @@ def gather(
     variant_files: list[Path],
     programs: Path,
     work_dir: Path,
+    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
     default = {}
     for path in default_files:
@@ -143,7 +146,7 @@ def gather(
         "message": None,
         "assumptions": table,
         "variants": len(variants()),
-        "fit": best_fit(rows, target, default, table, programs, work_dir),
+        "fit": best_fit(rows, target, default, table, programs, work_dir, launcher),
     }
 
 
@@ -156,9 +159,12 @@ def write_sensitivity(
     out: Path,
     programs: Path,
     work_dir: Path,
+    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
-    """`predicted_files`: each alternative's prediction of every row, `<variant>/predicted.json`."""
-    data = gather({row.id: row for row in rows}, target, default_files, variant_files, programs, work_dir)
+    """The table of every alternative beside the defaults, and the best fit; `predicted_files`: each
+    alternative's prediction of every row, `<variant>/predicted.json`; `launcher` starts the
+    combination's compiles."""
+    data = gather({row.id: row for row in rows}, target, default_files, variant_files, programs, work_dir, launcher)
     predicted = {path.parent.name: str(path) for path in map(Path, predicted_files)}
     for entry in data["assumptions"]:
         for alternative in entry["alternatives"]:
