@@ -80,6 +80,20 @@ def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedul
     assert flops.rematted == flops.total == 2 * 1024**3
 
 
+def test_the_traffic_between_nvlink_domains_follows_the_replica_groups():
+    computations = hlo_program.parse(HOST_COPIES)
+    # 8 devices, 4 per domain: each device gathers half of the 2 MiB result from the other domain
+    assert hlo_program.cross_domain_bytes(computations, devices_per_domain=4) == {"all-gather": 1024 * 1024}
+    assert hlo_program.cross_domain_bytes(computations, devices_per_domain=8) == {"all-gather": 0}
+    # the three forms XLA prints: a mesh and its spanned axes, an iota transposed, groups listed
+    mesh = hlo_program.replica_groups("replica_groups=mesh['a'=2,'b'=4] {'a'}, dimensions={0}")
+    assert mesh == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert hlo_program.replica_groups("replica_groups=[4,2]<=[2,4]T(1,0), x") == mesh
+    assert hlo_program.replica_groups("replica_groups={{0,1},{2,3}}, x") == [[0, 1], [2, 3]]
+    assert hlo_program.outside_share(mesh, devices_per_domain=4) == 0.5
+    assert hlo_program.outside_share([[0, 1], [2, 3]], devices_per_domain=2) == 0.0
+
+
 def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
     return {
         "events": events,
@@ -88,6 +102,7 @@ def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
         "unknown_loops": [],
         "transfers": {"host_bytes": {"to_host": 0, "from_host": 0}, "collectives": {}, "host_copies": []},
         "model_flops": model_flops,
+        "computations": {},
     }
 
 

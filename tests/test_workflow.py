@@ -142,6 +142,15 @@ def test_every_gb200_row_is_predicted_and_most_speed_claims_are_judged_by_it(mai
     assert len(speed) == 12 and len(decided) == 10
     calibration_rows = {"llama-baseline-throughput", "deepseek-optimized-throughput"}
     assert {c["id"] for c in speed} - {c["id"] for c in decided} == calibration_rows
+    # 128 GPUs in two NVLink domains: every program's FSDP collectives also cross the network
+    crossing = {
+        o["row"]
+        for o in evidence["observations"]
+        if o["metric"] == "network_gb_per_step" and o["target"] == "gb200-nvl72" and o["value"] > 0
+    }
+    assert crossing == set(ROWS) - {"deepseek-device-mb8"}
+    page = (main_job / "results/report/cpu.html").read_text()
+    assert "Traffic between NVLink domains: what the model does not charge" in page
 
 
 @pytest.mark.slow

@@ -198,6 +198,10 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         for name, value in (row.get("breakdown") or {}).items():
             seen.add(name, value, "s")
         seen.add("implied_host_gb_s_per_direction", row.get("implied_host_gb_s_per_direction"), "GB/s")
+        between = row.get("network") or {}
+        seen.add("network_gb_per_step", between.get("total_bytes", 0) / memory.GB or None, "GB")
+        seen.add("network_s_per_step", between.get("seconds_at_link"), "s")
+        seen.add("network_needed_gb_s", between.get("needed_gb_s"), "GB/s")
         found += seen.observations
     for gain in result.get("gains", []):
         seen = Observer(result, source, "predicted", gain["offload"], result["target"])

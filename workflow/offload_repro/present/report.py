@@ -349,6 +349,9 @@ SPEED_COLUMNS = (
     "tflops_per_device",
     "calibrated_on",
     "implied_host_gb_s_per_direction",
+    "network_gb_per_step",
+    "network_s_per_step",
+    "network_needed_gb_s",
 )
 
 
@@ -384,11 +387,31 @@ def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: li
                 judged.append({"claim": claim, "judgement": judgement})
     return {
         "lines": lines,
+        "network": network_summary(lines),
         "claims": judged,
         "calibration": source.get("calibration") or {},
         "cross_checks": source.get("cross_checks") or [],
         "assumptions": source["assumptions"],
         "file": source["file"],
+    }
+
+
+def network_summary(lines: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The traffic between NVLink domains of the rows that have it, beside their published step."""
+    crossing = []
+    for line in lines:
+        if line["status"] != "ok" or not line["network_gb_per_step"]:
+            continue
+        published = line["published"]
+        step = line["model_tflops_per_step"] / published if published and line["model_tflops_per_step"] else None
+        crossing.append({**line, "published_step_s": step})
+    if not crossing:
+        return None
+    compared = [c for c in crossing if c["published_step_s"]]
+    return {
+        "lines": crossing,
+        "compared": len(compared),
+        "longer_than_step": sum(1 for c in compared if c["network_s_per_step"] > c["published_step_s"]),
     }
 
 

@@ -26,6 +26,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from offload_repro.produce.hlo import ELEMENT_BYTES
 
 ARRAY = re.compile(r"(\w+)\[([\d,]*)\](\{[^}]*\})?")
@@ -381,6 +383,67 @@ def group_size(attributes: str) -> int:
     if listed := REPLICA_LIST.search(attributes):
         return len(_dims(listed.group(1)))
     return 2
+
+
+REPLICA_IOTA_FULL = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
+REPLICA_LISTS = re.compile(r"replica_groups=\{((?:\{[\d,]*\},?)+)\}")
+
+
+def replica_groups(attributes: str) -> list[list[int]] | None:
+    """Each replica group's device ids, in any of the three forms XLA prints them: a device mesh
+    and the axes a group spans (`mesh['a'=2,'b'=64] {'b'}`, devices numbered row-major over the
+    mesh), an iota reshaped and transposed (`[64,2]<=[2,64]T(1,0)`), or the groups listed."""
+    if mesh := REPLICA_MESH.search(attributes):
+        axes = [(name, int(size)) for name, size in re.findall(r"'(\w+)'=(\d+)", mesh.group(1))]
+        spanned = [name for name in re.findall(r"'(\w+)'", mesh.group(2))]
+        names = [name for name, _ in axes]
+        devices = np.arange(math.prod(size for _, size in axes)).reshape([size for _, size in axes] or [1])
+        inner = [names.index(name) for name in spanned if name in names]
+        outer = [axis for axis in range(len(axes)) if axis not in inner]
+        size = math.prod(axes[axis][1] for axis in inner)
+        return devices.transpose(outer + inner).reshape(-1, size).tolist()
+    if iota := REPLICA_IOTA_FULL.search(attributes):
+        count, size = int(iota.group(1)), int(iota.group(2))
+        devices = np.arange(count * size).reshape(_dims(iota.group(3)))
+        if iota.group(4):
+            devices = devices.transpose(_dims(iota.group(4)))
+        return devices.reshape(count, size).tolist()
+    if listed := REPLICA_LISTS.search(attributes):
+        return [_dims(group) for group in re.findall(r"\{([\d,]*)\}", listed.group(1))]
+    return None
+
+
+def outside_share(groups: list[list[int]], devices_per_domain: int) -> float:
+    """The largest share of a group's members that lie outside a member's own NVLink domain
+    (devices numbered domain by domain): what that member must exchange over the network."""
+    worst = 0.0
+    for group in groups:
+        domains = [device // devices_per_domain for device in group]
+        for mine in set(domains):
+            worst = max(worst, sum(1 for other in domains if other != mine) / len(group))
+    return worst
+
+
+def cross_domain_bytes(computations: dict[str, Computation], devices_per_domain: int) -> dict[str, int]:
+    """Per collective kind, the bytes per step the most exposed device exchanges with devices of
+    other NVLink domains: each collective's buffer times its outside share (twice for an
+    all-reduce: reduce-scatter and all-gather), as many times as its computation runs. A
+    collective-permute (source-target pairs) is not counted."""
+    runs, _ = executions(computations)
+    shares: dict[str, float] = {}
+    found: dict[str, int] = {}
+    for computation in computations.values():
+        for instruction in computation.instructions:
+            collective = _collective(computation, instruction) if runs.get(computation.name) else None
+            if collective is None or collective[0] == "collective-permute":
+                continue
+            if instruction.attributes not in shares:
+                groups = replica_groups(instruction.attributes)
+                shares[instruction.attributes] = outside_share(groups, devices_per_domain) if groups else 0.0
+            largest = max((array_bytes(d, dims) for d, dims, _ in instruction.arrays), default=0)
+            moved = largest * shares[instruction.attributes] * (2 if collective[0] == "all-reduce" else 1)
+            found[collective[0]] = found.get(collective[0], 0) + int(moved) * runs[computation.name]
+    return found
 
 
 def fused_flops(computations: dict[str, Computation], name: str, memo: dict[str, tuple[int, int]]) -> tuple[int, int]:

@@ -56,6 +56,7 @@ def read_program(compiled: dict[str, Any]) -> dict[str, Any]:
     flops, unknown_loops = hlo_program.count_flops(computations)
     events = hlo_program.schedule(computations)
     return {
+        "computations": computations,
         "events": events,
         "entry": hlo_program.entry_name(computations),
         "flops": flops,
@@ -114,6 +115,28 @@ def calibrate(
     return found
 
 
+def network(program: dict[str, Any], target: Target, published_step_s: float | None) -> dict[str, Any] | None:
+    """The traffic between NVLink domains that the step-time model does not charge: per step, the
+    bytes the most exposed device exchanges with other domains, the time they take at the cited
+    network bandwidth, and the bandwidth the published step time would need to carry them."""
+    hardware = target.spec["hardware"]
+    per_domain, nodes = hardware.get("nvlink_domain_nodes"), hardware.get("nodes")
+    bandwidth = target.link_gb_s_per_direction("network_link")
+    if not per_domain or not nodes or not bandwidth or nodes <= per_domain:
+        return None  # one NVLink domain: every collective stays on NVLink
+    by_kind = hlo_program.cross_domain_bytes(program["computations"], per_domain * hardware["gpus_per_node"])
+    total = sum(by_kind.values())
+    return {
+        "domains": math.ceil(nodes / per_domain),
+        "bytes_per_step": by_kind,
+        "total_bytes": total,
+        "link_gb_s_per_direction": bandwidth,
+        "seconds_at_link": total / (bandwidth * GB),
+        "published_step_s": published_step_s,
+        "needed_gb_s": total / published_step_s / GB if published_step_s and total else None,
+    }
+
+
 def implied_host_gb_s(program: dict[str, Any], target: Target, rate: float, published: float) -> float | None:
     """The host-link bandwidth per direction at which the calibrated prediction equals `published`;
     None when none does (the row is slower than its copies alone explain, or faster than no copies)."""
@@ -170,6 +193,7 @@ def predict_row(
     implied = None
     on_calibration_target = calibration_target is not None and target.name == calibration_target.name
     copies_host = bool(transfers["host_bytes"]["to_host"])
+    published_step_s = model / (published * 1e12) if published and on_calibration_target else None
     if central_rate and published and on_calibration_target and copies_host and calibration["row"] != row.id:
         implied = implied_host_gb_s(program, target, central_rate, published)
     return {
@@ -195,6 +219,7 @@ def predict_row(
             "flops_between_async": sorted({c["flops_between"] for c in copies if c["asynchronous"]}),
         },
         "collectives": transfers["collectives"],
+        "network": network(program, target, published_step_s),
         "calibrated_on": calibration["row"] if calibrated else None,
         "tflops_per_device": calibrated,
         "tflops_per_device_prior": prior,
