@@ -80,6 +80,27 @@ def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedul
     assert flops.rematted == flops.total == 2 * 1024**3
 
 
+# cuDNN flash attention as compiled for GB200: one forward and one backward call of Llama 3.1 405B
+# (2 x 8192 tokens, 128 query heads of 128, 8 key-value heads) and of DeepSeek-V3 (MLA: 8 x 4096
+# tokens, 128 heads, query-key head dim 192, value head dim 128), each line copied from its program.
+ATTENTION = (REPO / "tests/fixtures/cudnn_attention.hlo").read_text().splitlines()
+
+
+def test_cudnn_attention_forward_is_maxtexts_formula_and_backward_recomputes_qk():
+    """The forward pass is MaxText's causal attention of one layer (2 x batch x length^2 x heads x
+    (query-key + value head dim) / 2); the backward pass is twice that and one more QK^T, which
+    cuDNN recomputes instead of storing the scores."""
+    llama_forward, llama_backward, mla_forward, mla_backward = (
+        hlo_program.attention_flops(hlo_program.parse_instruction(line)) for line in ATTENTION
+    )
+    qk = 2 * 2 * 128 * 8192 * 8192 * 128 // 2  # one causal matmul, head dim 128
+    assert llama_forward == 2 * qk == 4 * 2 * 8192**2 * 128 * 128 // 2  # MaxText: 4 B S^2 H D / 2
+    assert llama_backward == 5 * qk
+    scores = 2 * 8 * 128 * 4096 * 4096 // 2
+    assert mla_forward == scores * (192 + 128) == 2 * 8 * 4096 * 4096 * 128 * (192 + 128) // 2
+    assert mla_backward == 2 * mla_forward + scores * 192
+
+
 def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
     return {
         "events": events,
