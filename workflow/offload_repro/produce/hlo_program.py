@@ -297,6 +297,9 @@ class Flops:
     attention: int = 0
     rematted: int = 0  # labelled recompute (JAX's checkpoint)
     unspent: int = 0  # dense MoE dispatch / combine
+    # Neither label: what compares with the model's own FLOPs, kind by kind
+    unlabelled_gemm: int = 0
+    unlabelled_attention: int = 0
 
     def add(self, flops: int, kind: str, op_name: str, times: int = 1) -> None:
         flops *= times
@@ -305,6 +308,8 @@ class Flops:
         rematted, unspent = labels(op_name)
         self.rematted += flops if rematted else 0
         self.unspent += flops if unspent else 0
+        if not rematted and not unspent:
+            setattr(self, f"unlabelled_{kind}", getattr(self, f"unlabelled_{kind}") + flops)
 
     def record(self) -> dict[str, int]:
         return dict(vars(self))
