@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -92,6 +93,42 @@ def test_the_traffic_between_nvlink_domains_follows_the_replica_groups():
     assert hlo_program.replica_groups("replica_groups={{0,1},{2,3}}, x") == [[0, 1], [2, 3]]
     assert hlo_program.outside_share(mesh, devices_per_domain=4) == 0.5
     assert hlo_program.outside_share([[0, 1], [2, 3]], devices_per_domain=2) == 0.0
+
+
+# cuDNN flash attention as compiled for GB200: one forward and one backward call of Llama 3.1 405B
+# (2 x 8192 tokens, 128 query heads of 128, 8 key-value heads) and of DeepSeek-V3 (MLA: 8 x 4096
+# tokens, 128 heads, query-key head dim 192, value head dim 128), each line copied from its program.
+ATTENTION = (REPO / "tests/fixtures/cudnn_attention.hlo").read_text().splitlines()
+
+
+def test_cudnn_attention_forward_is_maxtexts_formula_and_backward_recomputes_qk():
+    """The forward pass is MaxText's causal attention of one layer (2 x batch x length^2 x heads x
+    (query-key + value head dim) / 2); the backward pass is twice that and one more QK^T, which
+    cuDNN recomputes instead of storing the scores."""
+    llama_forward, llama_backward, mla_forward, mla_backward = (
+        hlo_program.attention_flops(hlo_program.parse_instruction(line)) for line in ATTENTION
+    )
+    qk = 2 * 2 * 128 * 8192 * 8192 * 128 // 2  # one causal matmul, head dim 128
+    assert llama_forward == 2 * qk == 4 * 2 * 8192**2 * 128 * 128 // 2  # MaxText: 4 B S^2 H D / 2
+    assert llama_backward == 5 * qk
+    scores = 2 * 8 * 128 * 4096 * 4096 // 2
+    assert mla_forward == scores * (192 + 128) == 2 * 8 * 4096 * 4096 * 128 * (192 + 128) // 2
+    assert mla_backward == 2 * mla_forward + scores * 192
+
+
+def test_each_directions_host_copies_say_what_their_start_and_done_span():
+    copy = {"direction": "to_host", "bytes": 1, "runs_per_step": 126, "asynchronous": True, "flops_between": 0}
+    copies = [copy, copy | {"flops_between": 5e12}, copy | {"asynchronous": False, "runs_per_step": 1}]
+    assert predict.copy_summary(copies) == {
+        "copies": 3,
+        "per_step": 253,
+        "asynchronous": 2,
+        "synchronous": 1,
+        "asynchronous_spanning_nothing": 1,
+        "flops_spanned_low": 0,
+        "flops_spanned_high": 5e12,
+    }
+    assert predict.copy_summary([])["flops_spanned_low"] is None
 
 
 def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
@@ -322,3 +359,43 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
     assert (found["by"], found["default"], found["robust"]) == ("predicted", "pass", False)
     assert [u["verdict"] for u in found["under"]] == ["pass", "fail", "untested"]
     assert found["depends_on"] == ["speed"] and found["untested"] == ["speed.unpredicted"]
+
+
+def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies(tmp_path, tables):
+    """A real prediction (five rows compiled for GB200, both calibration rows among them): the FLOPs
+    table sets MaxText's components beside the counted FLOPs without labels, and each offload row
+    has a table of its host copies."""
+    from offload_repro.cli import main
+    from report_page import raw_placeholders, visible_text
+
+    fixtures = REPO / "tests/fixtures/results"
+    inputs = [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), fixtures / "predicted/gb200-nvl72.json"]
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
+    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, inputs)]) == 0
+    claims = str(REPO / "experiments/claims.yaml")
+    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page)]) == 0
+    html = page.read_text()
+
+    def cells(element_id: str) -> list[str]:
+        found = re.search(rf'<(tr|table)[^>]* id="{element_id}"[^>]*>(.*?)</\1>', html, re.S).group(2)
+        return [" ".join(visible_text(cell).split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", found, re.S)]
+
+    # Llama: FFN, QKV, output projection, unembedding; the weights: model, counted, beyond; the
+    # attention: model, counted, beyond (cuDNN's backward recomputes QK^T: a sixth of the model's)
+    llama = cells("flops-llama-baseline")[1:]
+    assert llama == [
+        "32,418.0", "3,740.5", "3,324.9", "206.6", "39,690.0", "39,690.0", "0",
+        "1,662.5", "1,939.5", "277.1", "41,352.5",
+    ]  # fmt: skip
+    assert cells("flops-deepseek-offload-optimized")[11] == "8,206.7"
+    assert "MoE: gate, shared and routed experts" in html
+    assert 'id="copies-llama-baseline"' not in html  # no host copies, no table
+    # with LHS the copies to the host span a layer's compute; without it no copy spans any
+    assert cells("copies-llama-qkv-offload-lhs") == [
+        "to the host", "3 (378)", "3", "0", "0", "98.96\u2013107.8",
+        "from the host", "3 (378)", "3", "0", "3", "0",
+    ]  # fmt: skip
+    assert cells("copies-llama-qkv-offload-nolhs")[4::6] == ["3", "3"]
+    assert raw_placeholders(html) == []

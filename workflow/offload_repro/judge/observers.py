@@ -171,6 +171,42 @@ def budget_observations(result: dict[str, Any], source: str) -> list[Observation
     return observations
 
 
+def flop_observations(seen: Observer, flops: dict[str, Any]) -> None:
+    """MaxText's model FLOPs per component (`model_<component>`, where the compile split them) and,
+    kind by kind, the counted FLOPs that carry neither label (JAX recompute, MoE dispatch) against
+    the model's: its weight FLOPs for the GEMMs, its attention for cuDNN's; TFLOP per device per step."""
+    model = {name: value / 1e12 for name, value in flops.items() if name.startswith("model_") and value is not None}
+    for name, value in model.items():
+        seen.add(f"{name}_tflops_per_step", value, "TFLOP/device")
+    unlabelled = {kind: flops.get(f"unlabelled_{kind}") for kind in ("gemm", "attention")}
+    for kind, value in unlabelled.items():
+        seen.add(f"unlabelled_{kind}_tflops_per_step", None if value is None else value / 1e12, "TFLOP/device")
+    if "model_attention" not in model or None in unlabelled.values():
+        return
+    weights = flops["model"] / 1e12 - model["model_attention"]
+    seen.add("model_weights_tflops_per_step", weights, "TFLOP/device")
+    # to the GFLOP: a difference of two large counts that agree carries float noise below it
+    beyond = {"gemm": weights, "attention": model["model_attention"]}
+    for kind, against in beyond.items():
+        seen.add(f"{kind}_beyond_model_tflops_per_step", round(unlabelled[kind] / 1e12 - against, 3), "TFLOP/device")
+
+
+def copy_observations(seen: Observer, by_direction: dict[str, dict[str, Any]]) -> None:
+    """Per direction with host copies: how many, how many asynchronous, and the compute their
+    start / done pairs span (`<direction>_...`)."""
+    for side, copies in by_direction.items():
+        if not copies["copies"]:
+            continue
+        seen.add(f"{side}_copies", copies["copies"])
+        seen.add(f"{side}_copies_per_step", copies["per_step"])
+        seen.add(f"{side}_copies_asynchronous", copies["asynchronous"])
+        seen.add(f"{side}_copies_synchronous", copies["synchronous"])
+        seen.add(f"{side}_copies_spanning_nothing", copies["asynchronous_spanning_nothing"])
+        for end in ("low", "high"):
+            spanned = copies[f"flops_spanned_{end}"]
+            seen.add(f"{side}_copy_span_{end}_tflop", None if spanned is None else spanned / 1e12, "TFLOP")
+
+
 def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
     """Per row: the predicted throughput (central value, band, and each setting as a series point),
     the FLOPs that make the step, and its terms; per offload row, its predicted gain."""
@@ -193,7 +229,9 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         for name in ("model", "counted", "rematted", "unspent", "recompute"):
             seen.add(f"{name}_tflops_per_step", flops[name] / 1e12, "TFLOP/device")
         seen.add("recompute_share", flops["recompute_share"])
+        flop_observations(seen, flops)
         seen.add("host_copy_gib_per_step", memory.gib(row["host_bytes"]["to_host"]), "GiB")
+        copy_observations(seen, row["host_copies"].get("by_direction", {}))
         seen.add("collective_gb_per_step", sum(c["bytes"] for c in row["collectives"].values()) / memory.GB, "GB")
         for name, value in (row.get("breakdown") or {}).items():
             seen.add(name, value, "s")

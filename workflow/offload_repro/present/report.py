@@ -355,6 +355,56 @@ SPEED_COLUMNS = (
 )
 
 
+# MaxText's model FLOPs per component (the compile's split), the weight FLOPs they make, and the
+# counted FLOPs without JAX's recompute or MoE dispatch label against them, in page order.
+MODEL_COMPONENTS = ("ffn", "qkv", "output_projection", "embedding")
+FLOP_COLUMNS = (
+    *(f"model_{name}_tflops_per_step" for name in MODEL_COMPONENTS),
+    "model_weights_tflops_per_step",
+    "unlabelled_gemm_tflops_per_step",
+    "gemm_beyond_model_tflops_per_step",
+    "model_attention_tflops_per_step",
+    "unlabelled_attention_tflops_per_step",
+    "attention_beyond_model_tflops_per_step",
+    "model_tflops_per_step",
+)
+COPY_SIDES = {"to_host": "to the host", "from_host": "from the host"}
+COPY_COLUMNS = (
+    "copies",
+    "copies_per_step",
+    "copies_asynchronous",
+    "copies_synchronous",
+    "copies_spanning_nothing",
+    "copy_span_low_tflop",
+    "copy_span_high_tflop",
+)
+
+
+def flop_components(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
+    """Each predicted row whose compile split MaxText's model FLOPs: the components beside the counted."""
+    lines = []
+    for row in rows:
+        values = {metric: lookup.value(row.id, "predicted", metric) for metric in FLOP_COLUMNS}
+        if values["model_weights_tflops_per_step"] is not None:
+            lines.append({"row": row, **values})
+    return lines
+
+
+def host_copies(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
+    """Each predicted row with host copies: per direction, how many, how many asynchronous, and
+    the compute their start / done pairs span."""
+    found = []
+    for row in rows:
+        sides = [
+            {"direction": label, **{c: lookup.value(row.id, "predicted", f"{side}_{c}") for c in COPY_COLUMNS}}
+            for side, label in COPY_SIDES.items()
+            if lookup.value(row.id, "predicted", f"{side}_copies") is not None
+        ]
+        if sides:
+            found.append({"row": row, "sides": sides})
+    return found
+
+
 def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: list[dict[str, Any]], target: str | None):
     """What the compiled programs say about speed: each row's FLOPs and predicted step, the speed
     claims' predicted judgements with their explanations, and the model's calibration."""
@@ -388,6 +438,8 @@ def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: li
     return {
         "lines": lines,
         "network": network_summary(lines),
+        "components": flop_components(rows, lookup),
+        "copies": host_copies(rows, lookup),
         "claims": judged,
         "calibration": source.get("calibration") or {},
         "cross_checks": source.get("cross_checks") or [],

@@ -29,6 +29,7 @@ from offload_repro.core import gpu
 from offload_repro.core.files import write_json
 from offload_repro.produce.hlo import canonical, summarize_hlo
 from offload_repro.produce.launch import memory_analysis_dict
+from offload_repro.produce.model_flops import components
 
 # XLA's own warnings while fitting the program into device memory (hlo_rematerialization).
 HLO_FILE = "program.hlo.txt.gz"  # beside the stats file
@@ -87,6 +88,7 @@ def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str])
         "devices": len(gpus.devices),
         "mesh": {k: int(v) for k, v in mesh.shape.items() if v > 1},
         "model_tflops_per_device_per_step": float(model_tflops),  # MaxText's own count, from the config
+        "model_tflops_components": components(config),  # the same count, per model component
     }
 
 

@@ -65,6 +65,7 @@ def compile_result(
             **memory.host_fit(host, target.spec["hardware"].get("host_memory_gb_per_gpu")),
             cost=stats.get("cost"),
             model_tflops_per_device_per_step=stats.get("model_tflops_per_device_per_step"),
+            model_tflops_components=stats.get("model_tflops_components"),
         )
     result["provenance"] = program["provenance"]
     return result

@@ -8,8 +8,9 @@ so the FLOPs are counted here, every computation as many times as it runs:
 - dots (inside Triton GEMM fusions when autotuning is off): 2 x output elements x contracted size;
 - cuBLAS GEMM custom calls: the same, from their dot dimension numbers;
 - cuDNN flash attention (`__cudnn$fmhaSoftmax*`): each of its matmuls is 2 x batch x heads x
-  query length x key length x head dim, halved under a causal mask; the forward pass has two
-  (QK^T, PV), the backward pass five (QK^T again, dV, dP, dQ, dK).
+  query length x key length x head dim (the query-key or the value head dim, which MLA makes
+  differ), halved under a causal mask; the forward pass has two (QK^T, PV), the backward pass
+  five (QK^T again, dV, dP, dQ, dK).
 Each FLOP is labelled by the op that produced it: `rematted_computation` in its metadata is
 JAX's checkpoint recompute; `/dispatch/` and `/combine/` are MaxText's dense MoE dispatch.
 
@@ -233,25 +234,33 @@ def _backend_config(instruction: Instruction) -> dict[str, Any]:
 
 
 def attention_flops(instruction: Instruction) -> int:
-    """cuDNN flash attention: its matmuls from the query and key shapes and the dot dimension numbers."""
+    """cuDNN flash attention: its matmuls from the query, key and value shapes and the dot dimension
+    numbers. Each matmul is score-sized (batch x heads x query length x key length) times a head
+    dim: the forward pass contracts the query-key head dim once (QK^T) and produces the value head
+    dim once (PV); the backward pass recomputes QK^T and forms dQ and dK (query-key head dim), dV
+    and dP (value head dim). All halved under a causal mask."""
     config = _backend_config(instruction).get("cudnn_fmha_backend_config", {})
     constraints = re.search(r"operand_layout_constraints=\{(.*?)\}, api_version", instruction.attributes)
-    numbers = config.get("bmm1_dot_dimension_numbers", {})
-    if not constraints or not numbers:
+    # The backward's config names no QK^T; its dP = dO V^T is laid out as QK^T over the same
+    # operand layout (jax/_src/cudnn/fused_attention_stablehlo.py), so its numbers read Q and K.
+    numbers = config.get("bmm1_dot_dimension_numbers") or config.get("bmm2_grad_gemm2_dot_dimension_numbers", {})
+    arrays = [_dims(dims) for _, dims, _ in ARRAY.findall(constraints.group(1))] if constraints else []
+    if len(arrays) < 3 or not numbers:
         return 0
-    arrays = [_dims(dims) for _, dims, _ in ARRAY.findall(constraints.group(1))]
-    query, key = arrays[0], arrays[1]
+    query, key, value = arrays[:3]  # forward and backward both take Q, K, V first
     batch = [int(d) for d in numbers.get("lhs_batch_dimensions", [])]
     contracting = [int(d) for d in numbers.get("lhs_contracting_dimensions", [])]
     key_batch = [int(d) for d in numbers.get("rhs_batch_dimensions", [])]
     key_contracting = [int(d) for d in numbers.get("rhs_contracting_dimensions", [])]
     query_length = math.prod(n for i, n in enumerate(query) if i not in batch + contracting)
     key_length = math.prod(n for i, n in enumerate(key) if i not in key_batch + key_contracting)
-    one = 2 * math.prod(query[i] for i in batch) * query_length * key_length * math.prod(query[i] for i in contracting)
+    scores = 2 * math.prod(query[i] for i in batch) * query_length * key_length
+    qk = scores * math.prod(query[i] for i in contracting)
+    pv = scores * math.prod(value[i] for i in key_contracting)  # V is laid out as K
     if config.get("mask_type") == "CAUSAL":
-        one //= 2
+        qk, pv = qk // 2, pv // 2
     backward = "Backward" in instruction.attributes.split("custom_call_target=", 1)[-1][:40]
-    return one * (5 if backward else 2)
+    return 3 * qk + 2 * pv if backward else qk + pv
 
 
 def gemm_custom_call_flops(computation: Computation, instruction: Instruction) -> int:
@@ -290,6 +299,9 @@ class Flops:
     attention: int = 0
     rematted: int = 0  # labelled recompute (JAX's checkpoint)
     unspent: int = 0  # dense MoE dispatch / combine
+    # Neither label: what compares with the model's own FLOPs, kind by kind
+    unlabelled_gemm: int = 0
+    unlabelled_attention: int = 0
 
     def add(self, flops: int, kind: str, op_name: str, times: int = 1) -> None:
         flops *= times
@@ -298,6 +310,8 @@ class Flops:
         rematted, unspent = labels(op_name)
         self.rematted += flops if rematted else 0
         self.unspent += flops if unspent else 0
+        if not rematted and not unspent:
+            setattr(self, f"unlabelled_{kind}", getattr(self, f"unlabelled_{kind}") + flops)
 
     def record(self) -> dict[str, int]:
         return dict(vars(self))

@@ -25,11 +25,12 @@ from offload_repro.core.maxtext_configs import model_config
 from offload_repro.core.memory import GB
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import SEPARATOR
-from offload_repro.produce import hlo_program, step_model
+from offload_repro.produce import hlo_program, model_flops, step_model
 from offload_repro.produce.program import compile_overrides, hlo_path
 
 SPEED_FILE = "experiments/speed.yaml"
 READS = ("experiments/speed.yaml",)  # SPEED_FILE, as a literal the plan reads
+SIDES = ("to_host", "from_host")
 
 
 def load_speed(path: str | Path = SPEED_FILE) -> dict[str, Any]:
@@ -63,6 +64,7 @@ def read_program(compiled: dict[str, Any]) -> dict[str, Any]:
         "unknown_loops": unknown_loops,
         "transfers": hlo_program.transfers(computations, events),
         "model_flops": compiled["model_tflops_per_device_per_step"] * 1e12,
+        "model_components": compiled.get("model_tflops_components"),  # absent before it was recorded
     }
 
 
@@ -154,6 +156,27 @@ def implied_host_gb_s(program: dict[str, Any], target: Target, rate: float, publ
     return math.sqrt(low * high)
 
 
+def model_components(tflops: dict[str, float] | None) -> dict[str, float | None]:
+    """MaxText's model FLOPs per component (`model_ffn`, ...), in FLOPs like the rest of `flops`;
+    None for each where the compile did not split them."""
+    return {f"model_{name}": tflops[name] * 1e12 if tflops else None for name in model_flops.COMPONENTS}
+
+
+def copy_summary(copies: list[dict[str, Any]]) -> dict[str, Any]:
+    """One direction's host copies: how many instructions and runs per step, how many are
+    asynchronous, and the compute their start / done pairs span (none: no compute can hide it)."""
+    spans = [c["flops_between"] for c in copies if c["asynchronous"]]
+    return {
+        "copies": len(copies),
+        "per_step": sum(c["runs_per_step"] for c in copies),
+        "asynchronous": len(spans),
+        "synchronous": len(copies) - len(spans),
+        "asynchronous_spanning_nothing": sum(1 for span in spans if span == 0),
+        "flops_spanned_low": min(spans, default=None),
+        "flops_spanned_high": max(spans, default=None),
+    }
+
+
 def predict_row(
     row: Row,
     program: dict[str, Any],
@@ -208,8 +231,11 @@ def predict_row(
             "attention": flops.attention,
             "rematted": flops.rematted,
             "unspent": flops.unspent,
+            "unlabelled_gemm": flops.unlabelled_gemm,
+            "unlabelled_attention": flops.unlabelled_attention,
             "recompute": spent - model,
             "recompute_share": (spent - model) / spent if spent else None,
+            **model_components(program.get("model_components")),
         },
         "unknown_trip_counts": program["unknown_loops"],
         "host_bytes": transfers["host_bytes"],
@@ -217,6 +243,7 @@ def predict_row(
             "asynchronous": sum(1 for c in copies if c["asynchronous"]),
             "synchronous": sum(1 for c in copies if not c["asynchronous"]),
             "flops_between_async": sorted({c["flops_between"] for c in copies if c["asynchronous"]}),
+            "by_direction": {side: copy_summary([c for c in copies if c["direction"] == side]) for side in SIDES},
         },
         "collectives": transfers["collectives"],
         "network": network(program, target, published_step_s),

@@ -36,7 +36,14 @@ DEFAULT_AUTOTUNING = ("--xla_gpu_shard_autotuning=false",)
 # The code that decides what XLA is asked to compile and what is read back from it. The code that
 # turns a program into a row's result (produce/compile.py) is not here: editing it reassembles
 # every result from the cache without compiling anything again.
-PROGRAM_CODE = ("produce/program.py", "produce/aot.py", "produce/hlo.py", "produce/launch.py", "core/gpu.py")
+PROGRAM_CODE = (
+    "produce/program.py",
+    "produce/aot.py",
+    "produce/hlo.py",
+    "produce/launch.py",
+    "produce/model_flops.py",
+    "core/gpu.py",
+)
 # The GPU compiler plugin is pinned apart from the main lock.
 READS = ("envs/requirements-gpu-compile.lock",)
 
