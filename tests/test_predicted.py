@@ -399,3 +399,16 @@ def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies
     ]  # fmt: skip
     assert cells("copies-llama-qkv-offload-nolhs")[4::6] == ["3", "3"]
     assert raw_placeholders(html) == []
+
+
+def test_a_calibration_row_that_cannot_reach_its_published_throughput_is_said_so_not_a_crash():
+    """Under an alternative a calibration row's transfers alone may take longer than its published
+    step: that family is left uncalibrated, with why, and its rows keep the uncalibrated prior."""
+    target = load_target("gb200-nvl72")
+    programs = llama_programs()
+    programs["llama-baseline"] = program({"main": [Event("transfer", channel="collective", bytes=int(1e15))]})
+    result = predict.predict_programs(llama_rows(2669.0), programs, {}, target, SPEED, target, None)
+    assert result["calibration"] == {}
+    assert result["uncalibrated"]["llama"]["row"] == "llama-baseline"
+    assert "cannot be reached at any compute rate" in result["uncalibrated"]["llama"]["reason"]
+    assert all(row["tflops_per_device"] is None and row["tflops_per_device_prior"] for row in result["rows"])

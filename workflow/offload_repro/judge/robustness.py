@@ -79,6 +79,14 @@ def alternative_observations(alternative: dict[str, Any], target: str) -> list[d
     return found
 
 
+def uncalibrated(alternative: dict[str, Any]) -> list[str]:
+    """Why the alternative's prediction could not be calibrated for a model family, if it could not."""
+    if not alternative.get("predicted"):
+        return []
+    prediction = read_result(alternative["predicted"], "predicted")
+    return [entry["reason"] for entry in prediction.get("uncalibrated", {}).values()]
+
+
 def outcomes_of(observations: list[dict[str, Any]], target: str, micro_batches: dict[str, float]):
     return {
         o["row"]: (micro_batches.get(o["row"], 0), o["value"])
@@ -149,6 +157,7 @@ def robustness(
             name = f"{entry['id']}.{alternative['id']}"
             for claim in compiled_claims:
                 verdict, why = under[claim["id"]]
+                mine = found[claim["id"]]
                 check = claim["check"]
                 touched = set(check.get("rows", [])) | {
                     row for policy in check.get("policies", []) for row in policy_rows.get(policy, [])
@@ -158,8 +167,12 @@ def robustness(
                     why = "; ".join(f"{row} does not compile: {errors[row]}" for row in sorted(touched & set(errors)))
                 elif varied_by(claim) == "predicted" and not alternative.get("predicted"):
                     verdict, why = "untested", "no prediction under it"
+                elif verdict == "not-comparable" and mine["default"] != "not-comparable":
+                    verdict, why = (
+                        "untested",
+                        "; ".join(uncalibrated(alternative)) or "its evidence cannot judge it here",
+                    )
                 record = {"assumption": entry["id"], "alternative": alternative["id"], "verdict": verdict, "why": why}
-                mine = found[claim["id"]]
                 mine["under"].append(record)
                 if verdict == "untested":
                     mine["untested"].append(name)

@@ -91,10 +91,11 @@ def throughput(program: dict[str, Any], target: Target, flops_per_s: float, link
 
 def calibrate(
     rows: dict[str, Row], programs: dict[str, dict[str, Any]], target: Target, speed: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
     """Per model family on the calibration target: the effective compute rate at each link setting
-    that makes the calibration row's prediction its published throughput."""
-    found = {}
+    that makes the calibration row's prediction its published throughput; and the families whose
+    calibration row cannot reach it at any rate (its transfers alone take longer), with why."""
+    found, impossible = {}, {}
     for family, row_id in speed["calibration"]["rows"].items():
         row, program = rows.get(row_id), programs.get(row_id)
         published = row.published.get("tflops_per_device") if row else None
@@ -103,9 +104,17 @@ def calibrate(
         peak = peak_flops(target, row)
         by_link = []
         for link in settings(speed, "link_efficiency"):
-            rate = step_model.calibrate(
-                program["events"], program["entry"], program["model_flops"], published * 1e12, rates(target, 1.0, link)
-            )
+            try:
+                rate = step_model.calibrate(
+                    program["events"],
+                    program["entry"],
+                    program["model_flops"],
+                    published * 1e12,
+                    rates(target, 1.0, link),
+                )
+            except ValueError as err:
+                impossible[family] = {"row": row_id, "reason": f"{row_id} at link efficiency {link}: {err}"}
+                break
             by_link.append(
                 {
                     "link_efficiency": link,
@@ -113,8 +122,9 @@ def calibrate(
                     "share_of_peak": rate / peak if peak else None,
                 }
             )
-        found[family] = {"row": row_id, "target": target.name, "published_tflops": published, "by_link": by_link}
-    return found
+        if family not in impossible:
+            found[family] = {"row": row_id, "target": target.name, "published_tflops": published, "by_link": by_link}
+    return found, impossible
 
 
 def network(program: dict[str, Any], target: Target, published_step_s: float | None) -> dict[str, Any] | None:
@@ -291,10 +301,12 @@ def predict_programs(
 ) -> dict[str, Any]:
     """Calibrated here when this is the calibration target, else from the calibration target's
     own prediction (`source_prediction`), else the prior only."""
+    uncalibrated: dict[str, dict[str, str]] = {}
     if calibration_target and target.name == calibration_target.name:
-        calibration = calibrate(rows, programs, target, speed)
+        calibration, uncalibrated = calibrate(rows, programs, target, speed)
     else:
         calibration = (source_prediction or {}).get("calibration", {})
+        uncalibrated = (source_prediction or {}).get("uncalibrated", {})
     predicted = [
         predict_row(rows[row_id], program, target, speed, calibration.get(rows[row_id].family), calibration_target)
         for row_id, program in programs.items()
@@ -307,6 +319,7 @@ def predict_programs(
         "status": "ok",
         "message": None,
         "calibration": calibration,
+        "uncalibrated": uncalibrated,
         "settings": {
             "link_efficiency": settings(speed, "link_efficiency"),
             "prior_efficiency": settings(speed, "prior_efficiency"),
