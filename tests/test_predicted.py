@@ -355,7 +355,19 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
         {"id": "unpredicted", "results": {}},
     ]
     sensitivity = {"target": "gb200-nvl72", "assumptions": [{"id": "speed", "alternatives": alternatives}]}
-    found = robustness([claim], observations, sensitivity, judge, {}, {})["lhs-faster"]
+    # a compiled fact of a row no alternative compiled again stays in every alternative's evidence
+    fits = {"evidence": "compiled", "target": "gb200-nvl72", "row": "llama-baseline", "policy": None, "at": None}
+    observations += [
+        fits | {"metric": "status", "value": "ok", "message": None},
+        fits | {"metric": "outcome", "value": "fits"},
+    ]
+    outcome = {
+        **speed_claim("baseline-fits", {"type": "outcome", "rows": ["llama-baseline"], "expect": "fits"}),
+        "judged_by": [{"evidence": "compiled", "hardware": "any"}],
+    }
+    everything = robustness([claim, outcome], observations, sensitivity, judge, {}, {})
+    assert [u["verdict"] for u in everything["baseline-fits"]["under"]] == ["pass", "pass", "pass"]
+    found = everything["lhs-faster"]
     assert (found["by"], found["default"], found["robust"]) == ("predicted", "pass", False)
     assert [u["verdict"] for u in found["under"]] == ["pass", "fail", "untested"]
     assert found["depends_on"] == ["speed"] and found["untested"] == ["speed.unpredicted"]

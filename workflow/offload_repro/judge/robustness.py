@@ -144,7 +144,7 @@ def robustness(
     for entry in sensitivity["assumptions"]:
         for alternative in entry["alternatives"]:
             replacement = alternative_observations(alternative, target)
-            rows = {o["row"] for o in replacement}
+            rows = {o["row"] for o in replacement if o["evidence"] == "compiled"}
             errors = {row: r["message"] for row, r in alternative["results"].items() if r and r["status"] == "error"}
             under = verdicts_of(
                 compiled_claims,
