@@ -111,7 +111,8 @@ def verdicts_of(
         if "policies" in claim["check"]:
             found[claim["id"]] = frontier_verdict(claim, outcomes, policy_rows)
         else:
-            found[claim["id"]] = (judged[claim["id"]], None)
+            verdict = judged[claim["id"]]  # a verdict, or (verdict, reason)
+            found[claim["id"]] = verdict if isinstance(verdict, tuple) else (verdict, None)
     return found
 
 
@@ -125,11 +126,14 @@ def robustness(
 ) -> dict[str, dict[str, Any]]:
     """Per claim judged by compiled or predicted evidence: robust, or the assumptions whose
     alternatives change its verdict, with the verdict under each alternative. An alternative that
-    does not compile decides nothing: it is listed as untested, as is a claim judged by prediction
-    under an alternative that has none."""
+    does not compile decides nothing: it is listed as untested, as is a claim its evidence cannot
+    judge under an alternative (no prediction, none calibrated, a row out of memory)."""
     target = sensitivity["target"]
-    compiled_claims = [c for c in claims if any(rule["evidence"] in VARIED for rule in c["judged_by"])]
-    default = verdicts_of(compiled_claims, observations, judge, target, policy_rows, micro_batches)
+    varied = [c for c in claims if any(rule["evidence"] in VARIED for rule in c["judged_by"])]
+    default = verdicts_of(varied, observations, judge, target, policy_rows, micro_batches)
+    # a claim its evidence cannot judge by default (a calibration row's own throughput) is neither
+    # robust nor dependent: it is left out
+    compiled_claims = [c for c in varied if default[c["id"]][0] != "not-comparable"]
     found = {
         c["id"]: {
             "robust": True,
@@ -167,11 +171,8 @@ def robustness(
                     why = "; ".join(f"{row} does not compile: {errors[row]}" for row in sorted(touched & set(errors)))
                 elif varied_by(claim) == "predicted" and not alternative.get("predicted"):
                     verdict, why = "untested", "no prediction under it"
-                elif verdict == "not-comparable" and mine["default"] != "not-comparable":
-                    verdict, why = (
-                        "untested",
-                        "; ".join(uncalibrated(alternative)) or "its evidence cannot judge it here",
-                    )
+                elif verdict in ("not-comparable", "error"):  # its evidence cannot judge it under this alternative
+                    verdict, why = "untested", "; ".join(uncalibrated(alternative)) or why or f"{verdict} under it"
                 record = {"assumption": entry["id"], "alternative": alternative["id"], "verdict": verdict, "why": why}
                 mine["under"].append(record)
                 if verdict == "untested":
@@ -207,15 +208,20 @@ def varied_by(claim: dict[str, Any]) -> str:
 
 
 def varied_verdicts(check: Callable[..., dict[str, Any]]) -> Judge:
-    """A judge that gives each claim's judgement by the evidence an alternative changes (compiled,
-    else predicted), or its verdict where that evidence gave none."""
+    """A judge that gives each claim's (verdict, reason) by the evidence an alternative changes
+    (compiled, else predicted), or its overall verdict where that evidence gave none."""
 
     def judge(claims: list[dict[str, Any]], observations: list[dict[str, Any]]) -> dict[str, Any]:
         checked = check(claims, observations)
         by_id = {c["id"]: c for c in claims}
         return {
             c["id"]: next(
-                (j["verdict"] for j in c["judgements"] if j["evidence"] == varied_by(by_id[c["id"]])), c["verdict"]
+                (
+                    (j["verdict"], j.get("reason"))
+                    for j in c["judgements"]
+                    if j["evidence"] == varied_by(by_id[c["id"]])
+                ),
+                (c["verdict"], None),
             )
             for c in checked["claims"]
         }
