@@ -326,7 +326,8 @@ def test_unknown_row_in_config_is_refused(tmp_path):
     assert done.returncode != 0 and "unknown row ids ['llama-nope']" in done.stdout + done.stderr
 
 
-AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized", "deepseek-device-mb8")
+# An offload row of each model (the OOM row and the rest: workflow/scripts/autotune_identity.py)
+AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized")
 
 
 @pytest.mark.slow
