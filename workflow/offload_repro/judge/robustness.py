@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offload_repro.core.results import read_result
+from offload_repro.core.variants import variant_id
 from offload_repro.judge.observers import compile_observations, predicted_observations
 
 Judge = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
@@ -158,7 +159,8 @@ def robustness(
                 policy_rows,
                 micro_batches,
             )
-            name = f"{entry['id']}.{alternative['id']}"
+            name = variant_id(entry, alternative)
+            gaps = "; ".join(uncalibrated(alternative))  # read once, for every claim it leaves unjudged
             for claim in compiled_claims:
                 verdict, why = under[claim["id"]]
                 mine = found[claim["id"]]
@@ -172,7 +174,7 @@ def robustness(
                 elif varied_by(claim) == "predicted" and not alternative.get("predicted"):
                     verdict, why = "untested", "no prediction under it"
                 elif verdict in ("not-comparable", "error"):  # its evidence cannot judge it under this alternative
-                    verdict, why = "untested", "; ".join(uncalibrated(alternative)) or why or f"{verdict} under it"
+                    verdict, why = "untested", gaps or why or f"{verdict} under it"
                 record = {"assumption": entry["id"], "alternative": alternative["id"], "verdict": verdict, "why": why}
                 mine["under"].append(record)
                 if verdict == "untested":

@@ -25,6 +25,7 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,8 @@ CALLED = re.compile(
     r"\b(calls|body|condition|to_apply|branch_computations|async_execution_thread)=\{?([^,}]+(?:,\s*%[\w.\-]+)*)\}?"
 )
 CONTRACTING = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
-REPLICA_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]")
-REPLICA_LIST = re.compile(r"replica_groups=\{\{([\d,]*)\}")
+REPLICA_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
+REPLICA_LISTS = re.compile(r"replica_groups=\{((?:\{[\d,]*\},?)+)\}")
 REPLICA_MESH = re.compile(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}")
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 # Bytes a device sends over its links per collective, as a share of the collective's full buffer
@@ -388,21 +389,12 @@ def _collective(computation: Computation, instruction: Instruction) -> tuple[str
 
 
 def group_size(attributes: str) -> int:
-    """Devices in each replica group, in any of the three forms XLA prints them."""
-    if mesh := REPLICA_MESH.search(attributes):
-        sizes = dict(re.findall(r"'(\w+)'=(\d+)", mesh.group(1)))
-        return math.prod(int(sizes[axis]) for axis in re.findall(r"'(\w+)'", mesh.group(2)) if axis in sizes)
-    if iota := REPLICA_IOTA.search(attributes):
-        return int(iota.group(2))
-    if listed := REPLICA_LIST.search(attributes):
-        return len(_dims(listed.group(1)))
-    return 2
+    """Devices in each replica group (2 where XLA prints none)."""
+    groups = replica_groups(attributes)
+    return len(groups[0]) if groups else 2
 
 
-REPLICA_IOTA_FULL = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
-REPLICA_LISTS = re.compile(r"replica_groups=\{((?:\{[\d,]*\},?)+)\}")
-
-
+@cache  # one parse per distinct attribute text; callers only read the groups
 def replica_groups(attributes: str) -> list[list[int]] | None:
     """Each replica group's device ids, in any of the three forms XLA prints them: a device mesh
     and the axes a group spans (`mesh['a'=2,'b'=64] {'b'}`, devices numbered row-major over the
@@ -416,7 +408,7 @@ def replica_groups(attributes: str) -> list[list[int]] | None:
         outer = [axis for axis in range(len(axes)) if axis not in inner]
         size = math.prod(axes[axis][1] for axis in inner)
         return devices.transpose(outer + inner).reshape(-1, size).tolist()
-    if iota := REPLICA_IOTA_FULL.search(attributes):
+    if iota := REPLICA_IOTA.search(attributes):
         count, size = int(iota.group(1)), int(iota.group(2))
         devices = np.arange(count * size).reshape(_dims(iota.group(3)))
         if iota.group(4):

@@ -168,5 +168,5 @@ def write_sensitivity(
     predicted = {path.parent.name: str(path) for path in map(Path, predicted_files)}
     for entry in data["assumptions"]:
         for alternative in entry["alternatives"]:
-            alternative["predicted"] = predicted.get(f"{entry['id']}.{alternative['id']}")
+            alternative["predicted"] = predicted.get(variant_id(entry, alternative))
     return write_result(out, "assumptions", data)
