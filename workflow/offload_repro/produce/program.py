@@ -6,6 +6,10 @@ is compiled, never on the row's name or the claims, so each program is stored on
 of everything that decides it, in `results/programs/<target>/<key>.json` (kind `program`). The
 grid of rows x targets and the capacity frontier's micro-batch points read the same cache: a
 policy's point at its row's micro batch is that row's program, compiled once.
+
+Programs that are not the same still share most of their kernels (one model's rows and micro
+batches, on one GPU): the compiles for a target share XLA's kernel cache beside the programs
+(`produce/kernel_cache.py`), so each kernel's code is generated once.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
 from offload_repro.core.results import ResultError, read_result, write_result
-from offload_repro.produce import maxtext_args
+from offload_repro.produce import kernel_cache, maxtext_args
 from offload_repro.produce.aot import HLO_FILE, MEMORY_WARNING
 
 # A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
@@ -44,6 +48,7 @@ PROGRAM_CODE = (
     "produce/model_flops.py",
     "core/gpu.py",
 )
+KERNELS_FILE = "xla-kernels.bin"  # a compile's private copy of the target's kernel cache, in its work directory
 # The GPU compiler plugin is pinned apart from the main lock.
 READS = ("envs/requirements-gpu-compile.lock",)
 
@@ -95,9 +100,11 @@ def compile_program(
     python: str = sys.executable,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     launcher: Launcher = run_subprocess,
+    kernels: Path | None = None,
 ) -> dict[str, Any]:
     """Run `offload_repro.produce.aot` in a process of its own (started by `launcher`) with the
-    row's XLA_FLAGS; what XLA gave."""
+    row's XLA_FLAGS; what XLA gave. `kernels`: the target's shared kernel cache
+    (produce/kernel_cache.py), which the compile starts from and adds its kernels to."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
     description_path, description = gpu.description_path(target), gpu.description(target)
@@ -105,12 +112,15 @@ def compile_program(
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id)
     arguments = [str(base_config()), *maxtext_args.as_arguments(overrides)]
     stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
-    env = package_environment(
-        {"XLA_FLAGS": maxtext_args.xla_flags(row, list(compile_only_flags)), "JAX_PLATFORMS": "cpu"}
-    )
+    flags = maxtext_args.xla_flags(row, list(compile_only_flags))
+    if kernels is not None:  # not part of the program key: it changes no byte of what is read back
+        flags += " " + kernel_cache.checkout(kernels, work_dir / KERNELS_FILE)
+    env = package_environment({"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"})
     command = [python, "-m", "offload_repro.produce.aot", str(stats_file), str(description_path), spec["topology"]]
     command += [str(gpu.cudnn_version(description)), "--", *arguments]
     returncode, wall_s = launcher(command, env, work_dir, log_file)
+    if kernels is not None:
+        kernel_cache.publish(work_dir / KERNELS_FILE, kernels)
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     stats = read_json(stats_file) if stats_file.exists() else {}
     exception = stats.get("exception")
@@ -184,7 +194,8 @@ def program_for(
     key = program_key(row, target, compile_only_flags)
     if programs is not None and (found := cached_program(row, target, programs, compile_only_flags, key)):
         return *found, True
-    program = compile_program(row, target, work_dir, key, python, compile_only_flags, launcher)
+    kernels = kernel_cache.shared_path(programs, gpu.description(target), provenance.versions()) if programs else None
+    program = compile_program(row, target, work_dir, key, python, compile_only_flags, launcher, kernels)
     if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again
     path = programs / f"{key}.json"
