@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from conftest import require
-from report_page import rendered_charts, rendered_dom, vega_graphics
+from report_page import layout_widths, rendered_charts, rendered_dom, vega_graphics
 from workflow_copy import copy_workflow, snakemake
 
 GIB = 1024**3
@@ -306,6 +306,10 @@ def test_report_renders_every_chart_and_verdict(main_job):
     verdicts = json.loads((main_job / "results/cpu/verdicts.json").read_text())
     for claim in verdicts["claims"]:
         assert f'id="claim-{claim["id"]}" data-verdict="{claim["verdict"]}"' in dom
+    # On a 1280-pixel screen the verdicts are read without scrolling sideways, and no table
+    # widens the page (a wide one scrolls inside its own section).
+    widths = layout_widths(page, 1280)
+    assert widths["claims"] <= widths["screen"] and widths["unframed"] <= widths["screen"], widths
 
 
 def test_malformed_table_fails_before_anything_runs(tmp_path):
