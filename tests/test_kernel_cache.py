@@ -70,6 +70,14 @@ def test_an_unreadable_private_file_leaves_the_shared_one_alone(tmp_path):
     assert shared.read_bytes() == SAMPLE.read_bytes() and not private.exists()
 
 
+def test_a_compile_that_wrote_no_kernel_file_changes_nothing(tmp_path):
+    shared = tmp_path / "xla-kernels-x.bin"
+    shutil.copyfile(SAMPLE, shared)
+    before = shared.stat().st_mtime_ns
+    assert kernel_cache.publish(tmp_path / "never-written.bin", shared) is None
+    assert shared.stat().st_mtime_ns == before
+
+
 def test_an_unreadable_shared_file_is_replaced(tmp_path):
     shared = tmp_path / "xla-kernels-x.bin"
     shared.write_bytes(b"\xff" * 64)

@@ -95,8 +95,8 @@ def publish(private: Path, shared: Path) -> int | None:
     """Merge the kernels of a finished compile's private file into the shared one, under a lock
     (a kernel another compile published meanwhile is kept); the private file is removed. Returns
     the number of kernels in the shared file, or None when the private file could not be read (the
-    shared file is left as it was)."""
-    entries = read_entries(private)
+    shared file is left as it was, as it is when the compile wrote none)."""
+    entries = read_entries(private) if private.exists() else None
     private.unlink(missing_ok=True)
     if entries is None:
         return None
