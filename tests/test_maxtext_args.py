@@ -50,6 +50,13 @@ def test_rows_differing_in_placement_get_the_same_model(tables):
     assert differing == placement_keys
 
 
+def test_no_run_or_compile_reads_or_writes_a_compilation_cache_outside_results(tables):
+    for name in ("cpu", "gb200-nvl72", "h200-1"):
+        args = maxtext_args.target_overrides(rows(tables)["llama-baseline"], load_target(name))
+        assert args["jax_cache_dir"] == ""  # MaxText's own default is ~/jax_cache
+    assert "jax_cache_dir=" in maxtext_args.as_arguments(args)
+
+
 def test_arguments_render_as_key_value_text(tables):
     text = maxtext_args.as_arguments({"scan_layers": True, "megablox": False, "steps": 10, "dtype": "bfloat16"})
     assert text == ["scan_layers=true", "megablox=false", "steps=10", "dtype=bfloat16"]

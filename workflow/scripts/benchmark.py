@@ -44,6 +44,12 @@ JOB = re.compile(r"^(?:local)?rule (\w+):$")
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Wall seconds and output of `command` in `cwd`, by default with a home of the tree's own, so
+    that no cache under the user's home (an older tree's MaxText kept JAX's in ~/jax_cache) makes
+    a cold run warm."""
+    if env is None:
+        (cwd / ".home").mkdir(exist_ok=True)
+        env = {**os.environ, "HOME": str(cwd / ".home")}
     started = time.monotonic()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
@@ -88,9 +94,14 @@ def jobs_from_log(log: str) -> list[dict[str, Any]]:
 
 
 def job_name(job: dict[str, Any]) -> str:
-    """'compile_row deepseek-remat': the rule and the row (or the other wildcards)."""
+    """'compile_row vr-nvl144 deepseek-remat': the rule and its wildcards' values."""
     wildcards = dict(part.split("=", 1) for part in job["wildcards"].split(", ") if "=" in part)
-    return f"{job['rule']} {wildcards.get('row', ' '.join(wildcards.values()))}".strip()
+    return f"{job['rule']} {' '.join(wildcards.values())}".strip()
+
+
+def busy(jobs: list[dict[str, Any]], wall: float) -> float:
+    """How many jobs ran at once on average: their summed durations over the wall time."""
+    return round(sum((job["end"] - job["start"]).total_seconds() for job in jobs) / wall, 2)
 
 
 def stages(jobs: list[dict[str, Any]]) -> dict[str, float]:
@@ -143,6 +154,7 @@ def whatif_stage(tree: Path) -> dict[str, Any]:
     }
     return {
         "whatif_s": round(wall, 1),
+        "whatif_jobs_at_once": busy(jobs, wall),
         "whatif_noop_rerun_s": round(noop, 2),
         "whatif_stages_s": stages(jobs),
         "whatif_jobs_s": {job_name(job): (job["end"] - job["start"]).total_seconds() for job in jobs},
@@ -222,7 +234,8 @@ def main() -> None:
         names = sorted({name for runs in measured.values() for m in runs for name in m.get(field, {})})
         return [side_by_side(f"{label}{name}"[:44], lambda m, n=name: m[field].get(n)) for name in names]
 
-    totals = ["main_job_s", "dry_run_s", "noop_rerun_s"] + (["whatif_s", "whatif_noop_rerun_s"] if args.whatif else [])
+    totals = ["main_job_s", "dry_run_s", "noop_rerun_s"]
+    totals += ["whatif_s", "whatif_jobs_at_once", "whatif_noop_rerun_s"] if args.whatif else []
     rows = [side_by_side(f"{key} (median of {args.repeats})", lambda m, k=key: m[k]) for key in totals]
     rows += per_name("stages_s", "stage ") + per_name("jobs_s", "") + per_name("whatif_stages_s", "what-if stage ")
     print(table(rows))

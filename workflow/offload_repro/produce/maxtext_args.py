@@ -58,6 +58,10 @@ def target_overrides(row: Row, target: Target) -> dict[str, Any]:
         # Published parallelism is for the full device count; let MaxText fill the smaller mesh.
         for key in row.parallelism:
             overrides[key] = -1
+    # MaxText's base config keeps JAX's compilation cache in ~/jax_cache: outside results/, shared by
+    # every checkout and never cleared, so a run's compile time would depend on earlier runs. A
+    # target file may name a cache directory of its own.
+    overrides["jax_cache_dir"] = ""
     overrides.update(target.maxtext)
     return overrides
 
