@@ -35,6 +35,17 @@ def test_the_what_if_grid_takes_every_cluster_gpu_target_with_a_compile_section(
     assert plan.calibration_source("gb300-nvl72") == ["results/predicted/gb200-nvl72.json"]
 
 
+def test_a_frontier_targets_rows_compile_first_and_its_searches_before_any_row():
+    from offload_repro.plan.jobs import FRONTIER_PRIORITY
+
+    plan = planned(whatif=True)
+    assert plan.frontier_targets == DEFAULT["frontier_targets"]
+    first = {name for name in plan.grid_targets if plan.compile_priority(name) == 1}
+    assert first == set(DEFAULT["frontier_targets"]) and plan.compile_priority("h200-8") == 0
+    assert max(plan.compile_priority(name) for name in plan.grid_targets) < FRONTIER_PRIORITY
+    assert planned().frontier_targets == []  # no what-if: every compile alike
+
+
 def test_results_on_disk_keep_their_stage_and_the_plan_says_why():
     plan = planned(nothing_on_disk=False)
     assert plan.whatif and plan.sensitivity

@@ -12,6 +12,7 @@ rule compile_row:
         "results/compiled/{gpu_target}/{row}.json",
     log:
         "results/compiled/{gpu_target}/logs/{row}.log",
+    priority: lambda wildcards: PLAN.compile_priority(wildcards.gpu_target)
     conda:
         CONDA_ENV
     resources:
@@ -54,6 +55,7 @@ rule frontier:
         "results/whatif/{gpu_target}/frontier-{policy}.json",
     log:
         "results/whatif/{gpu_target}/logs/frontier-{policy}.log",
+    priority: FRONTIER_PRIORITY
     conda:
         CONDA_ENV
     resources:

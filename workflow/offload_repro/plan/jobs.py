@@ -31,6 +31,9 @@ def as_bool(value: Any) -> bool:
     return str(value).lower() == "true"
 
 
+FRONTIER_PRIORITY = 2  # above every compile of a row (Plan.compile_priority)
+
+
 @dataclass(frozen=True)
 class Plan:
     rows: list[Row]
@@ -42,6 +45,7 @@ class Plan:
     preflight_compiled: list[str]  # the compiles a SLURM GPU target's preflight checks host memory against
     whatif_targets: list[str]
     grid_targets: list[str]  # every GPU target each row is compiled for
+    frontier_targets: list[str]  # the targets whose capacity frontier is searched (what-if only)
     policies: list[str]
     variants: dict[str, dict[str, Any]]  # variant id -> {settings, rows}
     calibration_target: str
@@ -82,6 +86,13 @@ class Plan:
     @property
     def varied_rows(self) -> list[str]:
         return sorted({row for variant in self.variants.values() for row in variant["rows"]})
+
+    def compile_priority(self, gpu_target: str) -> int:
+        """Among compiles ready to run, a frontier target's rows first (higher runs first): its
+        frontier searches, each a chain of compiles that waits for the target's rows, then start
+        early and overlap the other targets' rows instead of running alone at the end. Frontier
+        jobs themselves come before any row (FRONTIER_PRIORITY)."""
+        return 1 if gpu_target in self.frontier_targets else 0
 
     def calibration_source(self, gpu_target: str) -> list[str]:
         """The calibration target's prediction, which another target's prediction scales from."""
@@ -194,8 +205,8 @@ def make_plan(
         "analytic": ["results/analytic.json"],
         "predicted": [f"results/predicted/{name}.json" for name in grid],
     }
+    frontiers = config["frontier_targets"] if whatif else []
     if whatif:
-        frontiers = config["frontier_targets"]
         evidence["frontier"] = [f"results/whatif/{name}/frontier-{p}.json" for name in frontiers for p in policies]
         evidence["budget"] = ["results/whatif/budget.json"]
     if target.kind == "gpu" and target.launcher == "local":  # a single local GPU also measures its host link
@@ -211,6 +222,7 @@ def make_plan(
         preflight_compiled=[f"results/compiled/{target.name}/{row}.json" for row in row_ids] if slurm_gpu else [],
         whatif_targets=found_whatif,
         grid_targets=grid,
+        frontier_targets=frontiers,
         policies=policies,
         variants=variants_of(row_ids) if sensitivity else {},
         calibration_target=read_yaml(REPO_ROOT / "experiments/speed.yaml")["calibration"]["target"],
