@@ -1,95 +1,77 @@
-"""The target's shared XLA kernel cache: private copies per compile, merged back under a lock."""
+"""XLA's kernels of a row's last compile, kept so that compiling it again reuses them."""
 
 from __future__ import annotations
 
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from offload_repro.produce import kernel_cache
 
 # Two entries of a kernel file XLA wrote for a GB300 compile (tests/fixtures/README.md).
 SAMPLE = Path(__file__).parent / "fixtures" / "xla-kernels.bin"
+VERSIONS = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1"}
 
 
-def test_reads_the_kernels_xla_wrote_and_writes_them_back_byte_for_byte():
-    entries = kernel_cache.read_entries(SAMPLE)
-    assert set(entries) == {"wrapped_iota", "wrapped_iota_1"}
-    assert all(len(entry) > 5000 for entry in entries.values())  # each holds its compiled binary
-    assert kernel_cache.serialize(entries) == SAMPLE.read_bytes()
+def test_kernels_are_kept_per_row_and_offered_only_to_the_same_gpu_and_xla(tmp_path):
+    path = kernel_cache.kept_path(tmp_path, "deepseek-remat", "gpu_device_info { ... }", VERSIONS)
+    assert path.parent == tmp_path / "kernels" and path.name.startswith("deepseek-remat.")
+    assert kernel_cache.kept_path(tmp_path, "deepseek-remat", "gpu_device_info { ... }", dict(VERSIONS)) == path
+    assert kernel_cache.kept_path(tmp_path, "llama-baseline", "gpu_device_info { ... }", VERSIONS) != path
+    assert kernel_cache.kept_path(tmp_path, "deepseek-remat", "another description", VERSIONS) != path
+    assert kernel_cache.kept_path(tmp_path, "deepseek-remat", "gpu_device_info { ... }", {"jax": "0.13"}) != path
 
 
-def test_no_file_is_an_empty_cache_and_a_damaged_one_is_unreadable(tmp_path):
-    assert kernel_cache.read_entries(tmp_path / "absent.bin") == {}
-    damaged = tmp_path / "damaged.bin"
-    damaged.write_bytes(SAMPLE.read_bytes()[:-100])
-    assert kernel_cache.read_entries(damaged) is None
-
-
-def test_a_compile_gets_a_private_copy_and_its_kernels_are_merged_back(tmp_path):
-    entries = kernel_cache.read_entries(SAMPLE)
-    shared = tmp_path / "programs" / "xla-kernels-x.bin"
+def test_a_compile_works_on_a_private_copy_that_replaces_the_kept_file_after(tmp_path):
+    kept = kernel_cache.kept_path(tmp_path / "programs", "llama-baseline", "description", VERSIONS)
     private = tmp_path / "work" / "xla-kernels.bin"
     private.parent.mkdir()
 
-    flag = kernel_cache.checkout(shared, private)  # nothing shared yet
+    flag = kernel_cache.checkout(kept, private)  # nothing kept yet: XLA starts empty
     assert flag == f"--xla_gpu_kernel_cache_file={private}" and not private.exists()
-    private.write_bytes(kernel_cache.serialize({"wrapped_iota": entries["wrapped_iota"]}))
-    assert kernel_cache.publish(private, shared) == 1
-    assert not private.exists()
+    shutil.copyfile(SAMPLE, private)  # what XLA writes
+    assert kernel_cache.publish(private, kept)
+    assert kept.read_bytes() == SAMPLE.read_bytes() and not private.exists()
 
-    kernel_cache.checkout(shared, private)
-    assert private.read_bytes() == shared.read_bytes()
-    # Meanwhile another compile publishes a kernel of its own: both are kept.
-    other = tmp_path / "other.bin"
-    other.write_bytes(kernel_cache.serialize({"wrapped_iota_1": entries["wrapped_iota_1"]}))
-    assert kernel_cache.publish(other, shared) == 2
-    assert kernel_cache.publish(private, shared) == 2
-    assert kernel_cache.read_entries(shared) == entries
+    kernel_cache.checkout(kept, private)  # the next compile of the row starts from them
+    assert private.read_bytes() == SAMPLE.read_bytes()
 
 
-def test_concurrent_publishes_lose_no_kernel(tmp_path):
-    entries = kernel_cache.read_entries(SAMPLE)
-    shared = tmp_path / "xla-kernels-x.bin"
-    privates = []
-    for index in range(8):
-        private = tmp_path / f"private-{index}.bin"
-        private.write_bytes(kernel_cache.serialize({f"{name}-{index}": body for name, body in entries.items()}))
-        privates.append(private)
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lambda private: kernel_cache.publish(private, shared), privates))
-    assert len(kernel_cache.read_entries(shared)) == 16
+def test_a_compile_that_wrote_no_kernel_file_leaves_the_kept_one(tmp_path):
+    kept = tmp_path / "kernels" / "row.x.bin"
+    kept.parent.mkdir()
+    shutil.copyfile(SAMPLE, kept)
+    assert not kernel_cache.publish(tmp_path / "never-written.bin", kept)
+    assert kept.read_bytes() == SAMPLE.read_bytes()
 
 
-def test_an_unreadable_private_file_leaves_the_shared_one_alone(tmp_path):
-    shared = tmp_path / "xla-kernels-x.bin"
-    shutil.copyfile(SAMPLE, shared)
-    private = tmp_path / "private.bin"
-    private.write_bytes(b"\xff" * 64)
-    assert kernel_cache.publish(private, shared) is None
-    assert shared.read_bytes() == SAMPLE.read_bytes() and not private.exists()
+def test_compiling_a_row_again_starts_from_its_kept_kernels_and_a_failed_compile_keeps_them(tables, tmp_path):
+    """program.compile_program with a stand-in for the compile process (what XLA would do with the
+    file: read it, write it back with its kernels)."""
+    from offload_repro.core.data import load_rows, load_target
+    from offload_repro.core.files import write_json
+    from offload_repro.produce import program
 
+    gb200 = load_target("gb200-nvl72")
+    row = next(row for row in load_rows(tables) if row.id == "llama-baseline")
+    kept = tmp_path / "programs" / "kernels" / "llama-baseline.x.bin"
+    seen = []
 
-def test_a_compile_that_wrote_no_kernel_file_changes_nothing(tmp_path):
-    shared = tmp_path / "xla-kernels-x.bin"
-    shutil.copyfile(SAMPLE, shared)
-    before = shared.stat().st_mtime_ns
-    assert kernel_cache.publish(tmp_path / "never-written.bin", shared) is None
-    assert shared.stat().st_mtime_ns == before
+    def compile_process(succeeds: bool):
+        def launch(command, env, cwd, log_file):
+            flag = next(f for f in env["XLA_FLAGS"].split() if f.startswith(kernel_cache.FLAG))
+            private = Path(flag.split("=", 1)[1])
+            seen.append(private.read_bytes() if private.exists() else None)
+            private.write_bytes(SAMPLE.read_bytes() + (b"" if succeeds else b"half"))
+            log_file.write_text("")
+            write_json(cwd / "aot.json", {"exception": None if succeeds else {"type": "E", "message": "m"}})
+            return (0 if succeeds else 1), 1.0
 
+        return launch
 
-def test_an_unreadable_shared_file_is_replaced(tmp_path):
-    shared = tmp_path / "xla-kernels-x.bin"
-    shared.write_bytes(b"\xff" * 64)
-    private = tmp_path / "private.bin"
-    shutil.copyfile(SAMPLE, private)
-    assert kernel_cache.publish(private, shared) == 2
-
-
-def test_kernels_are_offered_only_to_compiles_for_the_same_gpu_and_xla(tmp_path):
-    versions = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1"}
-    path = kernel_cache.shared_path(tmp_path, "gpu_device_info { ... }", versions)
-    assert path.parent == tmp_path and path.name.startswith("xla-kernels-")
-    assert kernel_cache.shared_path(tmp_path, "gpu_device_info { ... }", dict(versions)) == path
-    assert kernel_cache.shared_path(tmp_path, "another description", versions) != path
-    assert kernel_cache.shared_path(tmp_path, "gpu_device_info { ... }", {**versions, "jaxlib": "0.13"}) != path
+    for succeeds in (True, True, False):
+        result = program.compile_program(
+            row, gb200, tmp_path / "work", "k", launcher=compile_process(succeeds), kernels=kept
+        )
+        assert (result["status"] == "ok") is succeeds
+        assert kept.read_bytes() == SAMPLE.read_bytes()  # the failed compile's file is not kept
+    assert seen == [None, SAMPLE.read_bytes(), SAMPLE.read_bytes()]

@@ -336,7 +336,7 @@ AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized")
 
 @pytest.mark.slow
 def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tables, tmp_path):
-    """The main job compiles with --xla_gpu_autotune_level=0 and the target's shared kernel cache.
+    """The main job compiles with --xla_gpu_autotune_level=0 and a kernel cache per row.
     XLA's default autotuning must give the same memory analysis, byte for byte (the program digest
     may differ), and a compile with no kernel cache the same memory analysis and the same program.
     Here on an offload row of each model; workflow/scripts/autotune_identity.py and

@@ -7,9 +7,9 @@ of everything that decides it, in `results/programs/<target>/<key>.json` (kind `
 grid of rows x targets and the capacity frontier's micro-batch points read the same cache: a
 policy's point at its row's micro batch is that row's program, compiled once.
 
-Programs that are not the same still share most of their kernels (one model's rows and micro
-batches, on one GPU): the compiles for a target share XLA's kernel cache beside the programs
-(`produce/kernel_cache.py`), so each kernel's code is generated once.
+A program is compiled again when code that decides its key changes; XLA's kernels of each row's
+last compile are kept beside the programs (`produce/kernel_cache.py`), so that the mostly
+unchanged program generates little code again.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ PROGRAM_CODE = (
     "produce/model_flops.py",
     "core/gpu.py",
 )
-KERNELS_FILE = "xla-kernels.bin"  # a compile's private copy of the target's kernel cache, in its work directory
+KERNELS_FILE = "xla-kernels.bin"  # a compile's private copy of its row's kept kernels, in its work directory
 # The GPU compiler plugin is pinned apart from the main lock.
 READS = ("envs/requirements-gpu-compile.lock",)
 
@@ -103,8 +103,8 @@ def compile_program(
     kernels: Path | None = None,
 ) -> dict[str, Any]:
     """Run `offload_repro.produce.aot` in a process of its own (started by `launcher`) with the
-    row's XLA_FLAGS; what XLA gave. `kernels`: the target's shared kernel cache
-    (produce/kernel_cache.py), which the compile starts from and adds its kernels to."""
+    row's XLA_FLAGS; what XLA gave. `kernels`: where the row's kernels are kept
+    (produce/kernel_cache.py): the compile starts from them and, if it succeeds, replaces them."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
     description_path, description = gpu.description_path(target), gpu.description(target)
@@ -119,8 +119,6 @@ def compile_program(
     command = [python, "-m", "offload_repro.produce.aot", str(stats_file), str(description_path), spec["topology"]]
     command += [str(gpu.cudnn_version(description)), "--", *arguments]
     returncode, wall_s = launcher(command, env, work_dir, log_file)
-    if kernels is not None:
-        kernel_cache.publish(work_dir / KERNELS_FILE, kernels)
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     stats = read_json(stats_file) if stats_file.exists() else {}
     exception = stats.get("exception")
@@ -129,6 +127,8 @@ def compile_program(
         message = (
             f"{exception['type']}: {exception['message']}" if exception else f"compile exited with status {returncode}"
         )[:2000]
+    elif kernels is not None:  # only a compile that finished wrote its kernel file whole
+        kernel_cache.publish(work_dir / KERNELS_FILE, kernels)
     return {
         "key": key,
         "target": target.name,
@@ -194,7 +194,9 @@ def program_for(
     key = program_key(row, target, compile_only_flags)
     if programs is not None and (found := cached_program(row, target, programs, compile_only_flags, key)):
         return *found, True
-    kernels = kernel_cache.shared_path(programs, gpu.description(target), provenance.versions()) if programs else None
+    kernels = None
+    if programs is not None:
+        kernels = kernel_cache.kept_path(programs, row.id, gpu.description(target), provenance.versions())
     program = compile_program(row, target, work_dir, key, python, compile_only_flags, launcher, kernels)
     if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again
