@@ -53,7 +53,7 @@ def test_what_skopeo_fails_or_answers_wrongly_is_a_one_line_digest_error(skopeo,
 def test_a_skopeo_that_hangs_is_stopped(skopeo):
     skopeo("exec sleep 30")
     with pytest.raises(DigestError, match=re.escape(f"{REFERENCE}: skopeo inspect did not answer within 0.5 s")):
-        resolve_digest(REFERENCE, timeout_s=0.5)
+        resolve_digest(REFERENCE, wait_seconds=0.5)
 
 
 def test_without_skopeo_the_error_says_it_is_not_installed(tmp_path, monkeypatch):

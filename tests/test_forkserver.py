@@ -76,8 +76,8 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
+def wait_for(condition: Any, wait_seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + wait_seconds
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
@@ -228,11 +228,11 @@ def test_environment_key_holds_what_is_read_at_import_and_not_xla_flags(sockets,
 
 
 def test_an_idle_server_exits_and_removes_its_socket(sockets, env, tmp_path):
-    assert task(sockets, env, tmp_path, "one", "sleep", "0", idle_timeout_s=0.5)[0] == 0
+    assert task(sockets, env, tmp_path, "one", "sleep", "0", idle_seconds=0.5)[0] == 0
     [server] = server_pids(sockets)
     wait_for(lambda: not alive(server))
     assert not list(sockets.glob("*.sock"))
-    assert task(sockets, env, tmp_path, "two", "sleep", "0", idle_timeout_s=0.5)[0] == 0  # a new one starts
+    assert task(sockets, env, tmp_path, "two", "sleep", "0", idle_seconds=0.5)[0] == 0  # a new one starts
     assert len(server_pids(sockets)) == 2
 
 

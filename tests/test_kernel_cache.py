@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from offload_repro.produce import kernel_cache
 
-# Two entries of a kernel file XLA wrote for a GB300 compile (tests/fixtures/README.md).
-SAMPLE = Path(__file__).parent / "fixtures" / "xla-kernels.bin"
+# The kept file is opaque here: XLA reads and writes it, this module only copies it whole.
+SAMPLE_BYTES = b"kernels XLA wrote"
 VERSIONS = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1"}
 
 
@@ -28,20 +27,20 @@ def test_a_compile_works_on_a_private_copy_that_replaces_the_kept_file_after(tmp
 
     flag = kernel_cache.checkout(kept, private)  # nothing kept yet: XLA starts empty
     assert flag == f"--xla_gpu_kernel_cache_file={private}" and not private.exists()
-    shutil.copyfile(SAMPLE, private)  # what XLA writes
+    private.write_bytes(SAMPLE_BYTES)  # what XLA writes
     assert kernel_cache.publish(private, kept)
-    assert kept.read_bytes() == SAMPLE.read_bytes() and not private.exists()
+    assert kept.read_bytes() == SAMPLE_BYTES and not private.exists()
 
     kernel_cache.checkout(kept, private)  # the next compile of the row starts from them
-    assert private.read_bytes() == SAMPLE.read_bytes()
+    assert private.read_bytes() == SAMPLE_BYTES
 
 
 def test_a_compile_that_wrote_no_kernel_file_leaves_the_kept_one(tmp_path):
     kept = tmp_path / "kernels" / "row.x.bin"
     kept.parent.mkdir()
-    shutil.copyfile(SAMPLE, kept)
+    kept.write_bytes(SAMPLE_BYTES)
     assert not kernel_cache.publish(tmp_path / "never-written.bin", kept)
-    assert kept.read_bytes() == SAMPLE.read_bytes()
+    assert kept.read_bytes() == SAMPLE_BYTES
 
 
 def test_compiling_a_row_again_starts_from_its_kept_kernels_and_a_failed_compile_keeps_them(tables, tmp_path):
@@ -61,7 +60,7 @@ def test_compiling_a_row_again_starts_from_its_kept_kernels_and_a_failed_compile
             flag = next(f for f in env["XLA_FLAGS"].split() if f.startswith(kernel_cache.FLAG))
             private = Path(flag.split("=", 1)[1])
             seen.append(private.read_bytes() if private.exists() else None)
-            private.write_bytes(SAMPLE.read_bytes() + (b"" if succeeds else b"half"))
+            private.write_bytes(SAMPLE_BYTES + (b"" if succeeds else b"half"))
             log_file.write_text("")
             write_json(cwd / "aot.json", {"exception": None if succeeds else {"type": "E", "message": "m"}})
             return (0 if succeeds else 1), 1.0
@@ -73,5 +72,5 @@ def test_compiling_a_row_again_starts_from_its_kept_kernels_and_a_failed_compile
             row, gb200, tmp_path / "work", "k", launcher=compile_process(succeeds), kernels=kept
         )
         assert (result["status"] == "ok") is succeeds
-        assert kept.read_bytes() == SAMPLE.read_bytes()  # the failed compile's file is not kept
-    assert seen == [None, SAMPLE.read_bytes(), SAMPLE.read_bytes()]
+        assert kept.read_bytes() == SAMPLE_BYTES  # the failed compile's file is not kept
+    assert seen == [None, SAMPLE_BYTES, SAMPLE_BYTES]

@@ -58,7 +58,7 @@ class Container:
         image = self.image(runtime, allow_unpinned)
         if self.digest is None:
             try:
-                digest = resolve_digest(self.reference, timeout_s=30)  # the job's nodes are waiting
+                digest = resolve_digest(self.reference, wait_seconds=30)  # the job's nodes are waiting
             except DigestError as err:  # the tag runs; the record says why its digest is unknown
                 record["digest_error"] = str(err)
             else:

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
 # MaxText's train step and its AOT compile (which imports train): both row kinds, one server.
 PRELOAD = ("maxtext.trainers.pre_train.train_compile",)
-IDLE_TIMEOUT_S = 120.0
+IDLE_SECONDS = 120.0
 START_TIMEOUT_S = 300.0  # importing MaxText takes ~15 s alone, minutes on a loaded machine
 # Read at interpreter start or at import (jax.config takes JAX_* then), so a child can't change them.
 IMPORT_TIME_PREFIXES = (
@@ -164,7 +164,7 @@ class Server:
     path: Path
     inode: int
     key: str
-    idle_timeout_s: float
+    idle_seconds: float
     # (before, after) of each variable the preload's import set: MaxText sets six of them.
     import_changes: dict[str, tuple[str | None, str | None]]
     selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
@@ -183,7 +183,7 @@ class Server:
             self.reap()
             if self.connections or self.children:
                 idle_since = time.monotonic()
-            elif time.monotonic() - idle_since > self.idle_timeout_s and self.retire():
+            elif time.monotonic() - idle_since > self.idle_seconds and self.retire():
                 return
 
     def accept(self) -> None:
@@ -349,7 +349,7 @@ def exit_code(code: object) -> int:
     return 1
 
 
-def serve(path: Path, preload: tuple[str, ...], idle_timeout_s: float) -> None:
+def serve(path: Path, preload: tuple[str, ...], idle_seconds: float) -> None:
     started, before = time.monotonic(), dict(os.environ)
     key = environment_key(sys.executable, preload, before)
     for module in preload:
@@ -376,7 +376,7 @@ def serve(path: Path, preload: tuple[str, ...], idle_timeout_s: float) -> None:
     inode = path.stat().st_ino
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # children die with it (PR_SET_PDEATHSIG)
     try:
-        Server(listener, path, inode, key, idle_timeout_s, changes).serve()
+        Server(listener, path, inode, key, idle_seconds, changes).serve()
     finally:
         with contextlib.suppress(FileNotFoundError):
             if path.stat().st_ino == inode:  # not a successor's socket
@@ -411,7 +411,7 @@ def connect(path: Path) -> socket.socket | None:
     return sock
 
 
-def start_server(python: str, path: Path, env: dict[str, str], preload: tuple[str, ...], idle_timeout_s: float) -> None:
+def start_server(python: str, path: Path, env: dict[str, str], preload: tuple[str, ...], idle_seconds: float) -> None:
     """Under the lock: start a detached server unless one answers, and wait for its socket."""
     with open(path.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -423,7 +423,7 @@ def start_server(python: str, path: Path, env: dict[str, str], preload: tuple[st
         with open(path.with_suffix(".log"), "a") as log:
             process = subprocess.Popen(
                 [python, "-m", "offload_repro.core.forkserver", "serve", str(path), "--preload", ",".join(preload),
-                 "--idle-timeout", str(idle_timeout_s)],
+                 "--idle-timeout", str(idle_seconds)],
                 env=server_env, cwd="/", stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
@@ -463,7 +463,7 @@ class ForkServerLauncher:
 
     directory: Path
     preload: tuple[str, ...] = PRELOAD
-    idle_timeout_s: float = IDLE_TIMEOUT_S
+    idle_seconds: float = IDLE_SECONDS
 
     def __call__(self, command: list[str], env: dict[str, str], cwd: Path, log_file: Path) -> tuple[int, float]:
         # Imported here, not at the top: the server imports this module, and whatever it imports from
@@ -486,7 +486,7 @@ class ForkServerLauncher:
                 sock = connect(path)
                 if sock is None:
                     self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                    start_server(python, path, env, self.preload, self.idle_timeout_s)
+                    start_server(python, path, env, self.preload, self.idle_seconds)
                     sock = connect(path)
                 if sock is None:
                     raise RuntimeError(f"no fork server at {path}")
@@ -511,7 +511,7 @@ def main() -> None:
     serve_parser = commands.add_parser("serve", help="import the preload modules, then fork per request")
     serve_parser.add_argument("socket", type=Path)
     serve_parser.add_argument("--preload", default=",".join(PRELOAD))
-    serve_parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT_S)
+    serve_parser.add_argument("--idle-timeout", type=float, default=IDLE_SECONDS)
     options = parser.parse_args()
     serve(options.socket, tuple(filter(None, options.preload.split(","))), options.idle_timeout)
 

@@ -23,15 +23,15 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def resolve_digest(reference: str, timeout_s: float = 120) -> str:
+def resolve_digest(reference: str, wait_seconds: float = 120) -> str:
     """The digest ('sha256:' + 64 hex) that `reference` names in its registry now. Raises DigestError."""
     command = ["skopeo", "inspect", "--no-tags", f"docker://{reference}"]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=wait_seconds)
     except FileNotFoundError as error:
         raise DigestError(f"{reference}: skopeo is not installed (it resolves tags to digests)") from error
     except subprocess.TimeoutExpired as error:
-        raise DigestError(f"{reference}: skopeo inspect did not answer within {timeout_s:g} s") from error
+        raise DigestError(f"{reference}: skopeo inspect did not answer within {wait_seconds:g} s") from error
     if done.returncode != 0:
         reason = _one_line(done.stderr) or f"exit status {done.returncode}"
         raise DigestError(f"{reference}: skopeo inspect failed: {reason}")
