@@ -11,17 +11,21 @@ SAMPLE_BYTES = b"kernels XLA wrote"
 VERSIONS = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1"}
 
 
-def test_kernels_are_kept_per_row_and_offered_only_to_the_same_gpu_and_xla(tmp_path):
-    path = kernel_cache.kept_path(tmp_path, "deepseek-remat", "gpu_device_info { ... }", VERSIONS)
+def test_kernels_are_kept_per_row_and_offered_only_to_the_same_gpu_xla_and_assembler(tmp_path):
+    def kept(row="deepseek-remat", description="gpu_device_info { ... }", versions=VERSIONS, machine_code=False):
+        return kernel_cache.kept_path(tmp_path, row, description, versions, machine_code)
+
+    path = kept()
     assert path.parent == tmp_path / "kernels" and path.name.startswith("deepseek-remat.")
-    assert kernel_cache.kept_path(tmp_path, "deepseek-remat", "gpu_device_info { ... }", dict(VERSIONS)) == path
-    assert kernel_cache.kept_path(tmp_path, "llama-baseline", "gpu_device_info { ... }", VERSIONS) != path
-    assert kernel_cache.kept_path(tmp_path, "deepseek-remat", "another description", VERSIONS) != path
-    assert kernel_cache.kept_path(tmp_path, "deepseek-remat", "gpu_device_info { ... }", {"jax": "0.13"}) != path
+    assert kept(versions=dict(VERSIONS)) == path
+    assert kept(row="llama-baseline") != path
+    assert kept(description="another description") != path
+    assert kept(versions={"jax": "0.13"}) != path
+    assert kept(machine_code=True) != path  # real machine code never meets the stand-in's empty images
 
 
 def test_a_compile_works_on_a_private_copy_that_replaces_the_kept_file_after(tmp_path):
-    kept = kernel_cache.kept_path(tmp_path / "programs", "llama-baseline", "description", VERSIONS)
+    kept = kernel_cache.kept_path(tmp_path / "programs", "llama-baseline", "description", VERSIONS, False)
     private = tmp_path / "work" / "xla-kernels.bin"
     private.parent.mkdir()
 

@@ -336,32 +336,38 @@ AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized")
 
 @pytest.mark.slow
 def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tables, tmp_path):
-    """The main job compiles with --xla_gpu_autotune_level=0, each row keeping its kernels. XLA's
-    default autotuning must give the same memory analysis, byte for byte (the program digest may
-    differ); a compile that reuses the kept kernels the same memory analysis and the same program.
-    Here on an offload row of each model; workflow/scripts/autotune_identity.py and
-    kernel_cache_identity.py compile all nine both ways."""
+    """The main job compiles with --xla_gpu_autotune_level=0 and assembles no machine code (the
+    ptxas stand-in), each row keeping its kernels. XLA's default autotuning with the real ptxas
+    must give the same memory analysis, byte for byte (the program digest may differ); a compile
+    that reuses the kept kernels the same memory analysis and the same program. Here on an
+    offload row of each model; workflow/scripts/autotune_identity.py, machine_code_identity.py and
+    kernel_cache_identity.py compile all nine each way."""
     from concurrent.futures import ThreadPoolExecutor
 
     from offload_repro.core.data import load_rows, load_target
     from offload_repro.core.forkserver import ForkServerLauncher
-    from offload_repro.produce.compile import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_row
+    from offload_repro.produce.compile import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING
     from offload_repro.produce.program import compile_program
 
     forked = ForkServerLauncher(tmp_path / "fs")
     gb200 = load_target("gb200-nvl72")
 
     def compile_again(asked):
-        row, flags = asked
-        if flags == DEFAULT_AUTOTUNING:  # no program cache, no kernels
+        row, asked_flags = asked
+        if asked_flags == DEFAULT_AUTOTUNING:  # as XLA compiles by default: no program cache, no kernels
             work = tmp_path / "autotuned" / row.id
-            return compile_row(row, gb200, work / "out.json", work, compile_only_flags=flags, launcher=forked)
-        kept = next((main_job / "results/programs/gb200-nvl72/kernels").glob(f"{row.id}.*.bin"))
-        kernels = tmp_path / "kernels" / kept.name  # a copy: the compile replaces it
-        kernels.parent.mkdir(exist_ok=True)
-        shutil.copyfile(kept, kernels)
-        again = compile_program(row, gb200, tmp_path / "again" / row.id, "k", launcher=forked, kernels=kernels)
-        return {"row": row.id, "status": again["status"], "message": again["message"], **(again["stats"] or {})}
+            again = compile_program(
+                row, gb200, work, "k", compile_only_flags=asked_flags, launcher=forked, machine_code=True
+            )
+        else:
+            kept = next((main_job / "results/programs/gb200-nvl72/kernels").glob(f"{row.id}.*.bin"))
+            kernels = tmp_path / "kernels" / kept.name  # a copy: the compile replaces it
+            kernels.parent.mkdir(exist_ok=True)
+            shutil.copyfile(kept, kernels)
+            again = compile_program(row, gb200, tmp_path / "again" / row.id, "k", launcher=forked, kernels=kernels)
+        flags = again["provenance"]["xla_flags"]
+        stats = again["stats"] or {}
+        return {"row": row.id, "status": again["status"], "message": again["message"], **stats, "flags": flags}
 
     chosen = [row for row in load_rows(tables) if row.id in AUTOTUNE_ROWS]
     asked = [(row, flags) for flags in (DEFAULT_AUTOTUNING, COMPILE_ONLY_FLAGS) for row in chosen]
@@ -373,8 +379,9 @@ def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tabl
     assert set(defaults) == set(from_kept) == set(AUTOTUNE_ROWS) and len(fast) == 9
     for row, result in defaults.items():
         assert result["status"] == "ok", (row, result["message"])
-        assert "--xla_gpu_autotune_level=0" in fast[row]["provenance"]["xla_flags"]
-        assert "--xla_gpu_autotune_level=0" not in result["provenance"]["xla_flags"]
+        for compile_only in ("--xla_gpu_autotune_level=0", "--xla_gpu_cuda_data_dir="):
+            assert compile_only in fast[row]["provenance"]["xla_flags"]
+            assert compile_only not in result["flags"]
         assert result["memory"] == fast[row]["memory"], row
         assert result["hlo"]["host_buffer_bytes"] == fast[row]["hlo"]["host_buffer_bytes"], row
     for row, result in from_kept.items():

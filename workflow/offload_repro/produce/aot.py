@@ -127,7 +127,10 @@ def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, m
     except Exception as err:  # recorded; the parent decides what it means
         record["exception"] = {"type": type(err).__name__, "message": str(err)[-4000:]}
     record["compile_seconds"] = round(time.monotonic() - started, 2)
-    record["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    own, tools = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU time: on 2 cores, what a side-by-side stage pays; ptxas runs as child processes
+    record["cpu_seconds"] = round(own.ru_utime + own.ru_stime + tools.ru_utime + tools.ru_stime, 2)
+    record["peak_rss_bytes"] = own.ru_maxrss * 1024
     write_json(stats_path, record)
     return 0 if record["exception"] is None else 1
 

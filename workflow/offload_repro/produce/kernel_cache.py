@@ -1,11 +1,12 @@
 """XLA's GPU kernel cache, kept per compiled row so that compiling it again reuses its kernels.
 
-Code generation (LLVM, then ptxas for each kernel) is about half of a DeepSeek-V3 compile on 2
-cores, and no evidence reads its output. XLA can keep the kernels it generated in a file
-(`--xla_gpu_kernel_cache_file`) and reuse those whose fused computation has the same fingerprint.
-A program is compiled again when code that decides the program key changes (an edit of
-`produce/aot.py`, say), and then it is mostly the same program: with the kernels of its last
-compile, code generation drops from 15 to 18 s to under 1 s. Distinct rows, micro batches and
+Code generation (LLVM, then an assembler for each kernel) is a large part of a DeepSeek-V3
+compile on 2 cores, and no evidence reads its output. XLA can keep the kernels it generated in a
+file (`--xla_gpu_kernel_cache_file`) and reuse those whose fused computation has the same
+fingerprint. A program is compiled again when code that decides the program key changes (an edit
+of `produce/aot.py`, say), and then it is mostly the same program: with the kernels of its last
+compile, code generation dropped from 15 to 18 s to under 1 s (measured with the real ptxas; with
+the stand-in of produce/assembler.py there is less to save). Distinct rows, micro batches and
 targets share few kernels (the kernel's buffers are part of its fingerprint), so one file per row
 and target is kept, not one shared file that every compile would have to read, merge and rewrite.
 
@@ -30,11 +31,12 @@ from offload_repro.core.files import write_atomically
 FLAG = "--xla_gpu_kernel_cache_file"
 
 
-def kept_path(programs: Path, compiled_as: str, description: str, versions: dict[str, Any]) -> Path:
+def kept_path(programs: Path, compiled_as: str, description: str, versions: dict[str, Any], machine_code: bool) -> Path:
     """Where the kernels of a row's (or a frontier point's) last compile for a target are kept,
-    named by what they were generated for: kernels of another GPU description or another XLA are
-    never offered."""
-    digest = hashlib.sha256(json.dumps([description, versions], sort_keys=True).encode()).hexdigest()[:12]
+    named by what they were generated for: kernels of another GPU description or another XLA, or
+    assembled into machine code where these were not (produce/assembler.py), are never offered."""
+    generated_for = [description, versions, machine_code]
+    digest = hashlib.sha256(json.dumps(generated_for, sort_keys=True).encode()).hexdigest()[:12]
     return programs / "kernels" / f"{compiled_as}.{digest}.bin"
 
 

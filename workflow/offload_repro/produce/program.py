@@ -9,7 +9,8 @@ policy's point at its row's micro batch is that row's program, compiled once.
 
 A program is compiled again when code that decides its key changes; XLA's kernels of each row's
 last compile are kept beside the programs (`produce/kernel_cache.py`), so that the mostly
-unchanged program generates little code again.
+unchanged program generates little code again. No machine code is assembled for a compile-only
+GPU (`produce/assembler.py`): nothing read back depends on it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
 from offload_repro.core.results import ResultError, read_result, write_result
-from offload_repro.produce import kernel_cache, maxtext_args
+from offload_repro.produce import assembler, kernel_cache, maxtext_args
 from offload_repro.produce.aot import HLO_FILE, MEMORY_WARNING
 
 # A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
@@ -101,10 +102,13 @@ def compile_program(
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     launcher: Launcher = run_subprocess,
     kernels: Path | None = None,
+    machine_code: bool = False,
 ) -> dict[str, Any]:
     """Run `offload_repro.produce.aot` in a process of its own (started by `launcher`) with the
     row's XLA_FLAGS; what XLA gave. `kernels`: where the row's kernels are kept
-    (produce/kernel_cache.py): the compile starts from them and, if it succeeds, replaces them."""
+    (produce/kernel_cache.py): the compile starts from them and, if it succeeds, replaces them.
+    `machine_code`: assemble the kernels with the real ptxas rather than the stand-in
+    (produce/assembler.py), to show that nothing read back changes."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
     description_path, description = gpu.description_path(target), gpu.description(target)
@@ -115,6 +119,8 @@ def compile_program(
     flags = maxtext_args.xla_flags(row, list(compile_only_flags))
     if kernels is not None:  # not part of the program key: it changes no byte of what is read back
         flags += " " + kernel_cache.checkout(kernels, work_dir / KERNELS_FILE)
+    if not machine_code and (stand_in := assembler.stand_in(work_dir)):  # not in the key either
+        flags += " " + stand_in
     env = package_environment({"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"})
     command = [python, "-m", "offload_repro.produce.aot", str(stats_file), str(description_path), spec["topology"]]
     command += [str(gpu.cudnn_version(description)), "--", *arguments]
@@ -196,7 +202,8 @@ def program_for(
         return *found, True
     kernels = None
     if programs is not None:
-        kernels = kernel_cache.kept_path(programs, row.id, gpu.description(target), provenance.versions())
+        description, versions = gpu.description(target), provenance.versions()
+        kernels = kernel_cache.kept_path(programs, row.id, description, versions, machine_code=False)
     program = compile_program(row, target, work_dir, key, python, compile_only_flags, launcher, kernels)
     if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again
