@@ -45,9 +45,8 @@ def probe_of_this_target(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, tables):
-    work = tmp_path_factory.mktemp("report")
+def build_page(work: Path, tables: list[str]) -> tuple[Path, str, dict]:
+    """evidence -> check -> report of the real fixtures, as the workflow runs them, in `work`."""
     results = [
         with_overlap(work),
         FIXTURES / "cpu/runs/deepseek-device-mb8.json",
@@ -61,6 +60,11 @@ def built(tmp_path_factory, tables):
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
     return page, page.read_text(), read_result(verdicts, "verdicts")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, tables):
+    return build_page(tmp_path_factory.mktemp("report"), tables)
 
 
 def row_html(html: str, row: str) -> str:
@@ -138,6 +142,20 @@ def test_no_page_shows_a_raw_placeholder(built, index_pages):
     for name in ("index.html", "compare.html"):
         assert raw_placeholders((index_pages / name).read_text()) == [], name
     assert raw_placeholders("<td>nan</td><p>{&quot;a&quot;: 1}</p>") == ['nan {"a": 1}', 'nan {"a": 1}']
+
+
+def test_pages_built_outside_a_git_checkout_say_so(tmp_path, tables, monkeypatch):
+    """A copy of the workflow with no .git (an unpacked archive, a benchmark's copy) has no commit."""
+    from offload_repro.core import provenance
+    from offload_repro.core.data import load_rows
+
+    monkeypatch.setattr(provenance, "project_commit", lambda: None)
+    page, html, _ = build_page(tmp_path, tables)
+    verdicts, evidence = [page.parent / "verdicts.json"], [page.parent / "evidence.json"]
+    render_index(load_rows(tables), [page], verdicts, evidence, tmp_path / "index.html", tmp_path / "compare.html")
+    for text in (html, (tmp_path / "index.html").read_text(), (tmp_path / "compare.html").read_text()):
+        assert raw_placeholders(text) == []
+        assert "not a git checkout" in text
 
 
 def test_the_comparison_starts_with_the_published_column(index_pages):

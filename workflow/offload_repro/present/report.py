@@ -93,6 +93,11 @@ def spread_text(spread: dict[str, Any] | None) -> str:
     return f" ({range_text(spread, fmt)}, {spread['n']} repeats)"
 
 
+def commit_text(commit: str | None) -> str:
+    """A project commit as a page shows it: a copy of the workflow with no .git has none."""
+    return commit or "unknown (not a git checkout)"
+
+
 def hardware_text(hardware: dict[str, Any]) -> str:
     """A target's hardware as a sentence: '128 x NVIDIA GB200 (4 per node); host link NVLink-C2C, 900 GB/s
     bidirectional; 240 GB host memory per GPU; peak dense bfloat16 2,500 TFLOPs/s per GPU'."""
@@ -493,6 +498,7 @@ def environment() -> jinja2.Environment:
         tolerance=tolerance_text,
         spread=spread_text,
         hardware=hardware_text,
+        commit=commit_text,
     )
     env.globals.update(
         evidence_classes=EVIDENCE,
