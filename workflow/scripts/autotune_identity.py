@@ -15,12 +15,13 @@ import argparse
 import json
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from glob import glob
 from pathlib import Path
 from typing import Any
 
+from identity import rows_asked, same
+
 from offload_repro.core import forkserver
-from offload_repro.core.data import Row, load_rows, load_target
+from offload_repro.core.data import Row, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.produce.compile import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_row
@@ -38,10 +39,6 @@ def compile_variant(row: Row, variant: str, reuse: bool, launcher: Launcher) -> 
     return compile_row(row, gb200, work / "result.json", work / "work", compile_only_flags=flags, launcher=launcher)
 
 
-def same(a: Any, b: Any) -> str:
-    return "yes" if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) else "NO"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("rows", nargs="*")
@@ -49,8 +46,7 @@ def main() -> None:
     parser.add_argument("--fork-server", action="store_true")
     parser.add_argument("--reuse", action="store_true")
     options = parser.parse_args()
-    rows = load_rows(sorted(glob(str(REPO_ROOT / "experiments" / "rows" / "*.yaml"))))
-    rows = [row for row in rows if not options.rows or row.id in options.rows]
+    rows = rows_asked(options.rows)
     launcher: Launcher = run_subprocess
     if options.fork_server:
         launcher = forkserver.ForkServerLauncher(Path(tempfile.mkdtemp(prefix="fs-autotune-", dir="/tmp")))

@@ -11,44 +11,23 @@ times. The first two compiles of a row run side by side, so both meet the same l
 
 from __future__ import annotations
 
-import argparse
-import json
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from glob import glob
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import forkserver
-from offload_repro.core.data import load_rows, load_target
-from offload_repro.core.files import REPO_ROOT
-from offload_repro.core.process import Launcher, run_subprocess
+from identity import comparison, same
+
 from offload_repro.produce.program import compile_program
 
 
-def same(a: Any, b: Any) -> str:
-    return "yes" if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) else "NO"
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("rows", nargs="*")
-    parser.add_argument("--target", default="gb200-nvl72")
-    parser.add_argument("--fork-server", action="store_true")
-    options = parser.parse_args()
-    target = load_target(options.target)
-    rows = load_rows(sorted(glob(str(REPO_ROOT / "experiments" / "rows" / "*.yaml"))))
-    rows = [row for row in rows if not options.rows or row.id in options.rows]
-    scratch = Path(tempfile.mkdtemp(prefix="kernel-cache-identity-"))
-    launcher: Launcher = run_subprocess
-    if options.fork_server:
-        launcher = forkserver.ForkServerLauncher(scratch / "fs")
-
+    asked = comparison(__doc__, "kernel-cache-identity-")
+    target, scratch, launcher = asked.target, asked.scratch, asked.launcher
     print(f"target {target.name}; compile s = inside the compile process (no import)")
     print("| row | memory identical | HLO sha256 | HLO summary | s, no cache | s, empty cache | s, kept kernels |")
     print("|---|---|---|---|---|---|---|")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        for row in rows:
+        for row in asked.rows:
             kept = scratch / "kernels" / f"{row.id}.bin"
 
             def compiled(label: str, kernels: Path | None, row=row) -> dict[str, Any]:

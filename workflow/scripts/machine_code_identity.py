@@ -11,45 +11,21 @@ of a row run one after the other, each alone, so that their times are comparable
 
 from __future__ import annotations
 
-import argparse
-import json
-import tempfile
-from glob import glob
-from pathlib import Path
-from typing import Any
+from identity import comparison, same
 
-from offload_repro.core import forkserver
-from offload_repro.core.data import load_rows, load_target
-from offload_repro.core.files import REPO_ROOT
-from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.produce.program import compile_program
 
 
-def same(a: Any, b: Any) -> str:
-    return "yes" if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) else "NO"
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("rows", nargs="*")
-    parser.add_argument("--target", default="gb200-nvl72")
-    parser.add_argument("--fork-server", action="store_true")
-    options = parser.parse_args()
-    target = load_target(options.target)
-    rows = load_rows(sorted(glob(str(REPO_ROOT / "experiments" / "rows" / "*.yaml"))))
-    rows = [row for row in rows if not options.rows or row.id in options.rows]
-    scratch = Path(tempfile.mkdtemp(prefix="machine-code-identity-"))
-    launcher: Launcher = run_subprocess
-    if options.fork_server:
-        launcher = forkserver.ForkServerLauncher(scratch / "fs")
-
+    asked = comparison(__doc__, "machine-code-identity-")
+    target, scratch, launcher = asked.target, asked.scratch, asked.launcher
     print(f"target {target.name}; s = inside the compile process (no import with --fork-server)")
     print(
         "| row | memory | HLO sha256 | HLO summary | memory warnings"
         " | wall s, ptxas | wall s, stand-in | CPU s, ptxas | CPU s, stand-in |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
+    for row in asked.rows:
         real = compile_program(row, target, scratch / "ptxas" / row.id, "k", launcher=launcher, machine_code=True)
         stand_in = compile_program(row, target, scratch / "stand-in" / row.id, "k", launcher=launcher)
         if real["status"] != "ok" or stand_in["status"] != "ok":

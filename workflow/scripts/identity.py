@@ -1,0 +1,52 @@
+"""What the identity scripts share: the rows asked for, how their compiles start, and the check.
+
+Each `*_identity.py` script compiles rows two ways that must give the same program and prints a
+table; this module parses their common command line (`[ROW ...] [--target T] [--fork-server]`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from dataclasses import dataclass
+from glob import glob
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core import forkserver
+from offload_repro.core.data import Row, Target, load_rows, load_target
+from offload_repro.core.files import REPO_ROOT
+from offload_repro.core.process import Launcher, run_subprocess
+
+
+@dataclass
+class Comparison:
+    target: Target
+    rows: list[Row]
+    scratch: Path  # a fresh directory for the compiles' work
+    launcher: Launcher
+
+
+def same(a: Any, b: Any) -> str:
+    """ "yes" when both are byte-identical as JSON, else "NO"."""
+    return "yes" if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) else "NO"
+
+
+def rows_asked(ids: list[str]) -> list[Row]:
+    """The rows of experiments/rows/ with these ids, in table order (all of them for none)."""
+    rows = load_rows(sorted(glob(str(REPO_ROOT / "experiments" / "rows" / "*.yaml"))))
+    return [row for row in rows if not ids or row.id in ids]
+
+
+def comparison(description: str, prefix: str) -> Comparison:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("rows", nargs="*")
+    parser.add_argument("--target", default="gb200-nvl72")
+    parser.add_argument("--fork-server", action="store_true")
+    options = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    launcher: Launcher = run_subprocess
+    if options.fork_server:
+        launcher = forkserver.ForkServerLauncher(scratch / "fs")
+    return Comparison(load_target(options.target), rows_asked(options.rows), scratch, launcher)
