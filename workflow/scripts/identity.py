@@ -29,7 +29,7 @@ class Comparison:
 
 
 def same(a: Any, b: Any) -> str:
-    """ "yes" when both are byte-identical as JSON, else "NO"."""
+    """'yes' when both are byte-identical as JSON, else 'NO'."""
     return "yes" if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) else "NO"
 
 

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 # MaxText's train step and its AOT compile (which imports train): both row kinds, one server.
 PRELOAD = ("maxtext.trainers.pre_train.train_compile",)
 IDLE_SECONDS = 120.0
-START_TIMEOUT_S = 300.0  # importing MaxText takes ~15 s alone, minutes on a loaded machine
+START_WAIT_SECONDS = 300.0  # importing MaxText takes ~15 s alone, minutes on a loaded machine
 # Read at interpreter start or at import (jax.config takes JAX_* then), so a child can't change them.
 IMPORT_TIME_PREFIXES = (
     *("JAX_", "PYTHON", "TF_CPP_", "LD_", "OPENBLAS_", "OMP_", "MKL_", "MALLOC_", "GLIBC_TUNABLES"),
@@ -80,7 +80,7 @@ IMPORT_TIME_PREFIXES = (
 )
 POLL_S = 0.05
 PR_SET_PDEATHSIG = 1
-PROBE_TIMEOUT_S = 10.0  # the probe's child only exits; one that hangs shows a thread held a lock
+PROBE_WAIT_SECONDS = 10.0  # the probe's child only exits; one that hangs shows a thread held a lock
 
 
 def environment_key(python: str, preload: tuple[str, ...], env: dict[str, str]) -> str:
@@ -137,7 +137,7 @@ def end_threads_that_stop_at_fork() -> tuple[int, int]:
         pid = os.fork()
     if pid == 0:
         os._exit(0)
-    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    deadline = time.monotonic() + PROBE_WAIT_SECONDS
     while os.waitpid(pid, os.WNOHANG)[0] == 0:
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
@@ -427,7 +427,7 @@ def start_server(python: str, path: Path, env: dict[str, str], preload: tuple[st
                 env=server_env, cwd="/", stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + START_WAIT_SECONDS
         while time.monotonic() < deadline and process.poll() is None:
             if (sock := connect(path)) is not None:
                 sock.close()

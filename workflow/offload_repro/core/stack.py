@@ -47,7 +47,7 @@ LIBRARY_FILES = {
 NCCL_PACKAGES = ("nvidia-nccl-cu13", "nvidia-nccl-cu12")
 # nvidia-smi's --query-gpu fields, in the order its CSV answer lists them.
 NVIDIA_SMI_FIELDS = ("index", "name", "memory.total", "uuid", "driver_version")
-NVIDIA_SMI_TIMEOUT_S = 30  # a node whose driver hangs must not hold the rank's record back
+NVIDIA_SMI_WAIT_SECONDS = 30  # a node whose driver hangs must not hold the rank's record back
 MIB = 1 << 20
 
 
@@ -189,7 +189,7 @@ def query_nvidia_smi() -> str:
     if binary is None:
         raise FileNotFoundError("not on PATH")
     command = [binary, f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=NVIDIA_SMI_WAIT_SECONDS, check=False)
     if done.returncode != 0:  # e.g. 9: it cannot reach the driver (said on stdout)
         raise RuntimeError(f"exit {done.returncode}: {(done.stderr + done.stdout).strip()}")
     return done.stdout
