@@ -155,6 +155,9 @@ def parser() -> argparse.ArgumentParser:
     predict.add_argument("--out", required=True, type=Path)
     predict.add_argument("--speed", default="experiments/speed.yaml", type=Path, help="the step-time model's inputs")
     predict.add_argument("--calibrated-by", type=Path, help="the calibration target's own prediction (what-if targets)")
+    predict.add_argument(
+        "--claims", default="experiments/claims.yaml", type=Path, help="the speedups that imply throughputs"
+    )
     predict.add_argument("compiled", nargs="+", type=Path, help="the rows' compiled results on the target")
 
     sensitivity = sub.add_parser(
@@ -202,7 +205,7 @@ def parser() -> argparse.ArgumentParser:
         "--fail-on",
         type=lambda text: [v for v in text.split(",") if v],
         default=[],
-        help="comma-separated verdicts (fail,error,not-comparable) that make the exit status 3, for CI gates",
+        help="comma-separated verdicts (fail,error,inconclusive,not-comparable) that make the exit status 3 (CI gates)",
     )
 
     report = sub.add_parser("report", help="render one target's HTML page")
@@ -305,6 +308,7 @@ def dispatch(args: argparse.Namespace) -> int:
             args.speed,
             load_target(speed["calibration"]["target"]),
             args.calibrated_by,
+            args.claims,
         )
         calibrated = sum(1 for row in predicted["rows"] if row.get("calibrated_on"))
         print(f"{args.target}: {len(predicted['rows'])} rows predicted, {calibrated} calibrated")

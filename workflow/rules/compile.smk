@@ -76,6 +76,7 @@ rule predict:
         compiled=expand("results/compiled/{{gpu_target}}/{row}.json", row=PLAN.row_ids),
         target="experiments/targets/{gpu_target}.yaml",
         calibrated_by=lambda wildcards: PLAN.calibration_source(wildcards.gpu_target),
+        claims=CLAIMS_FILE,
         code=CODE["predict"],
     output:
         "results/predicted/{gpu_target}.json",
@@ -87,7 +88,7 @@ rule predict:
         calibrated_by=lambda wildcards, input: (f"--calibrated-by {input.calibrated_by}" if input.calibrated_by else ""),
     shell:
         f"{CLI} predict --tables {TABLES} --target {{wildcards.gpu_target}} --out {{output}}"
-        f" {{params.calibrated_by}} {{input.compiled}} {LOGGED}"
+        f" --claims {{input.claims}} {{params.calibrated_by}} {{input.compiled}} {LOGGED}"
 
 
 rule budget:
@@ -141,6 +142,7 @@ rule predict_variant:
         compiled=lambda wildcards: PLAN.variant_compiled(wildcards.variant),
         target=COMPILE_TARGET_FILE,
         calibrated_by=PLAN.calibration_source(COMPILE_TARGET.name),
+        claims=CLAIMS_FILE,
         code=CODE["predict"],
     output:
         "results/whatif/assumptions/{variant}/predicted.json",
@@ -152,7 +154,7 @@ rule predict_variant:
         calibrated_by=lambda wildcards, input: (f"--calibrated-by {input.calibrated_by}" if input.calibrated_by else ""),
     shell:
         f"{CLI} predict --tables {TABLES} --target {COMPILE_TARGET.name} --out {{output}}"
-        f" {{params.calibrated_by}} {{input.compiled}} {LOGGED}"
+        f" --claims {{input.claims}} {{params.calibrated_by}} {{input.compiled}} {LOGGED}"
 
 
 rule sensitivity:

@@ -1,5 +1,5 @@
 """The one reader of XLA's GPU target descriptions (envs/gpu-targets/*.txtpb): the single source of
-each GPU's device memory, compute capability and declared cuDNN version."""
+each GPU's device memory, its bandwidth, compute capability and declared cuDNN version."""
 
 from __future__ import annotations
 
@@ -43,6 +43,15 @@ def capacity_bytes_of(text: str) -> int:
 def capacity_bytes(target: Target) -> int | None:
     """Device memory per GPU as XLA describes it (None for a target without a GPU description)."""
     return capacity_bytes_of(description(target)) if description_path(target) else None
+
+
+def memory_bandwidth_of(text: str) -> int:
+    """Device-memory (HBM) bandwidth, bytes per second, as XLA describes it."""
+    return int(_field(text, r"memory_bandwidth:\s*(\d+)", "memory_bandwidth").group(1))
+
+
+def memory_bandwidth(target: Target) -> int | None:
+    return memory_bandwidth_of(description(target)) if description_path(target) else None
 
 
 def cudnn_version(text: str) -> int:

@@ -1,9 +1,10 @@
 """Claims x the evidence table -> verdicts. Every claim gets one; none is silently skipped.
 
-Per claim, each evidence kind allowed to judge it gives a judgement: pass, fail,
-not-comparable (with the reason and the target whose evidence would judge it) or error. The claim's
-verdict: error if any judgement errs, else fail if any fails, else pass if any passes,
-else not-comparable. Its summary is the strongest decisive judgement (measured before
+Per claim, each evidence kind allowed to judge it gives a judgement: pass, fail, inconclusive (the
+evidence's band straddles the claim's tolerance), not-comparable (with the reason and the target
+whose evidence would judge it) or error. The claim's verdict: error if any judgement errs, else
+fail if any fails, else pass if any passes, else inconclusive if any is, else not-comparable. Its
+summary is the strongest decisive judgement (measured before
 compiled before analytic before predicted), which the report shows on the claim's one line.
 Predicted evidence never overrides the others: it decides a verdict only where no other evidence
 kind gave a pass, fail or error (judge/predicted.py says how it judges).
@@ -21,7 +22,7 @@ from offload_repro.core.evidence import EVIDENCE
 from offload_repro.core.files import read_yaml
 from offload_repro.judge import predicted, spread
 
-VERDICTS = ("pass", "fail", "not-comparable", "error")
+VERDICTS = ("pass", "fail", "inconclusive", "not-comparable", "error")
 STRENGTH = ("measured", "compiled", "analytic", "predicted")  # strongest first
 DECISIVE = ("error", "fail", "pass")
 
@@ -163,19 +164,35 @@ def judge_one(
 def _judge_predicted(
     claim: dict[str, Any], rule: dict[str, Any], evidence: EvidenceView, observed_rows: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
-    metric, basis = predicted.choose_metric(claim, observed_rows)
-    if metric is None:
+    """A speed claim by prediction: a calibration that is not the claim's own value, the band that
+    the model's measured error gives, and a verdict no stronger than that band (judge/predicted.py)."""
+    calibrated_on, basis = predicted.choose_calibration(claim, evidence.rows)
+    if calibrated_on is None:
         return _not_comparable(basis)
+    metric = predicted.by_calibration(calibrated_on)
     judged = {**claim, "check": {**claim["check"], "metric": metric}}
     judgement = _evaluate(judged, rule, observed_rows)
+    if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
+        return judgement | {"metric": metric, "note": basis}
+    error, error_basis = predicted.measured_error(claim, evidence.rows)
+    note = f"{basis}; {error_basis}"
+    if error is None or error >= 1:
+        reason = error_basis if error is None else f"{error_basis}: a band that wide has no lower end"
+        return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
     series = {row: evidence.series.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
-    found = predicted.band(judged["check"], {row: values for row, values in series.items() if values})
-    note = basis
-    if found and "low" in found:
-        note += f"; over the stated uncertainties {spread.number(found['low'])} to {spread.number(found['high'])}"
-    elif found:
-        note += f"; holds at {found['holds_at']} of {found['settings']} settings of the stated uncertainties"
-    if judgement["verdict"] in ("pass", "fail") and not any(r.get("outcome") == "oom" for r in observed_rows.values()):
+    found = predicted.band(judged["check"], {row: values for row, values in series.items() if values}, error)
+    if found is None:
+        return judgement | {"verdict": "inconclusive", "reason": "no prediction at any setting", "note": note}
+    tolerance = rule.get("tolerance") or claim.get("tolerance")
+    judgement["verdict"] = predicted.verdict(judged["check"], found, claim.get("published"), tolerance)
+    if "low" in found:
+        ends = f"{spread.number(found['low'])} to {spread.number(found['high'])}"
+        note += f"; band {ends} over {found['settings']} settings"
+    else:
+        note += f"; holds at {found['holds_at']} of {found['settings']} settings at the central prediction"
+    if judgement["verdict"] == "inconclusive":
+        judgement["reason"] = predicted.inconclusive_reason(claim, found)
+    if not any(r.get("outcome") == "oom" for r in observed_rows.values()):
         judgement["explanation"] = predicted.explain(claim, observed_rows)
     return judgement | {"metric": metric, "band": found, "note": note}
 
@@ -248,7 +265,7 @@ def _evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[s
 def overall(judgements: list[dict[str, Any]]) -> str:
     others = [j for j in judgements if j.get("evidence") != "predicted" and j["verdict"] in DECISIVE]
     verdicts = {j["verdict"] for j in (others or judgements)}  # a prediction never overrides evidence
-    for verdict in DECISIVE:
+    for verdict in (*DECISIVE, "inconclusive"):
         if verdict in verdicts:
             return verdict
     return "not-comparable"
@@ -257,7 +274,7 @@ def overall(judgements: list[dict[str, Any]]) -> str:
 def strongest(judgements: list[dict[str, Any]], verdict: str) -> dict[str, Any]:
     """The judgement that decided the verdict, strongest evidence first."""
     deciding = [j for j in judgements if j["verdict"] == verdict] or judgements
-    if verdict in DECISIVE:
+    if verdict in (*DECISIVE, "inconclusive"):
         deciding = [j for j in deciding if j["evidence"] != "predicted"] or deciding
     return min(deciding, key=lambda j: STRENGTH.index(j["evidence"]))
 
@@ -307,9 +324,9 @@ def check_claims(
     counts = Counter(result["verdict"] for result in results)
     by_evidence: dict[str, dict[str, int]] = {}
     for result in results:
-        if result["verdict"] in ("pass", "fail"):
+        if result["verdict"] in ("pass", "fail", "inconclusive"):
             kind = result["summary"]["evidence"]
-            by_evidence.setdefault(kind, dict.fromkeys(("pass", "fail"), 0))[result["verdict"]] += 1
+            by_evidence.setdefault(kind, dict.fromkeys(("pass", "fail", "inconclusive"), 0))[result["verdict"]] += 1
     return {
         "counts": {verdict: counts.get(verdict, 0) for verdict in VERDICTS},
         "counts_by_evidence": by_evidence,

@@ -15,9 +15,10 @@ from offload_repro.core.results import read_any, write_result
 from offload_repro.kinds import RESULT_KINDS
 
 SOURCE_FIELDS = ("row", "target", "status", "message")
-# Facts of a whole result that the report shows as they are (predicted evidence: its calibration
-# and its cross-checks by construction); absent from other kinds.
-DETAIL_FIELDS = ("calibration", "cross_checks")
+# Facts of a whole result that the report shows as they are (predicted evidence: its calibration,
+# its measured error and that of simpler models and other precisions, its cross-checks by
+# construction); absent from other kinds.
+DETAIL_FIELDS = ("calibration", "uncalibrated", "model_error", "ablation", "by_precision", "cross_checks")
 
 
 def observe_files(paths: list[str | Path]) -> tuple[list[Observation], list[dict[str, Any]]]:

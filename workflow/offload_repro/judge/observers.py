@@ -208,38 +208,55 @@ def copy_observations(seen: Observer, by_direction: dict[str, dict[str, Any]]) -
 
 
 def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
-    """Per row: the predicted throughput (central value, band, and each setting as a series point),
-    the FLOPs that make the step, and its terms; per offload row, its predicted gain."""
+    """Per row: the predicted throughput at its default calibration and under each calibration of
+    its model (central value, band, and each setting as a series point), the published throughput
+    it was compared with and what that derives from, its leave-one-out errors, the FLOPs, bytes and
+    collectives that make the step, and its terms; per offload row, its predicted gain."""
     found: list[Observation] = []
+    errors: dict[str, list[dict[str, Any]]] = {}  # leave-one-out pairs by the row they predict
+    for family in ((result.get("model_error") or {}).get("families") or {}).values():
+        for pair in family["pairs"]:
+            errors.setdefault(pair["predicted"], []).append(pair)
     for row in result["rows"]:
         seen = Observer(row, source, "predicted", row["row"], result["target"])
         seen.status_line()
         if row["status"] != "ok":
             found += seen.observations
             continue
-        for metric in ("tflops_per_device", "tflops_per_device_prior"):
-            values = row.get(metric)
-            if not values:
+        series = {"tflops_per_device": row.get("tflops_per_device")}
+        series |= {f"tflops_per_device@{c}": values for c, values in row.get("by_calibration", {}).items()}
+        for metric, values in series.items():
+            present = [value for value in values or [] if value is not None]
+            if not present:
                 continue
-            seen.add(metric, values[0], "TFLOPs/s/device", low=min(values), high=max(values))
+            seen.add(metric, values[0], "TFLOPs/s/device", low=min(present), high=max(present))
             for index, value in enumerate(values):
                 seen.add(metric, value, "TFLOPs/s/device", at=float(index))
+        seen.add("family", row["family"])
         seen.add("calibrated_on", row["calibrated_on"])
+        seen.add("published_tflops", row.get("published_tflops"), "TFLOPs/s/device")
+        seen.add("published_sources", " ".join(row.get("published_sources") or []) or None)
+        for pair in errors.get(row["row"], []):
+            seen.add(f"loo_error@{pair['calibrated_on']}", pair["error"], "fraction")
         flops = row["flops"]
         for name in ("model", "counted", "rematted", "unspent", "recompute"):
             seen.add(f"{name}_tflops_per_step", flops[name] / 1e12, "TFLOP/device")
         seen.add("recompute_share", flops["recompute_share"])
         flop_observations(seen, flops)
         seen.add("host_copy_gib_per_step", memory.gib(row["host_bytes"]["to_host"]), "GiB")
+        seen.add("hbm_gb_per_step", row["memory_bytes"] / memory.GB, "GB")
         copy_observations(seen, row["host_copies"].get("by_direction", {}))
+        for kind, collective in row["collectives"].items():
+            seen.add(f"{kind}_gb_per_step", collective["bytes"] / memory.GB, "GB")
         seen.add("collective_gb_per_step", sum(c["bytes"] for c in row["collectives"].values()) / memory.GB, "GB")
         for name, value in (row.get("breakdown") or {}).items():
             seen.add(name, value, "s")
         seen.add("implied_host_gb_s_per_direction", row.get("implied_host_gb_s_per_direction"), "GB/s")
         between = row.get("network") or {}
-        seen.add("network_gb_per_step", between.get("total_bytes", 0) / memory.GB or None, "GB")
-        seen.add("network_s_per_step", between.get("seconds_at_link"), "s")
-        seen.add("network_needed_gb_s", between.get("needed_gb_s"), "GB/s")
+        for end in ("ring", "floor"):
+            per_nic = (between.get("bytes_per_nic") or {}).get(end)
+            seen.add(f"network_{end}_gb_per_nic", per_nic / memory.GB if per_nic else None, "GB")
+            seen.add(f"network_{end}_s_per_step", (between.get("seconds_at_link") or {}).get(end), "s")
         found += seen.observations
     for gain in result.get("gains", []):
         seen = Observer(result, source, "predicted", gain["offload"], result["target"])

@@ -259,15 +259,18 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
 
 
 def predicted_throughput(
-    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str
+    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, errors: dict[str, float]
 ) -> alt.TopLevelMixin | None:
-    """Predicted TFLOPs/s/device with the band of the stated uncertainties, beside the published."""
+    """Predicted TFLOPs/s/device beside the published, with the band that the stated uncertainties
+    and the model's measured error (`errors`, per model family) give together."""
     chosen = _points(observations, "predicted", "tflops_per_device")
-    records = [
-        {"row": o.row, "source": "predicted", "tflops": o.value, "low": o.low, "high": o.high}
-        for o in chosen.itertuples()
-        if o.target == machine
-    ]
+    records = []
+    for o in chosen.itertuples():
+        if o.target != machine:
+            continue
+        error = errors.get(labels[o.row].family, 0.0)
+        low, high = o.low * max(0.0, 1 - error), o.high * (1 + error)
+        records.append({"row": o.row, "source": "predicted", "tflops": o.value, "low": low, "high": high})
     if not records:
         return None
     records += [
@@ -280,7 +283,13 @@ def predicted_throughput(
     points = base.mark_point(filled=True, size=60).encode(
         x=alt.X("tflops:Q", title="TFLOPs/s/device"),
         color=alt.Color("source:N", scale=COLOURS, title="evidence"),
-        tooltip=["row", "source", alt.Tooltip("tflops:Q", format=",.0f"), "low", "high"],
+        tooltip=[
+            "row",
+            "source",
+            alt.Tooltip("tflops:Q", format=",.0f"),
+            alt.Tooltip("low:Q", format=",.0f"),
+            alt.Tooltip("high:Q", format=",.0f"),
+        ],
     )
     band = (
         base.transform_filter(alt.datum.source == "predicted")
@@ -289,12 +298,54 @@ def predicted_throughput(
     )
     title = titled(
         f"Predicted throughput per row on {machine}, beside the published",
-        "The step-time model over each compiled program, calibrated on one published row per model; the line"
-        " is its range over the stated uncertainties. The speed claims are judged from these where nothing"
-        " measured judges them.",
+        "The step-time model over each compiled program at its model's default calibration; the line is"
+        " its range over the stated uncertainties, widened by the model's largest leave-one-out error."
+        " A published point inside the line is a claim the model cannot decide.",
     )
     return (
         alt.layer(band, points)
+        .properties(width=420, height=alt.Step(14))
+        .facet(row=alt.Row("table:N", title=None), title=title)
+        .resolve_scale(y="independent")
+    )
+
+
+STEP_TERMS = (
+    ("compute_s", "compute"),
+    ("memory_bound_s", "memory-bound work"),
+    ("exposed_host_copy_s", "exposed host copies"),
+    ("exposed_collective_s", "exposed collectives (NVLink)"),
+    ("exposed_network_s", "network between NVLink domains"),
+)
+
+
+def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str) -> alt.TopLevelMixin | None:
+    """Each row's predicted step as the terms that sum to it, stacked."""
+    records = [
+        {"row": o.row, "term": name, "order": index, "seconds": o.value}
+        for index, (metric, name) in enumerate(STEP_TERMS)
+        for o in _points(observations, "predicted", metric).itertuples()
+        if o.target == machine
+    ]
+    if not records:
+        return None
+    data = _labelled(records, labels, ["term", "order", "seconds"])
+    title = titled(
+        f"What makes each predicted step on {machine}",
+        "Compute, then what each channel adds that the schedule cannot hide: the memory-bound work,"
+        " the host copies, the collectives on NVLink and the traffic between NVLink domains; at the"
+        " default calibration and the central setting.",
+    )
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("sum(seconds):Q", title="seconds per step"),
+            y=alt.Y("label:N", title=None, sort=None),
+            color=alt.Color("term:N", sort=[name for _, name in STEP_TERMS], title="term"),
+            order=alt.Order("order:Q"),
+            tooltip=["row", "term", alt.Tooltip("seconds:Q", format=".2f")],
+        )
         .properties(width=420, height=alt.Step(14))
         .facet(row=alt.Row("table:N", title=None), title=title)
         .resolve_scale(y="independent")

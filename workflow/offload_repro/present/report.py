@@ -243,7 +243,14 @@ def inline_spec(name: str, chart: alt.TopLevelMixin) -> dict[str, str]:
     return {"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")}
 
 
-def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, compiled_on: Target | None) -> list:
+def chart_specs(
+    rows: list[Row],
+    observations: pd.DataFrame,
+    target: Target,
+    compiled_on: Target | None,
+    errors: dict[str, float] | None = None,
+) -> list:
+    """`errors`: the step-time model's largest leave-one-out error per model family."""
     labels = {row.id: row for row in rows}
     built = []
     same_hardware = "source-hardware" in target.judges
@@ -251,9 +258,12 @@ def chart_specs(rows: list[Row], observations: pd.DataFrame, target: Target, com
     if throughput is not None:
         built.append(("throughput", throughput))
     if compiled_on is not None:
-        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name)
+        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name, errors or {})
         if predicted is not None:
             built.append(("predicted", predicted))
+        terms = charts.step_terms(observations, labels, compiled_on.name)
+        if terms is not None:
+            built.append(("step-terms", terms))
         with_published = "source-hardware" in compiled_on.judges
         built.append(("memory", charts.memory(rows, observations, labels, compiled_on.spec["title"], with_published)))
     for name, chart in (
@@ -340,6 +350,7 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
     }
 
 
+COLLECTIVE_KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 SPEED_COLUMNS = (
     "model_tflops_per_step",
     "counted_tflops_per_step",
@@ -347,16 +358,22 @@ SPEED_COLUMNS = (
     "unspent_tflops_per_step",
     "recompute_share",
     "host_copy_gib_per_step",
+    "hbm_gb_per_step",
     "step_s",
     "compute_s",
+    "memory_bound_s",
     "exposed_host_copy_s",
     "exposed_collective_s",
+    "exposed_network_s",
     "tflops_per_device",
     "calibrated_on",
+    "published_tflops",
     "implied_host_gb_s_per_direction",
-    "network_gb_per_step",
-    "network_s_per_step",
-    "network_needed_gb_s",
+    "network_ring_gb_per_nic",
+    "network_floor_gb_per_nic",
+    "network_ring_s_per_step",
+    "network_floor_s_per_step",
+    *(f"{kind}_gb_per_step" for kind in COLLECTIVE_KINDS),
 )
 
 
@@ -411,8 +428,9 @@ def host_copies(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
 
 
 def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: list[dict[str, Any]], target: str | None):
-    """What the compiled programs say about speed: each row's FLOPs and predicted step, the speed
-    claims' predicted judgements with their explanations, and the model's calibration."""
+    """What the compiled programs say about speed: each row's FLOPs, bytes, collectives and predicted
+    step, the model's measured error (and that of simpler models), the speed claims' predicted
+    judgements with their explanations, and the model's calibration."""
     source = next((s for s in sources if s["kind"] == "predicted" and s["target"] == target), None)
     if source is None:
         return None
@@ -422,7 +440,7 @@ def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: li
         status = lookup.value(row.id, "predicted", "status")
         if status is None:
             continue
-        published = row.published.get("tflops_per_device")
+        published = values["published_tflops"]
         predicted = values["tflops_per_device"]
         lines.append(
             {
@@ -432,6 +450,7 @@ def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: li
                 "band": lookup.band(row.id, "predicted", "tflops_per_device"),
                 "published": published,
                 "ratio": predicted / published if predicted and published else None,
+                "collectives": {kind: values[f"{kind}_gb_per_step"] for kind in COLLECTIVE_KINDS},
                 **values,
             }
         )
@@ -447,29 +466,20 @@ def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: li
         "copies": host_copies(rows, lookup),
         "claims": judged,
         "calibration": source.get("calibration") or {},
+        "uncalibrated": source.get("uncalibrated") or {},
+        "error": source.get("model_error"),
+        "ablation": source.get("ablation") or [],
+        "by_precision": source.get("by_precision") or [],
         "cross_checks": source.get("cross_checks") or [],
         "assumptions": source["assumptions"],
         "file": source["file"],
     }
 
 
-def network_summary(lines: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The traffic between NVLink domains of the rows that have it, beside their published step."""
-    crossing = []
-    for line in lines:
-        if line["status"] != "ok" or not line["network_gb_per_step"]:
-            continue
-        published = line["published"]
-        step = line["model_tflops_per_step"] / published if published and line["model_tflops_per_step"] else None
-        crossing.append({**line, "published_step_s": step})
-    if not crossing:
-        return None
-    compared = [c for c in crossing if c["published_step_s"]]
-    return {
-        "lines": crossing,
-        "compared": len(compared),
-        "longer_than_step": sum(1 for c in compared if c["network_s_per_step"] > c["published_step_s"]),
-    }
+def network_summary(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows whose collectives cross between NVLink domains: the bytes per NIC at each end of the
+    band, their time at the network's rate, what the step time charges for them, and the step."""
+    return [line for line in lines if line["status"] == "ok" and line["network_ring_gb_per_nic"]]
 
 
 def predicted_gains(observations: pd.DataFrame) -> list[dict[str, Any]]:
@@ -551,6 +561,11 @@ def render_target(
     lookup = Lookup(observations[own])
     numbers, notes = footnotes(verdicts["claims"])
     sources = evidence["sources"]
+    prediction = next(
+        (s for s in sources if s["kind"] == "predicted" and s["target"] == verdicts["compile_target"]), None
+    )
+    families = ((prediction or {}).get("model_error") or {}).get("families") or {}
+    errors = {family: f["largest_abs"] for family, f in families.items() if f["largest_abs"] is not None}
     html = (
         environment()
         .get_template("target.html.j2")
@@ -561,7 +576,7 @@ def render_target(
             notes=notes,
             note_numbers=numbers,
             tables=tables(rows, lookup),
-            charts=chart_specs(rows, observations[own], target, compiled_on) + whatif_charts(observations),
+            charts=chart_specs(rows, observations[own], target, compiled_on, errors) + whatif_charts(observations),
             whatif=whatif(rows, observations),
             speed=speed(rows, lookup, verdicts, sources, verdicts["compile_target"]),
             assumptions=assumptions_section(

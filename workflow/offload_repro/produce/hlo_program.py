@@ -25,11 +25,9 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-import numpy as np
-
+from offload_repro.produce import collective_traffic, memory_traffic
 from offload_repro.produce.hlo import ELEMENT_BYTES
 
 ARRAY = re.compile(r"(\w+)\[([\d,]*)\](\{[^}]*\})?")
@@ -41,19 +39,6 @@ CALLED = re.compile(
     r"\b(calls|body|condition|to_apply|branch_computations|async_execution_thread)=\{?([^,}]+(?:,\s*%[\w.\-]+)*)\}?"
 )
 CONTRACTING = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
-REPLICA_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
-REPLICA_LISTS = re.compile(r"replica_groups=\{((?:\{[\d,]*\},?)+)\}")
-REPLICA_MESH = re.compile(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}")
-COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
-# Bytes a device sends over its links per collective, as a share of the collective's full buffer
-# (ring algorithms over a group of n): what moves, not what the operation is called.
-LINK_SHARE = {
-    "all-gather": lambda n: (n - 1) / n,
-    "reduce-scatter": lambda n: (n - 1) / n,
-    "all-reduce": lambda n: 2 * (n - 1) / n,
-    "all-to-all": lambda n: (n - 1) / n,
-    "collective-permute": lambda n: 1.0,
-}
 REMAT_LABEL = "rematted_computation"
 UNSPENT_LABELS = ("/dispatch/", "/combine/")  # MaxText's dense MoE dispatch; the source used TE's permutation
 
@@ -337,8 +322,10 @@ def count_flops(computations: dict[str, Computation]) -> tuple[Flops, list[str]]
 @dataclass(frozen=True)
 class Event:
     """One step of a scheduled computation, as the step-time model replays it.
-    kind: compute (flops, unspent: not the source's) | start / done (async transfer `key` on
-    `channel`, bytes) | transfer (synchronous) | loop (`body` repeated `times`)."""
+    kind: compute (flops, of which attention and unspent: not the source's; HBM bytes read and
+    written) | start / done (async transfer `key` on `channel`, bytes) | transfer (synchronous) |
+    loop (`body` repeated `times`). A collective's bytes are its bus bytes (NVLink), and it names
+    the bytes per NIC that cross between NVLink domains at either end of their band."""
 
     kind: str
     flops: int = 0
@@ -349,6 +336,12 @@ class Event:
     body: str = ""
     times: int = 1
     what: str = ""  # a collective's kind (all-gather, ...)
+    attention: int = 0
+    network_ring: float = 0.0
+    network_floor: float = 0.0
+    buffer: int = 0  # a collective's size (nccl-tests' S) and the members of its group
+    group: int = 0
+    element: str = ""  # a collective's element type
 
 
 def _host_side(computation: Computation, instruction: Instruction) -> str | None:
@@ -379,103 +372,63 @@ def _copy_bytes(computation: Computation, instruction: Instruction, side: str) -
     return max(arrays, default=0)  # the slice read back into device memory
 
 
-def _collective(computation: Computation, instruction: Instruction) -> tuple[str, int] | None:
-    base = instruction.op.removesuffix("-start")
-    if base not in COLLECTIVES:
+def _collective(
+    computation: Computation, instruction: Instruction, network: tuple[int, int] | None
+) -> collective_traffic.Collective | None:
+    """The collective an instruction is; `network`: (devices per NVLink domain, NICs a ring's
+    crossings spread over), None for one domain."""
+    if collective_traffic.kind_of(instruction.op) is None:
         return None
-    group = group_size(instruction.attributes)
-    largest = max((array_bytes(d, dims) for d, dims, _ in instruction.arrays), default=0)
-    return base, int(largest * LINK_SHARE[base](max(group, 2)))
+    if instruction.op.endswith("-start") and instruction.shape.startswith("(("):
+        shapes = [instruction.shape[1 : _balanced(instruction.shape, 1)]]  # (operands, results): the operands
+    else:
+        shapes = [computation.shapes.get(operand, "") for operand in instruction.operands]
+    per_domain, channels = network or (None, 1)
+    return collective_traffic.collective(instruction.op, shapes, instruction.attributes, per_domain, channels)
 
 
-def group_size(attributes: str) -> int:
-    """Devices in each replica group (2 where XLA prints none)."""
-    groups = replica_groups(attributes)
-    return len(groups[0]) if groups else 2
+@dataclass(frozen=True)
+class FusedFlops:
+    total: int = 0
+    unspent: int = 0
+    attention: int = 0
+
+    def __add__(self, other: FusedFlops) -> FusedFlops:
+        return FusedFlops(self.total + other.total, self.unspent + other.unspent, self.attention + other.attention)
 
 
-@cache  # one parse per distinct attribute text; callers only read the groups
-def replica_groups(attributes: str) -> list[list[int]] | None:
-    """Each replica group's device ids, in any of the three forms XLA prints them: a device mesh
-    and the axes a group spans (`mesh['a'=2,'b'=64] {'b'}`, devices numbered row-major over the
-    mesh), an iota reshaped and transposed (`[64,2]<=[2,64]T(1,0)`), or the groups listed."""
-    if mesh := REPLICA_MESH.search(attributes):
-        axes = [(name, int(size)) for name, size in re.findall(r"'(\w+)'=(\d+)", mesh.group(1))]
-        spanned = [name for name in re.findall(r"'(\w+)'", mesh.group(2))]
-        names = [name for name, _ in axes]
-        devices = np.arange(math.prod(size for _, size in axes)).reshape([size for _, size in axes] or [1])
-        inner = [names.index(name) for name in spanned if name in names]
-        outer = [axis for axis in range(len(axes)) if axis not in inner]
-        size = math.prod(axes[axis][1] for axis in inner)
-        return devices.transpose(outer + inner).reshape(-1, size).tolist()
-    if iota := REPLICA_IOTA.search(attributes):
-        count, size = int(iota.group(1)), int(iota.group(2))
-        devices = np.arange(count * size).reshape(_dims(iota.group(3)))
-        if iota.group(4):
-            devices = devices.transpose(_dims(iota.group(4)))
-        return devices.reshape(count, size).tolist()
-    if listed := REPLICA_LISTS.search(attributes):
-        return [_dims(group) for group in re.findall(r"\{([\d,]*)\}", listed.group(1))]
-    return None
+def flops_of(computation: Computation, instruction: Instruction) -> FusedFlops:
+    value, kind = own_flops(computation, instruction)
+    unspent = value if labels(instruction.op_name)[1] else 0
+    return FusedFlops(value, unspent, value if kind == "attention" else 0)
 
 
-def outside_share(groups: list[list[int]], devices_per_domain: int) -> float:
-    """The largest share of a group's members that lie outside a member's own NVLink domain
-    (devices numbered domain by domain): what that member must exchange over the network."""
-    worst = 0.0
-    for group in groups:
-        domains = [device // devices_per_domain for device in group]
-        for mine in set(domains):
-            worst = max(worst, sum(1 for other in domains if other != mine) / len(group))
-    return worst
-
-
-def cross_domain_bytes(computations: dict[str, Computation], devices_per_domain: int) -> dict[str, int]:
-    """Per collective kind, the bytes per step the most exposed device exchanges with devices of
-    other NVLink domains: each collective's buffer times its outside share (twice for an
-    all-reduce: reduce-scatter and all-gather), as many times as its computation runs. A
-    collective-permute (source-target pairs) is not counted."""
-    runs, _ = executions(computations)
-    shares: dict[str, float] = {}
-    found: dict[str, int] = {}
-    for computation in computations.values():
-        for instruction in computation.instructions:
-            collective = _collective(computation, instruction) if runs.get(computation.name) else None
-            if collective is None or collective[0] == "collective-permute":
-                continue
-            if instruction.attributes not in shares:
-                groups = replica_groups(instruction.attributes)
-                shares[instruction.attributes] = outside_share(groups, devices_per_domain) if groups else 0.0
-            largest = max((array_bytes(d, dims) for d, dims, _ in instruction.arrays), default=0)
-            moved = largest * shares[instruction.attributes] * (2 if collective[0] == "all-reduce" else 1)
-            found[collective[0]] = found.get(collective[0], 0) + int(moved) * runs[computation.name]
+def fused_flops(computations: dict[str, Computation], name: str, memo: dict[str, FusedFlops]) -> FusedFlops:
+    """The FLOPs of a fused computation and what it calls in turn, per run."""
+    if name in memo:
+        return memo[name]
+    memo[name] = FusedFlops()
+    found = FusedFlops()
+    computation = computations.get(name)
+    for instruction in computation.instructions if computation else ():
+        found += flops_of(computation, instruction)
+        for how, callee in called(instruction):
+            if how == "calls":
+                found += fused_flops(computations, callee, memo)
+    memo[name] = found
     return found
 
 
-def fused_flops(computations: dict[str, Computation], name: str, memo: dict[str, tuple[int, int]]) -> tuple[int, int]:
-    """(FLOPs, unspent FLOPs) of a fused computation and what it calls in turn, per run."""
-    if name in memo:
-        return memo[name]
-    memo[name] = (0, 0)
-    total = unspent = 0
-    computation = computations.get(name)
-    for instruction in computation.instructions if computation else ():
-        value, _ = own_flops(computation, instruction)
-        total += value
-        unspent += value if labels(instruction.op_name)[1] else 0
-        for how, callee in called(instruction):
-            if how == "calls":
-                more, more_unspent = fused_flops(computations, callee, memo)
-                total, unspent = total + more, unspent + more_unspent
-    memo[name] = (total, unspent)
-    return total, unspent
-
-
 def instruction_events(
-    computations: dict[str, Computation], computation: Computation, instruction: Instruction, memo: dict
+    computations: dict[str, Computation],
+    computation: Computation,
+    instruction: Instruction,
+    memo: dict,
+    network: tuple[int, int] | None = None,
 ) -> list[Event]:
     """What one scheduled instruction is to the step-time model: a loop, a host copy or a
-    collective (async start or synchronous), the done an async start waits for, or compute."""
+    collective (async start or synchronous), the done an async start waits for, or compute (its
+    FLOPs and the HBM bytes it reads and writes)."""
     if instruction.op == "while":
         body = next((callee for how, callee in called(instruction) if how == "body"), "")
         return [Event("loop", body=body, times=trip_count(instruction) or 1)]
@@ -485,22 +438,38 @@ def instruction_events(
     if side := _host_side(computation, instruction):
         moved = _copy_bytes(computation, instruction, side)
         return [Event(kind, channel=side, bytes=moved, key=instruction.name)]
-    if collective := _collective(computation, instruction):
-        return [Event(kind, channel="collective", bytes=collective[1], key=instruction.name, what=collective[0])]
+    if collective := _collective(computation, instruction, network):
+        return [
+            Event(
+                kind,
+                channel="collective",
+                bytes=int(collective.bus_bytes),
+                key=instruction.name,
+                what=collective.kind,
+                network_ring=collective.network_ring_bytes,
+                network_floor=collective.network_floor_bytes,
+                buffer=collective.buffer_bytes,
+                group=collective.group,
+                element=collective.element,
+            )
+        ]
     if instruction.op.endswith("-done") and instruction.operands:
         return [Event("done", key=instruction.operands[0])]
-    value, _ = own_flops(computation, instruction)
-    unspent = value if labels(instruction.op_name)[1] else 0
+    found = flops_of(computation, instruction)
     for how, callee in called(instruction):
         if how == "calls" and instruction.op != "fusion-start":
-            more, more_unspent = fused_flops(computations, callee, memo)
-            value, unspent = value + more, unspent + more_unspent
-    return [Event("compute", flops=value, unspent=unspent)] if value else []
+            found += fused_flops(computations, callee, memo)
+    moved = memory_traffic.instruction_bytes(computations, computation, instruction)
+    if not found.total and not moved:
+        return []
+    return [Event("compute", flops=found.total, unspent=found.unspent, attention=found.attention, bytes=moved)]
 
 
-def schedule(computations: dict[str, Computation]) -> dict[str, list[Event]]:
-    """Each scheduled computation (the entry and what it runs in sequence) as events in order."""
-    memo: dict[str, tuple[int, int]] = {}
+def schedule(computations: dict[str, Computation], network: tuple[int, int] | None = None) -> dict[str, list[Event]]:
+    """Each scheduled computation (the entry and what it runs in sequence) as events in order;
+    `network`: (devices per NVLink domain, NICs a ring's crossings spread over) where the devices
+    span more than one domain."""
+    memo: dict[str, FusedFlops] = {}
     sequenced = {c.name for c in computations.values() if c.entry}
     for computation in reversed(list(computations.values())):
         for instruction in computation.instructions:
@@ -511,7 +480,7 @@ def schedule(computations: dict[str, Computation]) -> dict[str, list[Event]]:
         name: [
             event
             for instruction in computations[name].instructions
-            for event in instruction_events(computations, computations[name], instruction, memo)
+            for event in instruction_events(computations, computations[name], instruction, memo, network)
         ]
         for name in computations  # in printed order, so that everything read from it is in one order
         if name in sequenced
@@ -531,13 +500,16 @@ def loop_flops(events: dict[str, list[Event]], name: str) -> int:
 
 
 def transfers(computations: dict[str, Computation], events: dict[str, list[Event]]) -> dict[str, Any]:
-    """Bytes per step to the host, back from it, and per collective type; each host copy with
-    whether it is asynchronous and the FLOPs scheduled between its start and done; from the
-    schedule's events (`schedule`), each computation as many times as it runs."""
+    """Bytes per step to the host, back from it, and per collective type (the buffer, the bus bytes
+    on NVLink, the bytes per NIC between NVLink domains at each end of their band, the group
+    sizes); each host copy with whether it is asynchronous and the FLOPs scheduled between its
+    start and done; the HBM bytes of the compute; from the schedule's events (`schedule`), each
+    computation as many times as it runs."""
     runs, _ = executions(computations)
     host = {"to_host": 0, "from_host": 0}
-    collectives: dict[str, dict[str, int]] = {}
+    collectives: dict[str, dict[str, Any]] = {}
     copies: list[dict[str, Any]] = []
+    memory_bytes = 0
     for name, timeline in events.items():
         times = runs.get(name, 0)
         open_copies: dict[str, dict[str, Any]] = {}
@@ -556,13 +528,21 @@ def transfers(computations: dict[str, Computation], events: dict[str, list[Event
                 if copy["asynchronous"]:
                     open_copies[event.key] = copy
             elif event.channel == "collective":
-                entry = collectives.setdefault(event.what, {"count": 0, "bytes": 0})
+                entry = collectives.setdefault(
+                    event.what,
+                    {"count": 0, "bytes": 0, "bus_bytes": 0, "network_ring_bytes": 0, "network_floor_bytes": 0},
+                )
                 entry["count"] += times
-                entry["bytes"] += event.bytes * times
+                entry["bytes"] += event.buffer * times
+                entry["bus_bytes"] += event.bytes * times
+                entry["network_ring_bytes"] += int(event.network_ring * times)
+                entry["network_floor_bytes"] += int(event.network_floor * times)
+                entry["groups"] = sorted(set(entry.get("groups", [])) | {event.group})
             elif event.kind == "done":
                 open_copies.pop(event.key, None)
             else:
+                memory_bytes += event.bytes * times if event.kind == "compute" else 0
                 spanned = event.flops if event.kind == "compute" else event.times * loop_flops(events, event.body)
                 for copy in open_copies.values():
                     copy["flops_between"] += spanned
-    return {"host_bytes": host, "collectives": collectives, "host_copies": copies}
+    return {"host_bytes": host, "collectives": collectives, "host_copies": copies, "memory_bytes": memory_bytes}

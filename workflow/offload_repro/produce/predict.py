@@ -1,12 +1,15 @@
 """Predicted evidence: each row's step time and TFLOPs/s/device on a GPU target, from its compiled
-program (FLOPs counted with recompute, host copies, collectives, the schedule) replayed by the
-step-time model (`produce.step_model`) at the target's cited rates.
+program (FLOPs counted with recompute, HBM bytes, host copies, collectives and the traffic between
+NVLink domains, the schedule) replayed by the step-time model (`produce.step_model`) at the
+target's cited rates.
 
-The model has one free parameter, the effective compute rate, calibrated per model on one
-published row of the source's hardware (experiments/speed.yaml); what-if targets keep its share
-of their own peak. Every prediction is made at the central settings and at each combination of
-the stated uncertainties (link efficiency; for the uncalibrated prior also the efficiency), in
-one fixed order, so that a claim over several rows is evaluated setting by setting.
+The model has one free parameter, the effective compute rate. On the calibration target every
+published (or implied) throughput of a model calibrates it in turn (experiments/speed.yaml,
+leave_one_out) and predicts the others: the model's error, measured, and beside it the same for
+simpler models that leave terms out, so that each term shows what it earns. Each row is predicted
+under every calibration, at every setting of the stated uncertainties (link efficiency x the
+network's band), in one fixed order, so that a claim over several rows is evaluated setting by
+setting; what-if targets keep each calibration's share of their own peak.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import accounting
+from offload_repro.core import accounting, gpu
 from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import read_yaml
 from offload_repro.core.maxtext_configs import model_config
@@ -29,8 +32,18 @@ from offload_repro.produce import hlo_program, model_flops, step_model
 from offload_repro.produce.program import compile_overrides, hlo_path
 
 SPEED_FILE = "experiments/speed.yaml"
+CLAIMS_FILE = "experiments/claims.yaml"
 READS = ("experiments/speed.yaml",)  # SPEED_FILE, as a literal the plan reads
 SIDES = ("to_host", "from_host")
+# The step-time model with fewer terms, each made free (step_model.Rates.free), simplest first:
+# every term the full model adds must earn its place by lowering the measured error.
+MODELS = (
+    ("FLOPs over one rate", ("hbm", "host", "collective")),
+    ("+ HBM bytes", ("host", "collective")),
+    ("+ host copies", ("collective",)),
+    ("+ collectives on NVLink", ("network",)),
+    ("+ network between NVLink domains (the full model)", ()),
+)
 
 
 def load_speed(path: str | Path = SPEED_FILE) -> dict[str, Any]:
@@ -39,12 +52,23 @@ def load_speed(path: str | Path = SPEED_FILE) -> dict[str, Any]:
     return data
 
 
-def settings(spec: dict[str, Any], key: str) -> list[float]:
-    """Central first, then low and high: the order every prediction list follows."""
-    return [spec[key]["central"], spec[key]["low"], spec[key]["high"]]
+def settings(speed: dict[str, Any]) -> list[tuple[float, str]]:
+    """(link efficiency, network end) of every prediction, central first: each link efficiency
+    (central, low, high) at the ring end, then at the floor."""
+    links = [speed["link_efficiency"][key] for key in ("central", "low", "high")]
+    return [(link, end) for end in speed["network"]["ends"] for link in links]
 
 
-def read_program(compiled: dict[str, Any]) -> dict[str, Any]:
+def network_shape(target: Target, speed: dict[str, Any]) -> tuple[int, int] | None:
+    """(GPUs per NVLink domain, NICs a ring's crossings spread over); None for one domain."""
+    hardware = target.spec["hardware"]
+    per_domain, nodes = hardware.get("nvlink_domain_nodes"), hardware.get("nodes")
+    if not per_domain or not nodes or nodes <= per_domain or not target.link_gb_s_per_direction("network_link"):
+        return None
+    return per_domain * hardware["gpus_per_node"], speed["network"]["ring_crossing_nics"]
+
+
+def read_program(compiled: dict[str, Any], network: tuple[int, int] | None) -> dict[str, Any]:
     """What the step-time model needs from the row's compiled program."""
     program_file = (compiled.get("program") or {}).get("file")
     if compiled["status"] != "ok" or not program_file:
@@ -55,9 +79,8 @@ def read_program(compiled: dict[str, Any]) -> dict[str, Any]:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         computations = hlo_program.parse(handle.read())
     flops, unknown_loops = hlo_program.count_flops(computations)
-    events = hlo_program.schedule(computations)
+    events = hlo_program.schedule(computations, network)
     return {
-        "computations": computations,
         "events": events,
         "entry": hlo_program.entry_name(computations),
         "flops": flops,
@@ -68,94 +91,269 @@ def read_program(compiled: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def rates(target: Target, flops_per_s: float, link_efficiency: float) -> step_model.Rates:
-    host = target.host_link_gb_s_per_direction
-    collective = target.link_gb_s_per_direction("collective_link")
-    return step_model.Rates(
-        flops_per_s,
-        host * GB * link_efficiency if host else math.inf,
-        host * GB * link_efficiency if host else math.inf,
-        collective * GB * link_efficiency if collective else math.inf,
-    )
-
-
-def peak_flops(target: Target, row: Row) -> float | None:
-    tflops = (target.spec["hardware"].get("peak_dense_tflops") or {}).get(row.dtype)
+def peak_flops(target: Target, precision: str) -> float | None:
+    tflops = (target.spec["hardware"].get("peak_dense_tflops") or {}).get(precision)
     return tflops * 1e12 if tflops else None
 
 
-def throughput(program: dict[str, Any], target: Target, flops_per_s: float, link: float) -> float:
-    step = step_model.step_seconds(program["events"], program["entry"], rates(target, flops_per_s, link))
-    return program["model_flops"] / step / 1e12
+def precisions(speed: dict[str, Any], row: Row) -> list[str]:
+    return speed["precision"]["families"].get(row.family, [row.dtype])
 
 
-def calibrate(
-    rows: dict[str, Row], programs: dict[str, dict[str, Any]], target: Target, speed: dict[str, Any]
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
-    """Per model family on the calibration target: the effective compute rate at each link setting
-    that makes the calibration row's prediction its published throughput; and the families whose
-    calibration row cannot reach it at any rate (its transfers alone take longer), with why."""
-    found, impossible = {}, {}
-    for family, row_id in speed["calibration"]["rows"].items():
-        row, program = rows.get(row_id), programs.get(row_id)
-        published = row.published.get("tflops_per_device") if row else None
-        if row is None or program is None or not published:
-            continue
-        peak = peak_flops(target, row)
-        by_link = []
-        for link in settings(speed, "link_efficiency"):
-            try:
-                rate = step_model.calibrate(
-                    program["events"],
-                    program["entry"],
-                    program["model_flops"],
-                    published * 1e12,
-                    rates(target, 1.0, link),
+def rates(
+    target: Target, flops_per_s: float, setting: tuple[float, str], precision: str, speed: dict[str, Any]
+) -> step_model.Rates:
+    """The target's rates at one setting, GEMMs at `flops_per_s` in `precision` (attention at BF16)."""
+    link, end = setting
+    host = target.host_link_gb_s_per_direction
+    collective = target.link_gb_s_per_direction("collective_link")
+    network = target.link_gb_s_per_direction("network_link")
+    hbm = gpu.memory_bandwidth(target)
+    gemm_peak, bf16_peak = peak_flops(target, precision), peak_flops(target, "bfloat16")
+    return step_model.Rates(
+        flops_per_s,
+        host * GB * link if host else math.inf,
+        host * GB * link if host else math.inf,
+        collective * GB * link if collective else math.inf,
+        hbm * link if hbm else math.inf,
+        network * GB * link if network else math.inf,
+        end,
+        attention_share=bf16_peak / gemm_peak if gemm_peak and bf16_peak else 1.0,
+        weight_gather_scale=speed["precision"]["gathered_bytes_per_bf16_byte"].get(precision, 1.0),
+    )
+
+
+def throughput(program: dict[str, Any], at: step_model.Rates) -> float:
+    return program["model_flops"] / step_model.step_seconds(program["events"], program["entry"], at) / 1e12
+
+
+def published_throughputs(
+    rows: dict[str, Row], speed: dict[str, Any], claims_file: str | Path = CLAIMS_FILE
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per family, every throughput of experiments/speed.yaml's leave_one_out: its value and what
+    it derives from (its own row; for an implied one also the claim and that claim's first row)."""
+    claims = {claim["id"]: claim for claim in read_yaml(claims_file)["claims"]}
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for family, entries in speed["leave_one_out"].items():
+        for entry in entries:
+            row = rows.get(entry["row"])
+            if row is None:
+                continue
+            if "from_claim" not in entry:
+                value = row.published.get("tflops_per_device")
+                if value:
+                    found.setdefault(family, {})[row.id] = {"tflops": value, "sources": [row.id], "how": "published"}
+                continue
+            claim = claims.get(entry["from_claim"])
+            if claim is None:
+                raise DataError(
+                    f"{SPEED_FILE}: leave_one_out {family}, row {row.id}, field 'from_claim':"
+                    f" no claim '{entry['from_claim']}' in {claims_file}"
                 )
-            except ValueError as err:
-                impossible[family] = {"row": row_id, "reason": f"{row_id} at link efficiency {link}: {err}"}
-                break
-            by_link.append(
-                {
-                    "link_efficiency": link,
-                    "effective_tflops": rate / 1e12,
-                    "share_of_peak": rate / peak if peak else None,
+            faster = rows.get(claim["check"]["rows"][0])
+            base = faster.published.get("tflops_per_device") if faster else None
+            if base:
+                found.setdefault(family, {})[row.id] = {
+                    "tflops": base / (1 + claim["published"]),
+                    "sources": [row.id, faster.id, claim["id"]],
+                    "how": f"{faster.id}'s {base:g} over 1 + {claim['published']:g} ({claim['id']})",
                 }
+    return found
+
+
+def calibrate_row(
+    program: dict[str, Any],
+    published: float,
+    target: Target,
+    speed: dict[str, Any],
+    precision: str,
+    free: tuple[str, ...] = (),
+    only_central: bool = False,
+) -> list[float | None]:
+    """The GEMM rate at each setting that makes the program's prediction `published`; None at a
+    setting where none can (its transfers alone take longer); ValueError where the central one can't."""
+    found: list[float | None] = []
+    for index, setting in enumerate(settings(speed)[:1] if only_central else settings(speed)):
+        at = rates(target, 1.0, setting, precision, speed).free(*free)
+        try:
+            found.append(
+                step_model.calibrate(program["events"], program["entry"], program["model_flops"], published * 1e12, at)
             )
-        if family not in impossible:
-            found[family] = {"row": row_id, "target": target.name, "published_tflops": published, "by_link": by_link}
+        except ValueError as err:
+            if index == 0:
+                link, end = setting
+                raise ValueError(f"at the central setting (link efficiency {link}, network {end}): {err}") from err
+            found.append(None)
+    return found
+
+
+def calibrations(
+    rows: dict[str, Row],
+    programs: dict[str, dict[str, Any]],
+    target: Target,
+    speed: dict[str, Any],
+    published: dict[str, dict[str, dict[str, Any]]],
+) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+    """Per family and precision, per published throughput with a program: the rate at each
+    setting and its share of the precision's peak; and those that cannot be reached, with why."""
+    found: dict[str, Any] = {}
+    impossible: dict[str, dict[str, str]] = {}
+    for family, entries in published.items():
+        for row_id, entry in entries.items():
+            if row_id not in programs:
+                continue
+            for precision in precisions(speed, rows[row_id]):
+                try:
+                    by_setting = calibrate_row(programs[row_id], entry["tflops"], target, speed, precision)
+                except ValueError as err:
+                    impossible[f"{row_id}/{precision}"] = {"row": row_id, "reason": f"{row_id} ({precision}): {err}"}
+                    continue
+                peak = peak_flops(target, precision)
+                found.setdefault(family, {}).setdefault(precision, {})[row_id] = {
+                    "published_tflops": entry["tflops"],
+                    "sources": entry["sources"],
+                    "how": entry["how"],
+                    "by_setting": [
+                        {
+                            "link_efficiency": link,
+                            "network_end": end,
+                            "effective_tflops": rate / 1e12 if rate else None,
+                            "share_of_peak": rate / peak if rate and peak else None,
+                        }
+                        for (link, end), rate in zip(settings(speed), by_setting, strict=True)
+                    ],
+                }
     return found, impossible
 
 
-def network(program: dict[str, Any], target: Target, published_step_s: float | None) -> dict[str, Any] | None:
-    """The traffic between NVLink domains that the step-time model does not charge: per step, the
-    bytes the most exposed device exchanges with other domains, the time they take at the cited
-    network bandwidth, and the bandwidth the published step time would need to carry them."""
-    hardware = target.spec["hardware"]
-    per_domain, nodes = hardware.get("nvlink_domain_nodes"), hardware.get("nodes")
-    bandwidth = target.link_gb_s_per_direction("network_link")
-    if not per_domain or not nodes or not bandwidth or nodes <= per_domain:
-        return None  # one NVLink domain: every collective stays on NVLink
-    by_kind = hlo_program.cross_domain_bytes(program["computations"], per_domain * hardware["gpus_per_node"])
-    total = sum(by_kind.values())
+def rates_from(
+    calibration: dict[str, Any], target: Target, calibration_target: Target, precision: str
+) -> list[float | None] | None:
+    """One calibration's GEMM rates on `target` (None at a setting it cannot reach): its own on the
+    calibration target, else its share of this target's peak."""
+    if target.name == calibration_target.name:
+        return [entry["effective_tflops"] and entry["effective_tflops"] * 1e12 for entry in calibration["by_setting"]]
+    peak = peak_flops(target, precision)
+    if not peak:
+        return None
+    return [entry["share_of_peak"] and entry["share_of_peak"] * peak for entry in calibration["by_setting"]]
+
+
+def model_error(
+    programs: dict[str, dict[str, Any]],
+    target: Target,
+    speed: dict[str, Any],
+    published: dict[str, dict[str, dict[str, Any]]],
+    precision_of: dict[str, str],
+    free: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Leave one out: each published throughput calibrates the model (with `free` terms left out)
+    at the central setting, which predicts the others of its family; every error, the mean
+    absolute and the largest per family and in all."""
+    families: dict[str, Any] = {}
+    every: list[float] = []
+    for family, entries in published.items():
+        precision = precision_of[family]
+        pairs = []
+        for calibrated_on, predicted in itertools.permutations([r for r in entries if r in programs], 2):
+            try:
+                (rate,) = calibrate_row(
+                    programs[calibrated_on],
+                    entries[calibrated_on]["tflops"],
+                    target,
+                    speed,
+                    precision,
+                    free,
+                    only_central=True,
+                )
+            except ValueError:
+                continue  # this model cannot reach that published throughput: no prediction from it
+            at = rates(target, rate, settings(speed)[0], precision, speed).free(*free)
+            step = step_model.step_seconds(programs[predicted]["events"], programs[predicted]["entry"], at)
+            if not step:
+                continue  # nothing of the predicted program is left in this model
+            value = programs[predicted]["model_flops"] / step / 1e12
+            error = value / entries[predicted]["tflops"] - 1
+            pairs.append(
+                {
+                    "calibrated_on": calibrated_on,
+                    "predicted": predicted,
+                    "published_tflops": entries[predicted]["tflops"],
+                    "predicted_tflops": value,
+                    "error": error,
+                }
+            )
+        errors = [abs(pair["error"]) for pair in pairs]
+        every += errors
+        families[family] = {
+            "precision": precision,
+            "pairs": pairs,
+            "mean_abs": sum(errors) / len(errors) if errors else None,
+            "largest_abs": max(errors, default=None),
+        }
     return {
-        "domains": math.ceil(nodes / per_domain),
-        "bytes_per_step": by_kind,
-        "total_bytes": total,
-        "link_gb_s_per_direction": bandwidth,
-        "seconds_at_link": total / (bandwidth * GB),
-        "published_step_s": published_step_s,
-        "needed_gb_s": total / published_step_s / GB if published_step_s and total else None,
+        "families": families,
+        "mean_abs": sum(every) / len(every) if every else None,
+        "largest_abs": max(every, default=None),
+        "pairs": len(every),
     }
 
 
-def implied_host_gb_s(program: dict[str, Any], target: Target, rate: float, published: float) -> float | None:
-    """The host-link bandwidth per direction at which the calibrated prediction equals `published`;
+def error_tables(
+    rows: dict[str, Row],
+    programs: dict[str, dict[str, Any]],
+    target: Target,
+    speed: dict[str, Any],
+    published: dict[str, dict[str, dict[str, Any]]],
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The full model's leave-one-out error at each family's default precision; the same for each
+    simpler model; and for each combination of the families' precisions."""
+    default = {family: precisions(speed, rows[next(iter(entries))])[0] for family, entries in published.items()}
+    full = model_error(programs, target, speed, published, default)
+    ablation = [
+        {"model": name, "free": list(free), **model_error(programs, target, speed, published, default, free)}
+        for name, free in MODELS
+    ]
+    choices = {family: precisions(speed, rows[next(iter(entries))]) for family, entries in published.items()}
+    by_precision = []
+    for combination in itertools.product(*choices.values()):
+        chosen = dict(zip(choices, combination, strict=True))
+        by_precision.append({"precision": chosen, **model_error(programs, target, speed, published, chosen)})
+    return full, ablation, by_precision
+
+
+def network(program: dict[str, Any], target: Target, published_step_s: float | None) -> dict[str, Any] | None:
+    """The traffic between NVLink domains per step: per collective kind, the bytes the busiest NIC
+    carries at each end of the band (ring, floor), the seconds they take at the cited network
+    bandwidth, and the bandwidth the published step time would need to carry them."""
+    collectives = program["transfers"]["collectives"]
+    bandwidth = target.link_gb_s_per_direction("network_link")
+    totals = {
+        end: sum(c.get(f"network_{end}_bytes", 0) for c in collectives.values()) for end in step_model.NETWORK_ENDS
+    }
+    if not bandwidth or not any(totals.values()):
+        return None
+    return {
+        "bytes_per_nic": totals,
+        "by_kind": {
+            kind: {end: c.get(f"network_{end}_bytes", 0) for end in step_model.NETWORK_ENDS}
+            for kind, c in collectives.items()
+        },
+        "link_gb_s_per_direction": bandwidth,
+        "seconds_at_link": {end: total / (bandwidth * GB) for end, total in totals.items()},
+        "published_step_s": published_step_s,
+        "needed_gb_s": {
+            end: total / published_step_s / GB if published_step_s else None for end, total in totals.items()
+        },
+    }
+
+
+def implied_host_gb_s(program: dict[str, Any], at: step_model.Rates, published: float) -> float | None:
+    """The host-link bandwidth per direction at which the prediction at `at` equals `published`;
     None when none does (the row is slower than its copies alone explain, or faster than no copies)."""
 
     def predicted(gb_s: float) -> float:
-        at = replace(rates(target, rate, 1.0), to_host_bytes_per_s=gb_s * GB, from_host_bytes_per_s=gb_s * GB)
-        return program["model_flops"] / step_model.step_seconds(program["events"], program["entry"], at) / 1e12
+        return throughput(program, replace(at, to_host_bytes_per_s=gb_s * GB, from_host_bytes_per_s=gb_s * GB))
 
     low, high = 1.0, 1e6
     if not predicted(low) <= published <= predicted(high):
@@ -187,67 +385,71 @@ def copy_summary(copies: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def flops_record(program: dict[str, Any]) -> dict[str, Any]:
+    flops, model = program["flops"], program["model_flops"]
+    spent = flops.total - flops.unspent
+    return {
+        "model": model,
+        "counted": flops.total,
+        "gemm": flops.gemm,
+        "attention": flops.attention,
+        "rematted": flops.rematted,
+        "unspent": flops.unspent,
+        "unlabelled_gemm": flops.unlabelled_gemm,
+        "unlabelled_attention": flops.unlabelled_attention,
+        "recompute": spent - model,
+        "recompute_share": (spent - model) / spent if spent else None,
+        **model_components(program.get("model_components")),
+    }
+
+
 def predict_row(
     row: Row,
     program: dict[str, Any],
     target: Target,
     speed: dict[str, Any],
-    calibration: dict[str, Any] | None,
+    family_calibrations: dict[str, Any],
     calibration_target: Target | None,
+    published: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    flops, transfers = program["flops"], program["transfers"]
-    model = program["model_flops"]
-    spent = flops.total - flops.unspent
-    links = settings(speed, "link_efficiency")
-    peak = peak_flops(target, row)
-    prior = None
-    if peak:
-        combos = list(itertools.product(settings(speed, "prior_efficiency"), links))
-        prior = [throughput(program, target, efficiency * peak, link) for efficiency, link in combos]
-    calibrated, central_rate = None, None
-    if calibration and calibration_target:
-        rates_by_link = []
-        for entry in calibration["by_link"]:
-            if target.name == calibration_target.name:
-                rates_by_link.append(entry["effective_tflops"] * 1e12)
-            elif peak and entry["share_of_peak"]:
-                rates_by_link.append(entry["share_of_peak"] * peak)
-        if len(rates_by_link) == len(links):
-            calibrated = [
-                throughput(program, target, rate, link) for rate, link in zip(rates_by_link, links, strict=True)
+    """One row under every calibration of its family at its default precision: its throughput
+    at each setting, and at the default calibration its step's terms."""
+    transfers = program["transfers"]
+    precision = precisions(speed, row)[0]
+    by_calibration: dict[str, list[float]] = {}
+    central_rates: dict[str, float] = {}
+    for calibrated_on, calibration in (family_calibrations.get(precision) or {}).items() if calibration_target else ():
+        found = rates_from(calibration, target, calibration_target, precision)
+        if found and found[0]:
+            by_calibration[calibrated_on] = [
+                throughput(program, rates(target, rate, setting, precision, speed)) if rate else None
+                for rate, setting in zip(found, settings(speed), strict=True)
             ]
-            central_rate = rates_by_link[0]
-    breakdown = None
-    if central_rate or peak:
-        flops_per_s = central_rate or speed["prior_efficiency"]["central"] * peak
-        breakdown = step_model.breakdown(program["events"], program["entry"], rates(target, flops_per_s, links[0]))
-    copies = transfers["host_copies"]
-    published = row.published.get("tflops_per_device")
-    implied = None
+            central_rates[calibrated_on] = found[0]
+    default = speed["calibration"]["rows"].get(row.family)
+    calibrated_on = default if default in by_calibration else next(iter(by_calibration), None)
+    breakdown = implied = None
+    published_value = (published or {}).get("tflops")
     on_calibration_target = calibration_target is not None and target.name == calibration_target.name
-    copies_host = bool(transfers["host_bytes"]["to_host"])
-    published_step_s = model / (published * 1e12) if published and on_calibration_target else None
-    if central_rate and published and on_calibration_target and copies_host and calibration["row"] != row.id:
-        implied = implied_host_gb_s(program, target, central_rate, published)
+    if calibrated_on:
+        central = rates(target, central_rates[calibrated_on], settings(speed)[0], precision, speed)
+        breakdown = step_model.breakdown(program["events"], program["entry"], central)
+        copies_host = bool(transfers["host_bytes"]["to_host"])
+        if published_value and on_calibration_target and copies_host and calibrated_on != row.id:
+            implied = implied_host_gb_s(program, central, published_value)
+    published_step_s = (
+        program["model_flops"] / (published_value * 1e12) if published_value and on_calibration_target else None
+    )
+    copies = transfers["host_copies"]
     return {
         "row": row.id,
         "family": row.family,
         "status": "ok",
         "message": None,
-        "flops": {
-            "model": model,
-            "counted": flops.total,
-            "gemm": flops.gemm,
-            "attention": flops.attention,
-            "rematted": flops.rematted,
-            "unspent": flops.unspent,
-            "unlabelled_gemm": flops.unlabelled_gemm,
-            "unlabelled_attention": flops.unlabelled_attention,
-            "recompute": spent - model,
-            "recompute_share": (spent - model) / spent if spent else None,
-            **model_components(program.get("model_components")),
-        },
+        "precision": precision,
+        "flops": flops_record(program),
         "unknown_trip_counts": program["unknown_loops"],
+        "memory_bytes": transfers["memory_bytes"],
         "host_bytes": transfers["host_bytes"],
         "host_copies": {
             "asynchronous": sum(1 for c in copies if c["asynchronous"]),
@@ -257,9 +459,11 @@ def predict_row(
         },
         "collectives": transfers["collectives"],
         "network": network(program, target, published_step_s),
-        "calibrated_on": calibration["row"] if calibrated else None,
-        "tflops_per_device": calibrated,
-        "tflops_per_device_prior": prior,
+        "published_tflops": published_value if on_calibration_target else None,
+        "published_sources": (published or {}).get("sources") if on_calibration_target else None,
+        "calibrated_on": calibrated_on,
+        "tflops_per_device": by_calibration.get(calibrated_on) if calibrated_on else None,
+        "by_calibration": by_calibration,
         "breakdown": breakdown,
         "implied_host_gb_s_per_direction": implied,
     }
@@ -272,10 +476,12 @@ def predict_target(
     speed: dict[str, Any],
     calibration_target: Target | None,
     source_prediction: dict[str, Any] | None,
+    claims_file: str | Path = CLAIMS_FILE,
 ) -> dict[str, Any]:
     """Every compiled row of one target (its program read from the cache). A row compiled under an
     alternative assumption (`<row>@<variant>`) stands for its row: the prediction of a variant."""
     by_id = {row.id: row for row in rows}
+    shape = network_shape(target, speed)
     programs, failed = {}, {}
     for result in compiled:
         row_id = result["row"].split(SEPARATOR)[0]
@@ -286,8 +492,9 @@ def predict_target(
         elif not result["fits"]:  # no step time for a program that does not fit
             failed[row_id] = ("oom", f"out of memory as compiled ({-result['margin_gib']:.1f} GiB over)")
         else:
-            programs[row_id] = read_program(result)
-    return predict_programs(by_id, programs, failed, target, speed, calibration_target, source_prediction)
+            programs[row_id] = read_program(result, shape)
+    published = published_throughputs(by_id, speed, claims_file)
+    return predict_programs(by_id, programs, failed, target, speed, calibration_target, source_prediction, published)
 
 
 def predict_programs(
@@ -298,17 +505,28 @@ def predict_programs(
     speed: dict[str, Any],
     calibration_target: Target | None,
     source_prediction: dict[str, Any] | None,
+    published: dict[str, dict[str, dict[str, Any]]],
 ) -> dict[str, Any]:
-    """Calibrated here when this is the calibration target, else from the calibration target's
-    own prediction (`source_prediction`), else the prior only."""
-    uncalibrated: dict[str, dict[str, str]] = {}
+    """Calibrated (and its error measured) here when this is the calibration target, else from the
+    calibration target's own prediction (`source_prediction`)."""
+    error = ablation = by_precision = None
     if calibration_target and target.name == calibration_target.name:
-        calibration, uncalibrated = calibrate(rows, programs, target, speed)
+        calibration, uncalibrated = calibrations(rows, programs, target, speed, published)
+        error, ablation, by_precision = error_tables(rows, programs, target, speed, published)
     else:
         calibration = (source_prediction or {}).get("calibration", {})
         uncalibrated = (source_prediction or {}).get("uncalibrated", {})
+        error = (source_prediction or {}).get("model_error")
     predicted = [
-        predict_row(rows[row_id], program, target, speed, calibration.get(rows[row_id].family), calibration_target)
+        predict_row(
+            rows[row_id],
+            program,
+            target,
+            speed,
+            calibration.get(rows[row_id].family, {}),
+            calibration_target,
+            published.get(rows[row_id].family, {}).get(row_id),
+        )
         for row_id, program in programs.items()
     ]
     for row_id, (status, message) in failed.items():
@@ -320,12 +538,18 @@ def predict_programs(
         "message": None,
         "calibration": calibration,
         "uncalibrated": uncalibrated,
+        "model_error": error,
+        "ablation": ablation,
+        "by_precision": by_precision,
         "settings": {
-            "link_efficiency": settings(speed, "link_efficiency"),
-            "prior_efficiency": settings(speed, "prior_efficiency"),
-            "order": "calibrated: one value per link efficiency; prior: efficiency x link efficiency; central first",
+            "link_efficiency": [link for link, _ in settings(speed)],
+            "network_end": [end for _, end in settings(speed)],
+            "order": (
+                "one value per setting: each link efficiency (central, low, high) at each network end"
+                " (ring, then floor); central first"
+            ),
         },
-        "assumptions": [speed["link_efficiency"]["reason"], speed["prior_efficiency"]["reason"], *speed["assumptions"]],
+        "assumptions": [speed["link_efficiency"]["reason"], speed["network"]["reason"], *speed["assumptions"]],
         "rows": predicted,
         "gains": gains(predicted, speed),
         "cross_checks": cross_checks(rows, predicted, target, speed),
@@ -384,23 +608,14 @@ def cross_checks(
 
 def gains(predicted: list[dict[str, Any]], speed: dict[str, Any]) -> list[dict[str, Any]]:
     """Each offload row's predicted gain over the row it replaces (experiments/speed.yaml, gains),
-    setting by setting: calibrated where both rows are, else from the prior."""
+    setting by setting, both at their default calibration."""
     found = []
     for pair, offload, against in predicted_pairs(predicted, speed, "gains", "offload", "against"):
-        metric = "tflops_per_device" if offload["tflops_per_device"] and against["tflops_per_device"] else None
-        metric = metric or "tflops_per_device_prior"
-        if not offload[metric] or not against[metric]:
+        if not offload["tflops_per_device"] or not against["tflops_per_device"]:
             continue
-        values = [a / b - 1 for a, b in zip(offload[metric], against[metric], strict=True)]
-        found.append(
-            {
-                **pair,
-                "by": "calibrated" if metric == "tflops_per_device" else "prior",
-                "gain": values[0],
-                "low": min(values),
-                "high": max(values),
-            }
-        )
+        pairs = zip(offload["tflops_per_device"], against["tflops_per_device"], strict=True)
+        values = [a / b - 1 for a, b in pairs if a and b]
+        found.append({**pair, "by": "calibrated", "gain": values[0], "low": min(values), "high": max(values)})
     return found
 
 
@@ -412,8 +627,10 @@ def write_prediction(
     speed_file: str | Path = SPEED_FILE,
     calibration_target: Target | None = None,
     source_file: Path | None = None,
+    claims_file: str | Path = CLAIMS_FILE,
 ) -> dict[str, Any]:
     speed = load_speed(speed_file)
     compiled = [read_result(path, "compile") for path in compiled_files]
     source = read_result(source_file, "predicted") if source_file else None
-    return write_result(out, "predicted", predict_target(rows, target, compiled, speed, calibration_target, source))
+    prediction = predict_target(rows, target, compiled, speed, calibration_target, source, claims_file)
+    return write_result(out, "predicted", prediction)

@@ -1,10 +1,14 @@
 """The step-time model: a compiled program's schedule replayed at stated rates.
 
-One compute stream runs the scheduled instructions in order, each GEMM or attention call taking
-its FLOPs over the effective compute rate (peak x efficiency); instructions without FLOPs take no
-time (the efficiency absorbs them). Each async transfer (`*-start` ... `*-done`) runs on its own
-channel, to the host, from the host or the collective network, one transfer at a time per
-channel, from its start; its done waits for it. A synchronous transfer stops the compute stream.
+One compute stream runs the scheduled instructions in order. Each takes the longer of its FLOPs
+over the effective compute rate (GEMMs at the rate of the weights' precision, attention at
+BF16's) and the HBM bytes it reads and writes over the HBM bandwidth: an instruction without
+FLOPs (element-wise, normalisation, the optimizer update) costs its bytes (a roofline per
+instruction). Each async transfer (`*-start` ... `*-done`) runs on its own channel, to the host,
+from the host or the collectives, one transfer at a time per channel, from its start; its done
+waits for it. A collective takes the longer of its bus bytes over NVLink and, where its group
+spans NVLink domains, its bytes per NIC over the scale-out network (at the ring or the
+hierarchical end of their band). A synchronous transfer stops the compute stream.
 A loop body is replayed twice: a transfer started in one iteration and awaited in the next (a
 pipelined copy) is carried over, and the second iteration is the steady state.
 
@@ -19,21 +23,46 @@ from dataclasses import dataclass, replace
 
 from offload_repro.produce.hlo_program import Event
 
+NETWORK_ENDS = ("ring", "floor")
+
 
 @dataclass(frozen=True)
 class Rates:
-    flops_per_s: float
+    flops_per_s: float  # GEMMs
     to_host_bytes_per_s: float = math.inf
     from_host_bytes_per_s: float = math.inf
-    collective_bytes_per_s: float = math.inf
+    collective_bytes_per_s: float = math.inf  # NVLink, bus bytes
+    hbm_bytes_per_s: float = math.inf
+    network_bytes_per_s: float = math.inf  # one NIC, one direction
+    network_end: str = "ring"
+    attention_share: float = 1.0  # attention's rate as a share of the GEMMs' (BF16 under FP4 weights)
+    weight_gather_scale: float = 1.0  # bytes of a gathered weight per bf16 byte (FP4 weights: 0.28)
 
-    def seconds(self, channel: str, moved: int) -> float:
-        rate = {
-            "to_host": self.to_host_bytes_per_s,
-            "from_host": self.from_host_bytes_per_s,
-            "collective": self.collective_bytes_per_s,
-        }[channel]
-        return moved / rate if rate else math.inf
+    def seconds(self, event: Event) -> float:
+        if event.channel == "collective":
+            network = event.network_ring if self.network_end == "ring" else event.network_floor
+            scale = self.weight_gather_scale if event.what == "all-gather" and event.element == "bf16" else 1.0
+            return scale * max(event.bytes / self.collective_bytes_per_s, network / self.network_bytes_per_s)
+        rate = self.to_host_bytes_per_s if event.channel == "to_host" else self.from_host_bytes_per_s
+        return event.bytes / rate if rate else math.inf
+
+    def compute_seconds(self, event: Event, charge_unspent: bool) -> float:
+        if event.unspent and event.unspent == event.flops and not charge_unspent:
+            return 0.0  # wholly the dense MoE dispatch the source did not perform
+        flops = event.flops if charge_unspent else event.flops - event.unspent
+        attention = min(event.attention, flops)
+        busy = (flops - attention) / self.flops_per_s + attention / (self.flops_per_s * self.attention_share)
+        return max(busy, event.bytes / self.hbm_bytes_per_s)
+
+    def free(self, *channels: str) -> Rates:
+        """The same rates with the named channels costing nothing: host, collective, network, hbm."""
+        fields = {
+            "host": ("to_host_bytes_per_s", "from_host_bytes_per_s"),
+            "collective": ("collective_bytes_per_s", "network_bytes_per_s"),
+            "network": ("network_bytes_per_s",),
+            "hbm": ("hbm_bytes_per_s",),
+        }
+        return replace(self, **{name: math.inf for channel in channels for name in fields[channel]})
 
 
 class Replay:
@@ -57,11 +86,10 @@ class Replay:
         ready = dict(carried)
         for event in self.events.get(name, []):
             if event.kind == "compute":
-                flops = event.flops if self.charge_unspent else event.flops - event.unspent
-                now += flops / self.rates.flops_per_s
+                now += self.rates.compute_seconds(event, self.charge_unspent)
             elif event.kind in ("start", "transfer"):
                 begin = max(now, free.get(event.channel, 0.0))
-                end = begin + self.rates.seconds(event.channel, event.bytes)
+                end = begin + self.rates.seconds(event)
                 free[event.channel] = end
                 if event.kind == "transfer":
                     now = end
@@ -78,17 +106,25 @@ def step_seconds(events: dict[str, list[Event]], entry: str, rates: Rates, charg
     return Replay(events, rates, charge_unspent).computation(entry)
 
 
+TERMS = ("compute_s", "memory_bound_s", "exposed_host_copy_s", "exposed_collective_s", "exposed_network_s")
+
+
 def breakdown(events: dict[str, list[Event]], entry: str, rates: Rates) -> dict[str, float]:
-    """The step time and what makes it: compute alone, and the time each kind of transfer adds."""
+    """The step time and the terms that make it, which sum to it: each channel made free in turn
+    (the network, then the collectives on NVLink, then the host copies, then HBM), what it added
+    is its term; what is left is compute."""
     step = step_seconds(events, entry, rates)
-    compute = step_seconds(events, entry, Rates(rates.flops_per_s))
-    no_host = step_seconds(events, entry, replace(rates, to_host_bytes_per_s=math.inf, from_host_bytes_per_s=math.inf))
-    no_collectives = step_seconds(events, entry, replace(rates, collective_bytes_per_s=math.inf))
+    no_network = step_seconds(events, entry, rates.free("network"))
+    no_collectives = step_seconds(events, entry, rates.free("collective"))
+    no_host = step_seconds(events, entry, rates.free("collective", "host"))
+    compute = step_seconds(events, entry, rates.free("collective", "host", "hbm"))
     return {
         "step_s": step,
         "compute_s": compute,
-        "exposed_host_copy_s": step - no_host,
-        "exposed_collective_s": step - no_collectives,
+        "memory_bound_s": no_host - compute,
+        "exposed_host_copy_s": no_collectives - no_host,
+        "exposed_collective_s": no_network - no_collectives,
+        "exposed_network_s": step - no_network,
     }
 
 
@@ -98,6 +134,8 @@ def calibrate(
     """The effective compute rate (FLOP/s) at which the program's predicted throughput (model
     FLOPs over step time) equals the published one, the transfer rates held; bisection in log space."""
     low, high = 1e12, 1e18
+    if step_seconds(events, entry, replace(rates, flops_per_s=low)) == 0:
+        raise ValueError("the step takes no time at any compute rate: it has nothing to calibrate")
     if model_flops / step_seconds(events, entry, replace(rates, flops_per_s=high)) < published_flops_per_s:
         raise ValueError("the published throughput cannot be reached at any compute rate: transfers alone exceed it")
     for _ in range(100):
