@@ -588,3 +588,37 @@ def test_a_calibration_row_that_cannot_reach_its_published_throughput_is_said_so
     assert "llama-baseline" not in result["calibration"]["llama"]["nvfp4"]
     for row in result["rows"]:
         assert row["tflops_per_device"] and row["calibrated_on"] != "llama-baseline"
+
+
+def test_a_target_without_an_fp4_peak_predicts_llama_at_bf16():
+    llama = load_rows([REPO / "experiments/rows/llama3.1-405b.yaml"])[0]
+    assert predict.precisions(SPEED, llama, load_target("gb200-nvl72")) == ["nvfp4", "bfloat16"]
+    assert predict.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
+
+
+def test_the_setting_that_explains_speed_and_memory_together_is_named():
+    """Each single alternative carries its prediction's leave-one-out error beside its memory
+    distance; the best at both is the least root mean square of the two; a combination of several
+    alternatives is not predicted."""
+    from offload_repro.produce.sensitivity import speed_and_memory
+
+    def candidate(combination: list[str], distance: float) -> dict:
+        return {"combination": combination, "distance": distance}
+
+    fit = {
+        "candidates": [
+            candidate([], 0.20),
+            candidate(["seq.seq-2048"], 0.05),
+            candidate(["dispatch.capacity-2.0"], 0.10),
+            candidate(["seq.seq-2048", "dispatch.capacity-2.0"], 0.01),
+        ]
+    }
+    errors = {
+        "": {"mean_abs": 0.18},
+        "seq.seq-2048": {"mean_abs": 0.30},
+        "dispatch.capacity-2.0": {"mean_abs": 0.08},
+    }
+    best = speed_and_memory(fit, errors)
+    assert best["combination"] == ["dispatch.capacity-2.0"]
+    assert best["score"] == pytest.approx(((0.10**2 + 0.08**2) / 2) ** 0.5)
+    assert fit["candidates"][3]["speed_error"] is None and fit["candidates"][0]["speed_error"] == errors[""]

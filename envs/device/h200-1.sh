@@ -7,8 +7,11 @@
 #   On the H200, in a copy of this checkout:
 #       OUT=/path/for/results bash envs/device/h200-1.sh
 #   Every row trains for real on the GPU (the row that runs out of memory really does), the
-#   offload rows are profiled and the host link is probed. $OUT receives the run and probe
-#   files with their logs and trace summaries (h200-1-results.tar.gz) and the whole log.
+#   offload rows are profiled and the host link is probed. Where the copy carries the source
+#   hardware's prediction (results/predicted/gb200-nvl72.json, its calibration), each row that
+#   ran is also compiled for h200-1 and predicted, so that predicted and measured come back
+#   together and the page sets them side by side. $OUT receives the run, probe, compile and
+#   prediction files with their logs and trace summaries (h200-1-results.tar.gz) and the whole log.
 #
 #   Back in the checkout where the report is built:
 #       tar -xzf h200-1-results.tar.gz
@@ -36,7 +39,7 @@ rows=(deepseek-device-mb2 deepseek-device-mb8 deepseek-offload-optimized deepsee
 log "probe"
 timeout 60 python3 -m offload_repro.cli probe --tables "${tables[@]}" --target h200-1 \
     --out results/h200-1/probe.json >> "$OUT/h200-1.log" 2>&1 || log "probe failed"
-deadline=$((SECONDS + 540))
+deadline=$((SECONDS + 480))
 for row in "${rows[@]}"; do
     left=$((deadline - SECONDS))
     (( left > 30 )) || { log "out of time before $row"; break; }
@@ -44,6 +47,30 @@ for row in "${rows[@]}"; do
     timeout "$left" python3 -m offload_repro.cli run --tables "${tables[@]}" --row "$row" --target h200-1 \
         --out "results/h200-1/runs/$row.json" --work-dir "results/h200-1/work/$row" 2>&1 | tee -a "$OUT/h200-1.log"
 done
+# Predicted evidence for the rows that ran, from their programs compiled for this target.
+if [[ -f results/predicted/gb200-nvl72.json ]]; then
+    compiled=()
+    for run in results/h200-1/runs/*.json; do
+        row=$(basename "$run" .json)
+        left=$((deadline + 60 - SECONDS))
+        (( left > 20 )) || { log "out of time before compiling $row"; break; }
+        log "compile $row (at most ${left}s)"
+        timeout "$left" python3 -m offload_repro.cli compile --tables "${tables[@]}" --row "$row" --target h200-1 \
+            --out "results/compiled/h200-1/$row.json" --work-dir "results/compiled/h200-1/work/$row" \
+            --programs results/programs/h200-1 >> "$OUT/h200-1.log" 2>&1 \
+            && compiled+=("results/compiled/h200-1/$row.json") || log "compile $row failed"
+    done
+    if (( ${#compiled[@]} )); then
+        log "predict ${#compiled[@]} rows"
+        timeout 60 python3 -m offload_repro.cli predict --tables "${tables[@]}" --target h200-1 \
+            --out results/predicted/h200-1.json --calibrated-by results/predicted/gb200-nvl72.json \
+            "${compiled[@]}" >> "$OUT/h200-1.log" 2>&1 || log "predict failed"
+    fi
+else
+    log "no results/predicted/gb200-nvl72.json in this copy: the prediction is built at home instead"
+fi
 # Traces stay behind (large); their summaries are in the run JSONs.
-tar -czf "$OUT/h200-1-results.tar.gz" --exclude='*/trace/*' --exclude='*/output/*' results/h200-1
+extra=(); for path in results/compiled/h200-1 results/predicted/h200-1.json; do [[ -e $path ]] && extra+=("$path"); done
+tar -czf "$OUT/h200-1-results.tar.gz" --exclude='*/trace/*' --exclude='*/output/*' --exclude='*/work/*' \
+    results/h200-1 "${extra[@]}"
 log "done: $(ls results/h200-1/runs | wc -l) rows"

@@ -169,6 +169,7 @@ def parser() -> argparse.ArgumentParser:
     sensitivity.add_argument("--programs", required=True, type=Path, help="the cache of compiled programs")
     sensitivity.add_argument("--work-dir", required=True, type=Path)
     sensitivity.add_argument("--default", nargs="+", required=True, type=Path, help="the affected rows' compiles")
+    sensitivity.add_argument("--default-predicted", type=Path, help="the defaults' own prediction")
     sensitivity.add_argument("--variants", nargs="*", default=[], type=Path, help="every alternative's compiles")
     sensitivity.add_argument(
         "--predicted",
@@ -325,6 +326,7 @@ def dispatch(args: argparse.Namespace) -> int:
             programs=args.programs,
             work_dir=args.work_dir,
             launcher=_launcher(args),
+            default_predicted=args.default_predicted,
         )
         best = result["fit"]["best"]
         if best:

@@ -163,6 +163,7 @@ rule sensitivity:
         default=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=PLAN.varied_rows),
         variants=PLAN.variant_files,
         predicted=PLAN.variant_predictions,
+        default_predicted=f"results/predicted/{COMPILE_TARGET.name}.json",
         code=CODE["sensitivity"],
     output:
         "results/whatif/assumptions.json",
@@ -176,4 +177,5 @@ rule sensitivity:
         f"{CLI} sensitivity {{params.fork_server}} --tables {TABLES} --target {COMPILE_TARGET.name}"
         " --out {output}"
         f" --programs results/programs/{COMPILE_TARGET.name} --work-dir results/whatif/assumptions/work/fit"
-        f" --default {{input.default}} --variants {{input.variants}} --predicted {{input.predicted}} {LOGGED}"
+        f" --default {{input.default}} --variants {{input.variants}} --predicted {{input.predicted}}"
+        f" --default-predicted {{input.default_predicted}} {LOGGED}"

@@ -96,7 +96,7 @@ class Plan:
 
     def calibration_source(self, gpu_target: str) -> list[str]:
         """The calibration target's prediction, which another target's prediction scales from."""
-        if gpu_target == self.calibration_target or self.calibration_target not in self.grid_targets:
+        if gpu_target == self.calibration_target:
             return []
         return [f"results/predicted/{self.calibration_target}.json"]
 

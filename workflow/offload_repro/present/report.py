@@ -427,10 +427,18 @@ def host_copies(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
     return found
 
 
-def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: list[dict[str, Any]], target: str | None):
+def speed(
+    rows: list[Row],
+    lookup: Lookup,
+    verdicts: dict[str, Any],
+    sources: list[dict[str, Any]],
+    target: str | None,
+    measured_here: bool = False,
+):
     """What the compiled programs say about speed: each row's FLOPs, bytes, collectives and predicted
     step, the model's measured error (and that of simpler models), the speed claims' predicted
-    judgements with their explanations, and the model's calibration."""
+    judgements with their explanations, and the model's calibration. `measured_here`: the page's
+    runs are on the hardware the rows were predicted for, so each prediction stands beside its run."""
     source = next((s for s in sources if s["kind"] == "predicted" and s["target"] == target), None)
     if source is None:
         return None
@@ -442,6 +450,7 @@ def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: li
             continue
         published = values["published_tflops"]
         predicted = values["tflops_per_device"]
+        measured = lookup.value(row.id, "measured", "tflops_per_device") if measured_here else None
         lines.append(
             {
                 "row": row,
@@ -450,6 +459,8 @@ def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: li
                 "band": lookup.band(row.id, "predicted", "tflops_per_device"),
                 "published": published,
                 "ratio": predicted / published if predicted and published else None,
+                "measured": measured,
+                "measured_error": predicted / measured - 1 if predicted and measured else None,
                 "collectives": {kind: values[f"{kind}_gb_per_step"] for kind in COLLECTIVE_KINDS},
                 **values,
             }
@@ -459,8 +470,17 @@ def speed(rows: list[Row], lookup: Lookup, verdicts: dict[str, Any], sources: li
         for judgement in claim["judgements"]:
             if judgement["evidence"] == "predicted":
                 judged.append({"claim": claim, "judgement": judgement})
+    on_hardware = [abs(line["measured_error"]) for line in lines if line.get("measured_error") is not None]
     return {
         "lines": lines,
+        "measured_here": measured_here,
+        "error_on_hardware": {
+            "rows": len(on_hardware),
+            "mean_abs": sum(on_hardware) / len(on_hardware),
+            "largest_abs": max(on_hardware),
+        }
+        if on_hardware
+        else None,
         "network": network_summary(lines),
         "components": flop_components(rows, lookup),
         "copies": host_copies(rows, lookup),
@@ -578,7 +598,9 @@ def render_target(
             tables=tables(rows, lookup),
             charts=chart_specs(rows, observations[own], target, compiled_on, errors) + whatif_charts(observations),
             whatif=whatif(rows, observations),
-            speed=speed(rows, lookup, verdicts, sources, verdicts["compile_target"]),
+            speed=speed(
+                rows, lookup, verdicts, sources, verdicts["compile_target"], target.name == verdicts["compile_target"]
+            ),
             assumptions=assumptions_section(
                 read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts
             ),

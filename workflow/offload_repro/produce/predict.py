@@ -96,8 +96,11 @@ def peak_flops(target: Target, precision: str) -> float | None:
     return tflops * 1e12 if tflops else None
 
 
-def precisions(speed: dict[str, Any], row: Row) -> list[str]:
-    return speed["precision"]["families"].get(row.family, [row.dtype])
+def precisions(speed: dict[str, Any], row: Row, target: Target) -> list[str]:
+    """The GEMM precisions a row is predicted at on a target, its default first: those of its
+    family that the target has a cited peak for (an H200 has no FP4), else the row's dtype."""
+    listed = speed["precision"]["families"].get(row.family, [row.dtype])
+    return [precision for precision in listed if peak_flops(target, precision)] or [row.dtype]
 
 
 def rates(
@@ -202,7 +205,7 @@ def calibrations(
         for row_id, entry in entries.items():
             if row_id not in programs:
                 continue
-            for precision in precisions(speed, rows[row_id]):
+            for precision in precisions(speed, rows[row_id], target):
                 try:
                     by_setting = calibrate_row(programs[row_id], entry["tflops"], target, speed, precision)
                 except ValueError as err:
@@ -308,13 +311,13 @@ def error_tables(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """The full model's leave-one-out error at each family's default precision; the same for each
     simpler model; and for each combination of the families' precisions."""
-    default = {family: precisions(speed, rows[next(iter(entries))])[0] for family, entries in published.items()}
+    default = {family: precisions(speed, rows[next(iter(entries))], target)[0] for family, entries in published.items()}
     full = model_error(programs, target, speed, published, default)
     ablation = [
         {"model": name, "free": list(free), **model_error(programs, target, speed, published, default, free)}
         for name, free in MODELS
     ]
-    choices = {family: precisions(speed, rows[next(iter(entries))]) for family, entries in published.items()}
+    choices = {family: precisions(speed, rows[next(iter(entries))], target) for family, entries in published.items()}
     by_precision = []
     for combination in itertools.product(*choices.values()):
         chosen = dict(zip(choices, combination, strict=True))
@@ -415,10 +418,15 @@ def predict_row(
     """One row under every calibration of its family at its default precision: its throughput
     at each setting, and at the default calibration its step's terms."""
     transfers = program["transfers"]
-    precision = precisions(speed, row)[0]
+    precision = precisions(speed, row, target)[0]
+    # A target without the calibration's precision (an H200 has no FP4) keeps its share of the peak:
+    # how well the program uses the tensor cores, at the precision this target has.
+    source_precision = precisions(speed, row, calibration_target)[0] if calibration_target else precision
     by_calibration: dict[str, list[float]] = {}
     central_rates: dict[str, float] = {}
-    for calibrated_on, calibration in (family_calibrations.get(precision) or {}).items() if calibration_target else ():
+    for calibrated_on, calibration in (
+        (family_calibrations.get(source_precision) or {}).items() if calibration_target else ()
+    ):
         found = rates_from(calibration, target, calibration_target, precision)
         if found and found[0]:
             by_calibration[calibrated_on] = [
@@ -447,6 +455,7 @@ def predict_row(
         "status": "ok",
         "message": None,
         "precision": precision,
+        "calibration_precision": source_precision,
         "flops": flops_record(program),
         "unknown_trip_counts": program["unknown_loops"],
         "memory_bytes": transfers["memory_bytes"],

@@ -5,7 +5,10 @@ it affects, one assumption at a time (rule `compile_variant`, a cached program e
 gathers them beside the default compiles into `results/whatif/assumptions.json` (kind
 `assumptions`), and searches, over the alternatives, the combination whose compiled memory comes
 closest to the source's two published DeepSeek memory figures: each assumption's best option
-alone, then those options together (compiled once more, through the program cache).
+alone, then those options together (compiled once more, through the program cache). Beside each
+candidate that was predicted, its step-time model's leave-one-out error against the source's
+published throughputs: which setting explains the published speeds, and which explains speed and
+memory together.
 """
 
 from __future__ import annotations
@@ -150,6 +153,40 @@ def gather(
     }
 
 
+def speed_error(prediction_file: str | Path | None) -> dict[str, Any] | None:
+    """A prediction's leave-one-out error against the published throughputs, per model and in all."""
+    if prediction_file is None:
+        return None
+    error = read_result(prediction_file, "predicted").get("model_error")
+    if not error or error["mean_abs"] is None:
+        return None
+    return {
+        "mean_abs": error["mean_abs"],
+        "largest_abs": error["largest_abs"],
+        "families": {
+            family: {"mean_abs": f["mean_abs"], "largest_abs": f["largest_abs"]}
+            for family, f in error["families"].items()
+        },
+    }
+
+
+def speed_and_memory(fit: dict[str, Any], errors: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Each candidate's speed error beside its memory distance (a combination of several
+    alternatives was not predicted), and the candidate best at both: the least root mean square of
+    its memory distance and its mean absolute speed error."""
+    both = []
+    for candidate in fit["candidates"]:
+        key = "+".join(candidate["combination"])
+        candidate["speed_error"] = errors.get(key) if len(candidate["combination"]) <= 1 else None
+        if candidate["speed_error"] and candidate["distance"] is not None:
+            score = math.sqrt((candidate["distance"] ** 2 + candidate["speed_error"]["mean_abs"] ** 2) / 2)
+            both.append((score, candidate))
+    if not both:
+        return None
+    score, best = min(both, key=lambda pair: pair[0])
+    return {"combination": best["combination"], "score": score}
+
+
 def write_sensitivity(
     rows: list[Row],
     target: Target,
@@ -160,13 +197,18 @@ def write_sensitivity(
     programs: Path,
     work_dir: Path,
     launcher: Launcher = run_subprocess,
+    default_predicted: Path | None = None,
 ) -> dict[str, Any]:
     """The table of every alternative beside the defaults, and the best fit; `predicted_files`: each
-    alternative's prediction of every row, `<variant>/predicted.json`; `launcher` starts the
-    combination's compiles."""
+    alternative's prediction of every row, `<variant>/predicted.json` (`default_predicted`: the
+    defaults' own); `launcher` starts the combination's compiles."""
     data = gather({row.id: row for row in rows}, target, default_files, variant_files, programs, work_dir, launcher)
     predicted = {path.parent.name: str(path) for path in map(Path, predicted_files)}
+    errors: dict[str, dict[str, Any] | None] = {"": speed_error(default_predicted)}
     for entry in data["assumptions"]:
         for alternative in entry["alternatives"]:
-            alternative["predicted"] = predicted.get(variant_id(entry, alternative))
+            key = variant_id(entry, alternative)
+            alternative["predicted"] = predicted.get(key)
+            alternative["speed_error"] = errors[key] = speed_error(predicted.get(key))
+    data["fit"]["best_for_speed_and_memory"] = speed_and_memory(data["fit"], errors)
     return write_result(out, "assumptions", data)
