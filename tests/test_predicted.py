@@ -622,3 +622,43 @@ def test_the_setting_that_explains_speed_and_memory_together_is_named():
     assert best["combination"] == ["dispatch.capacity-2.0"]
     assert best["score"] == pytest.approx(((0.10**2 + 0.08**2) / 2) ** 0.5)
     assert fit["candidates"][3]["speed_error"] is None and fit["candidates"][0]["speed_error"] == errors[""]
+
+
+def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_measured(tmp_path, tables):
+    """An H200 page: the row ran there (a real run result, re-targeted here) and was predicted for
+    that GPU from the source's calibration; the speed table puts the two side by side and the page
+    states the model's error on that hardware."""
+    import json
+
+    from offload_repro.cli import main
+    from offload_repro.core.results import write_result
+    from report_page import raw_placeholders
+
+    fixtures = REPO / "tests/fixtures/results"
+    run = json.loads((fixtures / "cpu/runs/llama-qkv-offload-lhs.json").read_text()) | {"target": "h200-1"}
+    compiled = json.loads((fixtures / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json").read_text())
+    compiled |= {"target": "h200-1"}
+    source = predicted_result(llama_rows(2669), llama_programs())
+    h200 = load_target("h200-1")
+    rows = llama_rows(2669)
+    programs = {"llama-qkv-offload-lhs": llama_programs()["llama-qkv-offload-lhs"]}
+    published = predict.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    gb200 = load_target("gb200-nvl72")
+    predicted = predict.predict_programs(rows, programs, {}, h200, SPEED, gb200, source, published)
+    (row,) = predicted["rows"]
+    assert row["precision"] == "bfloat16" and row["calibration_precision"] == "nvfp4" and row["tflops_per_device"]
+    paths = [tmp_path / "run.json", tmp_path / "compiled.json", tmp_path / "predicted.json"]
+    for path, kind, data in zip(paths, ("run", "compile", "predicted"), (run, compiled, predicted), strict=True):
+        write_result(path, kind, {key: value for key, value in data.items() if key not in ("kind", "schema_version")})
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "h200-1.html"
+    assert main(["evidence", "--target", "h200-1", "--out", str(evidence), *map(str, paths)]) == 0
+    claims = str(REPO / "experiments/claims.yaml")
+    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page)]) == 0
+    html = page.read_text()
+    speed = html[html.index('<section id="speed">') :]
+    assert "measured</span> here" in speed and 'id="error-on-hardware"' in speed
+    error = row["tflops_per_device"][0] / run["tflops_per_device"] - 1
+    assert f"{abs(error) * 100:.1f}%" in speed[speed.index('id="error-on-hardware"') :]
+    assert raw_placeholders(html) == []
