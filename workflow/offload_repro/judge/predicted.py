@@ -90,7 +90,8 @@ def measured_error(claim: dict[str, Any], facts: dict[str, dict[str, Any]]) -> t
         if errors:
             where = f"on {family}'s other published throughputs" if same else "on the other model's throughputs"
             largest = max(errors)
-            return largest, f"the model's largest leave-one-out error {where}: ±{largest:.1%} ({len(errors)} pairs)"
+            pairs = f"{len(errors)} pair{'s' if len(errors) > 1 else ''}"
+            return largest, f"the model's largest leave-one-out error {where}: ±{largest:.1%} ({pairs})"
     return None, "no leave-one-out error can be measured without this claim's own published value"
 
 

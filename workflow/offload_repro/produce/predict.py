@@ -174,19 +174,27 @@ def calibrate_row(
     only_central: bool = False,
 ) -> list[float | None]:
     """The GEMM rate at each setting that makes the program's prediction `published`; None at a
-    setting where none can (its transfers alone take longer); ValueError where the central one can't."""
+    setting where none can (its transfers alone take longer); ValueError where the central one
+    can't, saying at which settings one can."""
     found: list[float | None] = []
-    for index, setting in enumerate(settings(speed)[:1] if only_central else settings(speed)):
+    chosen = settings(speed)[:1] if only_central else settings(speed)
+    for setting in chosen:
         at = rates(target, 1.0, setting, precision, speed).free(*free)
         try:
             found.append(
                 step_model.calibrate(program["events"], program["entry"], program["model_flops"], published * 1e12, at)
             )
-        except ValueError as err:
-            if index == 0:
-                link, end = setting
-                raise ValueError(f"at the central setting (link efficiency {link}, network {end}): {err}") from err
+        except ValueError:
             found.append(None)
+    if found[0] is None:
+        reached = [
+            f"link efficiency {link}, network {end}" for (link, end), rate in zip(chosen, found, strict=True) if rate
+        ]
+        where = f"; it is reached only at {'; '.join(reached)}" if reached else " nor at any other setting"
+        raise ValueError(
+            f"no compute rate reaches it at the central setting (its transfers alone take longer){where}"
+            f" ({len(reached)} of {len(chosen)} settings)"
+        )
     return found
 
 
