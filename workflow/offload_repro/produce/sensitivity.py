@@ -20,8 +20,7 @@ from offload_repro.core.data import Row, Target
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import combined_row, variant_id
-from offload_repro.produce.compile import compile_result
-from offload_repro.produce.program import program_for
+from offload_repro.produce.compile import compiled_evidence
 
 
 def summary(result: dict[str, Any], file: str | None) -> dict[str, Any]:
@@ -83,10 +82,8 @@ def best_fit(
         combination: dict[str, Any] = {}
         for row_id in published:
             row = combined_row(rows[row_id], [(a, alt) for a, alt in chosen])
-            program, program_file, cached = program_for(row, target, work_dir / row_id, programs, launcher=launcher)
-            combination[row_id] = summary(
-                compile_result(row, target, program, program_file, cached), str(program_file) if program_file else None
-            )
+            result = compiled_evidence(row, target, work_dir / row_id, programs, launcher=launcher)
+            combination[row_id] = summary(result, result["program"]["file"])
         candidates.append({"combination": [variant_id(a, alt) for a, alt in chosen], "rows": combination})
     for candidate in candidates:
         candidate["distance"] = distance(candidate["rows"], published)
