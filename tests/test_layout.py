@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,3 +40,10 @@ def test_no_function_of_the_package_is_over_100_lines():
                 longest[f"{path.relative_to(REPO)}:{node.name}"] = node.end_lineno - node.lineno + 1
     assert len(longest) > 100
     assert {name: lines for name, lines in longest.items() if lines > 100} == {}
+
+
+def test_the_snakefile_includes_every_rule_file():
+    """The rules are split by topic; a rule file the Snakefile does not include would be dead."""
+    included = re.findall(r'^include: "(workflow/rules/\w+\.smk)"$', (REPO / "Snakefile").read_text(), re.M)
+    files = sorted(str(path.relative_to(REPO)) for path in (REPO / "workflow" / "rules").glob("*.smk"))
+    assert sorted(included) == files and len(files) == 7
