@@ -146,6 +146,24 @@ def test_the_readme_table_is_the_graph():
     assert plan.readme_with_table(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
 
 
+def test_the_readme_configuration_table_is_the_schema_and_the_defaults():
+    from offload_repro.plan.configuration import readme_with_config_table
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert readme_with_config_table(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+
+
+def test_every_key_of_the_config_is_described_and_has_a_default():
+    from offload_repro.core.files import read_yaml
+    from offload_repro.plan.configuration import DEFAULTS, SCHEMA, config_table
+
+    schema = read_yaml(SCHEMA)
+    assert set(schema["properties"]) == set(schema["required"]) == set(read_yaml(DEFAULTS))
+    undescribed = [key for key, spec in schema["properties"].items() if len(spec.get("description", "")) < 20]
+    assert undescribed == []
+    assert "| `frontier_targets` | `[gb200-nvl72, vr-nvl144]` |" in config_table()
+
+
 def test_a_stage_that_does_not_exist_is_named():
     with pytest.raises(KeyError, match="has no subcommand 'nope'"):
         plan.stage_modules("nope")
