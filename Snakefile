@@ -1,5 +1,7 @@
 # offload-repro: every row of the source's two tables, run, compiled, checked and reported.
-# Rules are thin: each calls one subcommand of the tested package in workflow/offload_repro.
+# Rules are thin: each calls one command of the tested package in workflow/offload_repro. One rule
+# file per topic, as the README has a section for each (runs, compiled, predicted, what-if,
+# assumptions, report).
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -9,9 +11,11 @@ configfile: "experiments/config.yaml"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/run.smk"
-include: "workflow/rules/compile.smk"
-include: "workflow/rules/probe.smk"
+include: "workflow/rules/runs.smk"
+include: "workflow/rules/compiled.smk"
+include: "workflow/rules/predicted.smk"
+include: "workflow/rules/whatif.smk"
+include: "workflow/rules/assumptions.smk"
 include: "workflow/rules/report.smk"
 
 

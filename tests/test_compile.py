@@ -91,3 +91,40 @@ def test_the_expected_offload_is_that_of_the_row_as_compiled_on_a_scaled_target(
     row = rows(tables)["llama-qkv-offload-lhs"]
     expected = compiled_accounting(compile_overrides(row, load_target("h200-1")))  # 2 of 126 layers
     assert expected["offloaded_bytes_per_step"] == 2 * 576 * 1024**2
+
+
+def test_a_compile_computes_its_overrides_once_and_hands_them_down(tables, gb200, tmp_path, monkeypatch):
+    """The program's key, the compile's MaxText arguments and the result take one computation of
+    the row's overrides; the compile's own settings (output directory, run name) stay out of them."""
+    import offload_repro.produce.compile as compiling
+    from offload_repro.core.files import write_json
+    from offload_repro.produce import program
+
+    row = rows(tables)["llama-qkv-offload-lhs"]
+    computed = []
+
+    def counted(row, target):
+        computed.append(row.id)
+        return compile_overrides(row, target)
+
+    monkeypatch.setattr(program, "compile_overrides", counted)
+    monkeypatch.setattr(compiling, "compile_overrides", counted)
+    launched = []
+
+    def compile_process(command, env, cwd, log_file):  # stands in for XLA: the compile fails at once
+        launched.append(command)
+        log_file.write_text("")
+        write_json(cwd / "aot.json", {"exception": {"type": "E", "message": "a stand-in"}})
+        return 1, 0.1
+
+    result = compiling.compile_row(row, gb200, tmp_path / "row.json", tmp_path / "work", launcher=compile_process)
+    assert computed == [row.id] and len(launched) == 1
+    assert result["status"] == "error" and result["message"] == "E: a stand-in"
+    assert result["maxtext_overrides"] == compile_overrides(row, gb200)
+    assert result["program"]["key"] == program.program_key(row, gb200)
+    arguments = launched[0][launched[0].index("--") + 2 :]  # after the base config
+    assert arguments == [
+        *program.maxtext_args.as_arguments(compile_overrides(row, gb200)),
+        f"base_output_directory={tmp_path / 'work' / 'output'}",
+        f"run_name={row.id}",
+    ]

@@ -79,11 +79,12 @@ def test_each_stage_depends_on_what_it_imports_and_reads(command, needs, never):
 
 def test_every_rule_takes_its_code_inputs_from_the_plan(tmp_path):
     """A dry run of a fresh copy lists every job's inputs: each rule's package and data files are
-    exactly its stage's (the rule files never list code by hand)."""
+    exactly its stage's (the rule files never list code by hand), and every rule with package files
+    among its inputs is one that `plan.rules()` found."""
     from workflow_copy import copy_workflow, snakemake
 
     directory = copy_workflow(tmp_path)
-    done = snakemake(directory, "-n", "--config", "whatif=True", timeout=300)
+    done = snakemake(directory, "-n", "--config", "whatif=True", "assumptions=True", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     seen: dict[str, set[str]] = {}
     for job in re.split(r"\n(?=(?:local)?rule \w+:)", done.stdout):
@@ -91,11 +92,21 @@ def test_every_rule_takes_its_code_inputs_from_the_plan(tmp_path):
         inputs = re.search(r"^\s*input: (.*)$", job, re.M)
         if name and inputs:
             seen.setdefault(name.group(1), set()).update(inputs.group(1).split(", "))
-    ours = {path for command in plan.RULES for path in plan.stage_code(command)}
-    for command, rule in plan.RULES.items():
+    ours = {path for command in plan.subcommands() for path in plan.stage_code(command)}
+    for rule, command in plan.rules().items():
         if rule in seen:  # preflight and probe_transfers run only on SLURM and one-GPU targets
             assert seen[rule] & ours == set(plan.stage_code(command)), rule
-    assert set(seen) >= {"run_row", "compile_row", "frontier", "evidence_table", "check_claims", "report"}
+    with_code = {rule for rule, inputs in seen.items() if any(p.startswith("workflow/offload_repro/") for p in inputs)}
+    assert with_code <= set(plan.rules())
+    assert with_code >= {"run_row", "compile_row", "compile_variant", "predict_variant", "sensitivity", "frontier"}
+
+
+def test_the_rules_of_each_command_are_read_from_the_rule_files():
+    found = plan.rules()
+    assert found["compile_row"] == found["compile_variant"] == "compile"
+    assert found["predict"] == found["predict_variant"] == "predict"
+    assert found["preflight"] == "preflight"  # defined inside an `if` of its rule file
+    assert set(found.values()) == set(plan.subcommands()) - {"validate", "summary"}  # those two run outside rules
 
 
 def test_every_data_file_a_module_names_is_in_its_reads():
@@ -133,6 +144,24 @@ def test_a_cycle_would_be_found(monkeypatch):
 def test_the_readme_table_is_the_graph():
     readme = (REPO_ROOT / "README.md").read_text()
     assert plan.readme_with_table(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+
+
+def test_the_readme_configuration_table_is_the_schema_and_the_defaults():
+    from offload_repro.plan.configuration import readme_with_config_table
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert readme_with_config_table(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+
+
+def test_every_key_of_the_config_is_described_and_has_a_default():
+    from offload_repro.core.files import read_yaml
+    from offload_repro.plan.configuration import DEFAULTS, SCHEMA, config_table
+
+    schema = read_yaml(SCHEMA)
+    assert set(schema["properties"]) == set(schema["required"]) == set(read_yaml(DEFAULTS))
+    undescribed = [key for key, spec in schema["properties"].items() if len(spec.get("description", "")) < 20]
+    assert undescribed == []
+    assert "| `frontier_targets` | `[gb200-nvl72, vr-nvl144]` |" in config_table()
 
 
 def test_a_stage_that_does_not_exist_is_named():

@@ -613,15 +613,19 @@ def test_the_setting_that_explains_speed_and_memory_together_is_named():
             candidate(["seq.seq-2048", "dispatch.capacity-2.0"], 0.01),
         ]
     }
-    errors = {
-        "": {"mean_abs": 0.18},
-        "seq.seq-2048": {"mean_abs": 0.30},
-        "dispatch.capacity-2.0": {"mean_abs": 0.08},
-    }
+
+    def error(mean: float, deepseek: float | None = 0.1) -> dict:
+        return {"mean_abs": mean, "families": {"llama": {"mean_abs": 0.05}, "deepseek": {"mean_abs": deepseek}}}
+
+    errors = {"": error(0.18), "seq.seq-2048": error(0.30), "dispatch.capacity-2.0": error(0.08)}
     best = speed_and_memory(fit, errors)
     assert best["combination"] == ["dispatch.capacity-2.0"]
     assert best["score"] == pytest.approx(((0.10**2 + 0.08**2) / 2) ** 0.5)
     assert fit["candidates"][3]["speed_error"] is None and fit["candidates"][0]["speed_error"] == errors[""]
+    # a candidate under which a model has no measured error (its rows out of memory) is not compared
+    errors["seq.seq-2048"] = error(0.01, deepseek=None)
+    fit["candidates"][1]["distance"] = 0.0
+    assert speed_and_memory(fit, errors)["combination"] == ["dispatch.capacity-2.0"]
 
 
 def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_measured(tmp_path, tables):

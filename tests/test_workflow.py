@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shutil
 import stat
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -251,6 +253,62 @@ def test_an_edit_replans_exactly_the_stages_that_import_or_read_it(finished_copy
     assert done.returncode == 0, done.stderr[-2000:]
     planned = set(re.findall(r"^(\w+)\s+\d+$", done.stdout + done.stderr, re.M)) - {"all", "total", "job"}
     assert planned == expected
+
+
+def planned_rules(directory: Path) -> set[str]:
+    """The rules a dry run of `directory` would run."""
+    done = snakemake(directory, "-n", "--quiet", "rules")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(re.findall(r"^(\w+)\s+\d+$", done.stdout + done.stderr, re.M)) - {"all", "total", "job"}
+
+
+def edit_help_text(directory: Path, command: str) -> str:
+    """Reword the help text of one command (its module's docstring) in the workflow `directory`,
+    the file's time later than every result's; the edited file, as the plan names it."""
+    edited = f"workflow/offload_repro/commands/{command}.py"
+    source = (directory / edited).read_text()
+    help_text = source.split('"""')[1].split("\n")[0]
+    (directory / edited).write_text(source.replace(help_text, help_text.removesuffix(".") + " (reworded).", 1))
+    later = time.time() + 60
+    os.utime(directory / edited, (later, later))
+    return edited
+
+
+@pytest.fixture(scope="module")
+def faked_finish(tmp_path_factory):
+    """A workflow copy whose main job looks finished: every output of the plan exists, at least as
+    new as every input (empty: a dry run reads none of them)."""
+    directory = copy_workflow(tmp_path_factory.mktemp("faked"))
+    done = snakemake(directory, "-n", "--summary")
+    assert done.returncode == 0, done.stderr[-2000:]
+    outputs = [line.split("\t")[0] for line in done.stdout.splitlines()[1:] if line.strip()]
+    assert "results/cpu/verdicts.json" in outputs and len(outputs) > 20
+    now = time.time()
+    for output in outputs:
+        (directory / output).parent.mkdir(parents=True, exist_ok=True)
+        (directory / output).touch()
+        os.utime(directory / output, (now, now))
+    assert planned_rules(directory) == set()
+    return directory
+
+
+@pytest.mark.parametrize(("command", "rules"), [("collect", {"collect_runs"}), ("report", {"report", "index"})])
+def test_a_command_help_text_edit_replans_that_stage_alone(faked_finish, tmp_path, command, rules):
+    """A help text lives in its command's module: rewording it replans the rule that runs that
+    command, then the rules that read its result, and no other."""
+    from offload_repro.plan import inputs as plan
+
+    copy = tmp_path / "wf"
+    shutil.copytree(faked_finish, copy, symlinks=True)
+    edited = edit_help_text(copy, command)
+    assert planned_rules(copy) == rules == replanned(set(plan.rebuilt_by()[edited]))
+
+
+@pytest.mark.slow
+def test_a_command_help_text_edit_replans_that_stage_on_a_finished_main_job(finished_copy):
+    """The same on the real main job: predict's help reworded replans the predictions and their readers."""
+    edit_help_text(finished_copy, "predict")
+    assert planned_rules(finished_copy) == {"predict", "evidence_table", "check_claims", "report", "index"}
 
 
 @pytest.mark.slow

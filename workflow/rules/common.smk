@@ -56,9 +56,11 @@ LOGGED = "> {log} 2>&1 || {{ cat {log} >&2; exit 1; }}"
 TABLES = shlex.join(config["tables"])
 
 
-# Each stage's code inputs: the modules its subcommand can import, the data files they read by a
-# fixed path and the lock, derived from the source (offload_repro.plan.inputs): an edit replans
-# exactly the stages that import or read the edited file.
+# Each stage's code inputs: the entry point and the modules its command's module
+# (offload_repro/commands/<command>.py) can import, the data files they read by a fixed path and
+# the lock, derived from the source (offload_repro.plan.inputs): an edit replans exactly the
+# stages that import or read the edited file. A rule names its command as `code=CODE["<command>"]`,
+# which is also how the plan finds the rules of each command.
 CODE = {command: stage_code(command) for command in subcommands()}
 
 
@@ -66,5 +68,6 @@ wildcard_constraints:
     row="|".join(PLAN.row_ids),
     variant="|".join(re.escape(name) for name in PLAN.variants) or "no-variant",
     target=TARGET.name,
-    gpu_target="|".join(PLAN.grid_targets),
+    # the calibration target too: another target's prediction scales from its calibration
+    gpu_target="|".join(dict.fromkeys([*PLAN.grid_targets, PLAN.calibration_target])),
     policy="|".join(PLAN.policies),

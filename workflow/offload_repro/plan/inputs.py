@@ -1,25 +1,31 @@
 """What each stage of the workflow depends on, derived from the code itself.
 
-Every rule runs one subcommand of `offload_repro.cli`. The files a stage's result depends on are
-the modules that subcommand can import, transitively (read from the source with `ast`: every
-import statement, at module level or inside a function, and every module named in a string such
-as `python -m offload_repro.produce.aot`), plus the data
-files those modules read by a fixed path (each module lists them in `READS`). The rules take
-their code inputs from here, so editing any of these files replans exactly the stages that use it.
+Every rule runs one command of `offload_repro.cli`, whose code is the module
+`offload_repro.commands.<command>`. The files a stage's result depends on are the entry point
+(`cli.py`) and the modules its command module can import, transitively (read from the source
+with `ast`: every import statement, at module level or inside a function, and every module
+named in a string such as `python -m offload_repro.produce.aot`), plus the data files those
+modules read by a fixed path (each module lists them in `READS`). The rules take their code
+inputs from here (`code=CODE["<command>"]`), so editing any of these files replans exactly the
+rules that run a stage that uses it.
 """
 
 from __future__ import annotations
 
 import ast
 import glob
+import re
 from functools import cache
 from pathlib import Path
 
+from offload_repro.cli import COMMANDS
 from offload_repro.core.files import REPO_ROOT
 
 PACKAGE = "offload_repro"
 PACKAGE_DIR = REPO_ROOT / "workflow" / PACKAGE
 CLI = f"{PACKAGE}.cli"
+COMMAND_PACKAGE = f"{PACKAGE}.commands"
+RULE_FILES = "workflow/rules/*.smk"
 # The environment every stage runs in: a change of any pinned version may change any result.
 LOCKS = ("envs/requirements.lock",)
 
@@ -83,41 +89,18 @@ def closure(modules: set[str]) -> set[str]:
     return seen
 
 
-def _branches() -> dict[str, ast.AST]:
-    """Each `if args.command == "<name>":` branch of cli.dispatch, by subcommand."""
-    tree = _tree(module_file(CLI))
-    dispatch = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "dispatch")
-    found: dict[str, ast.AST] = {}
-    for node in ast.walk(dispatch):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
-            left, (right,) = node.test.left, node.test.comparators
-            if ast.unparse(left) == "args.command" and isinstance(right, ast.Constant):
-                found[right.value] = ast.Module(body=node.body, type_ignores=[])
-    return found
-
-
 def subcommands() -> list[str]:
-    return sorted(_branches())
+    """The commands of the command line, in its registry's order."""
+    return list(COMMANDS)
 
 
 @cache
 def stage_modules(command: str) -> frozenset[str]:
-    """What `python -m offload_repro.cli <command>` can import: the cli module's own module-level
-    imports, the imports of the command's branch and of the cli functions that branch calls."""
-    branches = _branches()
-    if command not in branches:
-        raise KeyError(f"offload_repro.cli has no subcommand '{command}'; it has {sorted(branches)}")
-    tree = _tree(module_file(CLI))
-    top_level = ast.Module(body=[n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)], type_ignores=[])
-    helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name != "dispatch"}
-    called = {
-        n.func.id for n in ast.walk(branches[command]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-    }
-    roots = _named_in(top_level) | _named_in(branches[command])
-    for name in called & set(helpers):
-        roots |= _named_in(helpers[name])
-    # cli.py itself is an input of every stage, but its other branches' imports are not.
-    return frozenset(closure(roots - {CLI}) | {CLI})
+    """What `python -m offload_repro.cli <command>` can import: the entry point, which imports
+    only the command's own module (cli.command_module), and that module's closure."""
+    if command not in COMMANDS:
+        raise KeyError(f"offload_repro.cli has no subcommand '{command}'; it has {sorted(COMMANDS)}")
+    return frozenset(closure({CLI, f"{COMMAND_PACKAGE}.{command}"}))
 
 
 def _reads(module: str) -> list[str]:
@@ -184,30 +167,29 @@ def cycles() -> list[list[str]]:
     return found
 
 
-# The rule that runs each subcommand (`validate` and `summary` run outside any rule's results).
-RULES = {
-    "run": "run_row",
-    "preflight": "preflight",
-    "compile": "compile_row",
-    "analytic": "analytic",
-    "probe": "probe_transfers",
-    "frontier": "frontier",
-    "budget": "budget",
-    "sensitivity": "sensitivity",
-    "predict": "predict",
-    "collect": "collect_runs",
-    "evidence": "evidence_table",
-    "check": "check_claims",
-    "report": "report",
-    "index": "index",
-}
+_RULE = re.compile(r"^[ \t]*rule (\w+):$(.*?)(?=^[ \t]*rule \w+:$|\Z)", re.M | re.S)
+_CODE_INPUT = re.compile(r"\bcode=CODE\[\"(\w+)\"\]")
+
+
+@cache
+def rules() -> dict[str, str]:
+    """Each rule that runs a command -> that command, as the rule files say (`code=CODE["<command>"]`
+    in its inputs), ordered by the registry and then by name."""
+    found: dict[str, str] = {}
+    for path in sorted(REPO_ROOT.glob(RULE_FILES)):
+        for rule in _RULE.finditer(path.read_text(encoding="utf-8")):
+            if code := _CODE_INPUT.search(rule.group(2)):
+                found[rule.group(1)] = code.group(1)
+    return dict(sorted(found.items(), key=lambda item: (COMMANDS.index(item[1]), item[0])))
+
+
 TABLE_START, TABLE_END = "<!-- edit table: generated by python -m offload_repro.plan -->", "<!-- end of edit table -->"
 
 
 def rebuilt_by() -> dict[str, list[str]]:
-    """Each file any stage depends on -> the rules that have it as a code input, in RULES order."""
+    """Each file any stage depends on -> the rules that have it as a code input, in `rules()` order."""
     users: dict[str, list[str]] = {}
-    for command, rule in RULES.items():
+    for rule, command in rules().items():
         for path in stage_code(command):
             users.setdefault(path, []).append(rule)
     return users
@@ -216,15 +198,15 @@ def rebuilt_by() -> dict[str, list[str]]:
 def edit_table() -> str:
     """The README's table: files grouped by the rules an edit of them replans (directly)."""
     groups: dict[tuple[str, ...], list[str]] = {}
-    for path, rules in rebuilt_by().items():
-        groups.setdefault(tuple(rules), []).append(path)
+    for path, users in rebuilt_by().items():
+        groups.setdefault(tuple(users), []).append(path)
     lines = ["| edit | replans these rules, then every rule that reads their results |", "| --- | --- |"]
     patterns = {pattern for module in package_modules() for pattern in _reads(module)}
     # a data file is shown as the pattern its module reads it by; a module without its folder
     by_pattern = {path: p for p in patterns for path in glob.glob(p, root_dir=REPO_ROOT, recursive=True)}
-    for rules, paths in sorted(groups.items(), key=lambda item: (-len(item[0]), item[0])):
+    for users, paths in sorted(groups.items(), key=lambda item: (-len(item[0]), item[0])):
         shown = sorted({by_pattern.get(path, path).removeprefix("workflow/offload_repro/") for path in paths})
-        names = "every rule" if len(rules) == len(RULES) else ", ".join(f"`{rule}`" for rule in rules)
+        names = "every rule" if len(users) == len(rules()) else ", ".join(f"`{rule}`" for rule in users)
         lines.append(f"| {', '.join(f'`{p}`' for p in shown)} | {names} |")
     return "\n".join(lines)
 

@@ -20,13 +20,26 @@ from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
 from offload_repro.produce.program import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_overrides, program_for
 
-__all__ = ["COMPILE_ONLY_FLAGS", "DEFAULT_AUTOTUNING", "compile_overrides", "compile_result", "compile_row"]
+__all__ = [
+    "COMPILE_ONLY_FLAGS",
+    "DEFAULT_AUTOTUNING",
+    "compile_overrides",
+    "compile_result",
+    "compile_row",
+    "compiled_evidence",
+]
 
 
 def compile_result(
-    row: Row, target: Target, program: dict[str, Any], program_file: Path | None, cached: bool
+    row: Row,
+    target: Target,
+    program: dict[str, Any],
+    program_file: Path | None,
+    cached: bool,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The row's compiled evidence, from its program (compiled now or read from the cache)."""
+    """The row's compiled evidence, from its program (compiled now or read from the cache);
+    `overrides`: the row's `compile_overrides`, where the caller has them."""
     capacity = gpu.capacity_bytes(target)
     stats = program["stats"] or {}
     result: dict[str, Any] = {
@@ -42,7 +55,7 @@ def compile_result(
         "xla_memory_warnings": [],
         "compile_seconds": stats.get("compile_seconds"),
         "peak_rss_bytes": stats.get("peak_rss_bytes"),
-        "maxtext_overrides": compile_overrides(row, target),
+        "maxtext_overrides": compile_overrides(row, target) if overrides is None else overrides,
         "assumptions": list(dict.fromkeys([*target.spec["compile"].get("assumptions", []), *row.assumptions])),
         "program": {
             "key": program["key"],
@@ -71,6 +84,25 @@ def compile_result(
     return result
 
 
+def compiled_evidence(
+    row: Row,
+    target: Target,
+    work_dir: Path,
+    programs: Path | None = None,
+    python: str = sys.executable,
+    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+    launcher: Launcher = run_subprocess,
+) -> dict[str, Any]:
+    """The row's compiled evidence, not yet written: its program, from the cache `programs` or
+    compiled now (`launcher` starts the compile), made into its result. The row's overrides are
+    computed once, here, and handed to the program's key, its compile and the result."""
+    overrides = compile_overrides(row, target)
+    program, program_file, cached = program_for(
+        row, target, work_dir, programs, python, compile_only_flags, launcher, overrides=overrides
+    )
+    return compile_result(row, target, program, program_file, cached, overrides)
+
+
 def compile_row(
     row: Row,
     target: Target,
@@ -85,8 +117,7 @@ def compile_row(
     """Compile the row (or take its program from the cache `programs`) and write its result;
     `variant`: the alternative to an assumption the row is compiled under, recorded with it;
     `launcher`: how the compile's process starts."""
-    program, program_file, cached = program_for(row, target, work_dir, programs, python, compile_only_flags, launcher)
-    result = compile_result(row, target, program, program_file, cached)
+    result = compiled_evidence(row, target, work_dir, programs, python, compile_only_flags, launcher)
     if variant is not None:
         result["variant"] = variant
     return write_result(out_json, "compile", result)

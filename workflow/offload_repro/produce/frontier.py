@@ -26,8 +26,8 @@ from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
-from offload_repro.produce.compile import compile_result
-from offload_repro.produce.program import cached_program, program_for
+from offload_repro.produce.compile import compile_result, compiled_evidence
+from offload_repro.produce.program import cached_program
 
 POLICIES_FILE = REPO_ROOT / "experiments" / "frontier.yaml"
 READS = ("experiments/frontier.yaml",)
@@ -59,19 +59,19 @@ def policy_row(policy: dict[str, Any], rows: dict[str, Row], micro_batch: int) -
 def cached_point(row: Row, target: Target, programs: Path) -> dict[str, Any] | None:
     """The point of a micro batch whose program is already in the cache, else None."""
     found = cached_program(row, target, programs)
-    return as_point(row, target, *found, True) if found else None
+    return as_point(row, compile_result(row, target, *found, True)) if found else None
 
 
 def compile_point(row: Row, target: Target, programs: Path, launcher: Launcher = run_subprocess) -> dict[str, Any]:
     """One micro batch of a policy: its program (from the cache when any stage compiled it) as a point."""
-    program, path, cached = program_for(row, target, programs / "work" / row.id, programs, launcher=launcher)
-    return as_point(row, target, program, path, cached)
+    return as_point(row, compiled_evidence(row, target, programs / "work" / row.id, programs, launcher=launcher))
 
 
-def as_point(row: Row, target: Target, program: dict[str, Any], path: Path | None, cached: bool) -> dict[str, Any]:
-    result = compile_result(row, target, program, path, cached)
+def as_point(row: Row, result: dict[str, Any]) -> dict[str, Any]:
+    """A micro batch's compiled evidence, as a point of the frontier."""
+    program = result["program"]
     point: dict[str, Any] = {"micro_batch": row.per_device_batch_size, "status": result["status"]}
-    point.update(file=str(path) if path else None, cached=cached, compiled_as=program["compiled_as"])
+    point.update(file=program["file"], cached=program["cached"], compiled_as=program["compiled_as"])
     if result["status"] != "ok":
         return point | {"message": result["message"]}
     return point | {

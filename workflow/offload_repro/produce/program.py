@@ -78,12 +78,19 @@ def program_code() -> dict[str, str]:
     return {name: (REPO_ROOT / "workflow/offload_repro" / name).read_text() for name in PROGRAM_CODE}
 
 
-def program_key(row: Row, target: Target, compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS) -> str:
+def program_key(
+    row: Row,
+    target: Target,
+    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
+    overrides: dict[str, Any] | None = None,
+) -> str:
     """Everything that decides a compiled program; a program is reused only under the same key.
     The row's id is not part of it: two rows (or a row and a policy's point) that compile the same
-    step share one program."""
+    step share one program. `overrides`: the row's `compile_overrides`, where the caller has them."""
+    if overrides is None:
+        overrides = compile_overrides(row, target)
     decided = {
-        "arguments": maxtext_args.as_arguments(compile_overrides(row, target)),
+        "arguments": maxtext_args.as_arguments(overrides),
         "xla_flags": maxtext_args.xla_flags(row, list(compile_only_flags)),
         "description": gpu.description(target),
         "topology": target.spec["compile"]["topology"],
@@ -103,18 +110,21 @@ def compile_program(
     launcher: Launcher = run_subprocess,
     kernels: Path | None = None,
     machine_code: bool = False,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run `offload_repro.produce.aot` in a process of its own (started by `launcher`) with the
     row's XLA_FLAGS; what XLA gave. `kernels`: where the row's kernels are kept
     (produce/kernel_cache.py): the compile starts from them and, if it succeeds, replaces them.
     `machine_code`: assemble the kernels with the real ptxas rather than the stand-in
-    (produce/assembler.py), to show that nothing read back changes."""
+    (produce/assembler.py), to show that nothing read back changes. `overrides`: the row's
+    `compile_overrides`, where the caller has them (they are not changed)."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
     description_path, description = gpu.description_path(target), gpu.description(target)
-    overrides = compile_overrides(row, target)
-    overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id)
-    arguments = [str(base_config()), *maxtext_args.as_arguments(overrides)]
+    if overrides is None:
+        overrides = compile_overrides(row, target)
+    run = {**overrides, "base_output_directory": str(work_dir / "output"), "run_name": row.id}
+    arguments = [str(base_config()), *maxtext_args.as_arguments(run)]
     stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
     flags = maxtext_args.xla_flags(row, list(compile_only_flags))
     if kernels is not None:  # not part of the program key: it changes no byte of what is read back
@@ -194,17 +204,23 @@ def program_for(
     python: str = sys.executable,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     launcher: Launcher = run_subprocess,
+    overrides: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], Path | None, bool]:
     """(program, its cache file or None, whether it came from the cache). Without `programs` the
-    row is always compiled and nothing is stored; `launcher` starts the compile."""
-    key = program_key(row, target, compile_only_flags)
+    row is always compiled and nothing is stored; `launcher` starts the compile; `overrides`: the
+    row's `compile_overrides`, computed here where the caller does not hand them down."""
+    if overrides is None:
+        overrides = compile_overrides(row, target)
+    key = program_key(row, target, compile_only_flags, overrides)
     if programs is not None and (found := cached_program(row, target, programs, compile_only_flags, key)):
         return *found, True
     kernels = None
     if programs is not None:
         description, versions = gpu.description(target), provenance.versions()
         kernels = kernel_cache.kept_path(programs, row.id, description, versions, machine_code=False)
-    program = compile_program(row, target, work_dir, key, python, compile_only_flags, launcher, kernels)
+    program = compile_program(
+        row, target, work_dir, key, python, compile_only_flags, launcher, kernels, overrides=overrides
+    )
     if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again
     path = programs / f"{key}.json"

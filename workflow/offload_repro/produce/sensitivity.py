@@ -23,8 +23,7 @@ from offload_repro.core.data import Row, Target
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import combined_row, variant_id
-from offload_repro.produce.compile import compile_result
-from offload_repro.produce.program import program_for
+from offload_repro.produce.compile import compiled_evidence
 
 
 def summary(result: dict[str, Any], file: str | None) -> dict[str, Any]:
@@ -86,10 +85,8 @@ def best_fit(
         combination: dict[str, Any] = {}
         for row_id in published:
             row = combined_row(rows[row_id], [(a, alt) for a, alt in chosen])
-            program, program_file, cached = program_for(row, target, work_dir / row_id, programs, launcher=launcher)
-            combination[row_id] = summary(
-                compile_result(row, target, program, program_file, cached), str(program_file) if program_file else None
-            )
+            result = compiled_evidence(row, target, work_dir / row_id, programs, launcher=launcher)
+            combination[row_id] = summary(result, result["program"]["file"])
         candidates.append({"combination": [variant_id(a, alt) for a, alt in chosen], "rows": combination})
     for candidate in candidates:
         candidate["distance"] = distance(candidate["rows"], published)
@@ -173,12 +170,15 @@ def speed_error(prediction_file: str | Path | None) -> dict[str, Any] | None:
 def speed_and_memory(fit: dict[str, Any], errors: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
     """Each candidate's speed error beside its memory distance (a combination of several
     alternatives was not predicted), and the candidate best at both: the least root mean square of
-    its memory distance and its mean absolute speed error."""
+    its memory distance and its mean absolute speed error, among those with an error for every model."""
     both = []
     for candidate in fit["candidates"]:
         key = "+".join(candidate["combination"])
         candidate["speed_error"] = errors.get(key) if len(candidate["combination"]) <= 1 else None
-        if candidate["speed_error"] and candidate["distance"] is not None:
+        complete = candidate["speed_error"] and all(
+            f["mean_abs"] is not None for f in candidate["speed_error"]["families"].values()
+        )  # a model left without a measured error (its rows out of memory) cannot be compared
+        if complete and candidate["distance"] is not None:
             score = math.sqrt((candidate["distance"] ** 2 + candidate["speed_error"]["mean_abs"] ** 2) / 2)
             both.append((score, candidate))
     if not both:

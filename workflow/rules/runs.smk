@@ -1,4 +1,6 @@
-# Measured evidence: one real MaxText training run per row on the chosen target.
+# Measured evidence: one real MaxText training run per row on the chosen target, gathered in a
+# table; on a SLURM target, the preflight every row's job waits for; on a one-GPU target, the
+# host link's bandwidth at the offloaded tensors' sizes.
 
 
 rule run_row:
@@ -63,3 +65,21 @@ if TARGET.launcher == "slurm":
             f"{CLI} preflight --tables {TABLES} --target {{wildcards.target}} --out {{output}}"
             " --work-dir results/{wildcards.target}/work/preflight --container-runtime {params.runtime}"
             f" {{params.unpinned}} {{input.compiled}} {LOGGED}"
+
+
+# One-GPU targets only: the host link measured at the offloaded tensors' sizes.
+rule probe_transfers:
+    input:
+        tables=config["tables"],
+        target=TARGET_FILE,
+        code=CODE["probe"],
+    output:
+        "results/{target}/probe.json",
+    log:
+        "results/{target}/logs/probe.log",
+    conda:
+        CONDA_ENV
+    resources:
+        gpu=1,
+    shell:
+        f"{CLI} probe --tables {TABLES} --target {{wildcards.target}} --out {{output}} {LOGGED}"

@@ -1,0 +1,52 @@
+"""Arguments that several commands take, each declared once as an argparse parent, and the
+reader of the row they name."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core.data import DataError, Row, load_rows
+
+
+def _option(*names: str, **settings: Any) -> argparse.ArgumentParser:
+    """A parent parser holding one option, for `parents=`."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(*names, **settings)
+    return parent
+
+
+def _tables(required: bool) -> argparse.ArgumentParser:
+    return _option("--tables", nargs="+", required=required, default=[], help="the tables of rows (experiments/rows)")
+
+
+TABLES = _tables(required=True)
+OPTIONAL_TABLES = _tables(required=False)
+OUT = _option("--out", required=True, type=Path, help="the file to write")
+TARGET = _option("--target", required=True, help="a target's name (experiments/targets/<name>.yaml)")
+ROW = _option("--row", required=True, help="the row's id")
+WORK_DIR = _option("--work-dir", required=True, type=Path, help="the directory of the MaxText processes' files")
+# A row's own run (run) and a cluster's preflight run in a container on GPU targets.
+CONTAINER = argparse.ArgumentParser(add_help=False)
+CONTAINER.add_argument(
+    "--container-runtime",
+    default="pyxis",
+    choices=["pyxis", "apptainer"],
+    help="how a GPU target's ranks start their image: pyxis (--container-image) or apptainer (--nv)",
+)
+CONTAINER.add_argument(
+    "--allow-unpinned-container",
+    action="store_true",
+    help="run an image by its tag where envs/containers.yaml records no digest",
+)
+# The arguments of a command that works on one row of one target.
+ONE_ROW = (TABLES, ROW, TARGET, OUT, WORK_DIR)
+
+
+def row(args: argparse.Namespace) -> Row:
+    """The row `--row` names, from `--tables`."""
+    for found in load_rows(args.tables):
+        if found.id == args.row:
+            return found
+    raise DataError(f"no row with id '{args.row}' in {', '.join(args.tables)}")

@@ -1,0 +1,87 @@
+"""Claims x evidence table -> verdicts JSON."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from pathlib import Path
+from typing import Any
+
+from offload_repro.commands import arguments
+from offload_repro.core import provenance
+from offload_repro.core.data import Target, hardware_classes, load_rows, load_target
+from offload_repro.core.files import read_yaml
+from offload_repro.core.results import read_result, write_result
+from offload_repro.judge.check import check_claims, load_claims, views
+from offload_repro.judge.robustness import policy_points, robustness, varied_verdicts
+
+PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--evidence", required=True, type=Path, help="the target's evidence table")
+    parser.add_argument("--claims", required=True, type=Path, help="the claims (experiments/claims.yaml)")
+    parser.add_argument(
+        "--assumptions", type=Path, help="the sensitivity stage's result: mark each claim robust or not (with --tables)"
+    )
+    parser.add_argument("--frontier", type=Path, default=Path("experiments/frontier.yaml"), help="(with --assumptions)")
+    parser.add_argument(
+        "--fail-on",
+        type=lambda text: [v for v in text.split(",") if v],
+        default=[],
+        help="comma-separated verdicts (fail,error,inconclusive,not-comparable) that make the exit status 3 (CI gates)",
+    )
+
+
+def _mark_robustness(
+    args: argparse.Namespace,
+    claims: list[dict[str, Any]],
+    evidence: dict[str, Any],
+    verdicts: dict[str, Any],
+    targets: dict[str, Target],
+    qualifying: dict[str, list[str]],
+) -> None:
+    """Each claim's verdict under every alternative assumption (the sensitivity stage's result)."""
+    sensitivity = read_result(args.assumptions, "assumptions")
+    points, micro_batches = policy_points(read_yaml(args.frontier)["policies"], load_rows(args.tables))
+    judge = varied_verdicts(lambda chosen, observations: check_claims(chosen, views(observations, targets), qualifying))
+    found = robustness(claims, evidence["observations"], sensitivity, judge, points, micro_batches)
+    for claim in verdicts["claims"]:
+        if claim["id"] in found:
+            claim["robustness"] = found[claim["id"]]
+
+
+def run(args: argparse.Namespace) -> int:
+    evidence = read_result(args.evidence, "evidence")
+    claims = load_claims(args.claims)
+    qualifying = hardware_classes()
+    names = {name for targets in qualifying.values() for name in targets}
+    names |= {obs["target"] for obs in evidence["observations"] if obs["target"]}
+    targets = {name: load_target(name) for name in sorted(names)}
+    verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying)
+    if args.assumptions:
+        _mark_robustness(args, claims, evidence, verdicts, targets, qualifying)
+    compiled = sorted({obs["target"] for obs in evidence["observations"] if obs["evidence"] == "compiled"})
+    write_result(
+        args.out,
+        "verdicts",
+        {
+            "target": evidence["target"],
+            "compile_target": compiled[0] if compiled else None,
+            "built_from": {
+                "evidence": str(args.evidence),
+                "claims": str(args.claims),
+                "project_commit": provenance.project_commit(),
+                "built_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            },
+            **verdicts,
+        },
+    )
+    counts = verdicts["counts"]
+    print(f"{evidence['target']}: " + ", ".join(f"{count} {verdict}" for verdict, count in counts.items()))
+    failing = [verdict for verdict in args.fail_on if counts.get(verdict)]
+    if failing:
+        print(f"check: failing on {', '.join(f'{counts[v]} {v}' for v in failing)} (--fail-on)", file=sys.stderr)
+        return 3
+    return 0

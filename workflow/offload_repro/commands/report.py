@@ -1,0 +1,23 @@
+"""Render one target's HTML page."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from offload_repro.commands import arguments
+from offload_repro.core.data import load_rows
+from offload_repro.present.report import render_target
+
+PARENTS = (arguments.TABLES, arguments.OUT)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--evidence", required=True, type=Path, help="the target's evidence table")
+    parser.add_argument("--verdicts", required=True, type=Path, help="the target's verdicts")
+    parser.add_argument("--assumptions", type=Path, help="the sensitivity stage's result, for its section")
+
+
+def run(args: argparse.Namespace) -> int:
+    render_target(load_rows(args.tables), args.evidence, args.verdicts, args.out, args.assumptions)
+    return 0

@@ -1,0 +1,25 @@
+"""Train one row on one target with MaxText, write its JSON."""
+
+from __future__ import annotations
+
+import argparse
+
+from offload_repro.commands import arguments, fork_server
+from offload_repro.core.data import load_target
+from offload_repro.produce.runner import run_row
+
+PARENTS = (*arguments.ONE_ROW, fork_server.FORK_SERVER, arguments.CONTAINER)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = run_row(
+        arguments.row(args),
+        load_target(args.target),
+        args.out,
+        args.work_dir,
+        container_runtime=args.container_runtime,
+        allow_unpinned=args.allow_unpinned_container,
+        launcher=fork_server.launcher(args),
+    )
+    print(f"{result['row']}: {result['status']}" + (f" ({result['message']})" if result["message"] else ""))
+    return 0

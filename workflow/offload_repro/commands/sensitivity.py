@@ -1,0 +1,41 @@
+"""Every unstated setting's alternatives, compiled, beside the default."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from offload_repro.commands import arguments, fork_server
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.produce.sensitivity import write_sensitivity
+
+PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.WORK_DIR, fork_server.FORK_SERVER)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--programs", required=True, type=Path, help="the cache of compiled programs")
+    parser.add_argument("--default", nargs="+", required=True, type=Path, help="the affected rows' compiles")
+    parser.add_argument("--variants", nargs="*", default=[], type=Path, help="every alternative's compiles")
+    parser.add_argument(
+        "--predicted", nargs="*", default=[], type=Path, help="each alternative's prediction: <variant>/predicted.json"
+    )
+    parser.add_argument("--default-predicted", type=Path, help="the defaults' own prediction")
+
+
+def run(args: argparse.Namespace) -> int:
+    result = write_sensitivity(
+        load_rows(args.tables),
+        load_target(args.target),
+        default_files=args.default,
+        variant_files=args.variants,
+        predicted_files=args.predicted,
+        out=args.out,
+        programs=args.programs,
+        work_dir=args.work_dir,
+        launcher=fork_server.launcher(args),
+        default_predicted=args.default_predicted,
+    )
+    best = result["fit"]["best"]
+    if best:
+        print(f"{args.target}: best fit {best['combination'] or 'the defaults'}, distance {best['distance']:.3f}")
+    return 0

@@ -1,0 +1,23 @@
+# Predicted evidence: each compiled row's step time from its program, replayed at the target's
+# rates; other targets than the calibration target take its calibration (experiments/speed.yaml).
+
+
+rule predict:
+    input:
+        tables=config["tables"],
+        compiled=expand("results/compiled/{{gpu_target}}/{row}.json", row=PLAN.row_ids),
+        target="experiments/targets/{gpu_target}.yaml",
+        calibrated_by=lambda wildcards: PLAN.calibration_source(wildcards.gpu_target),
+        claims=CLAIMS_FILE,
+        code=CODE["predict"],
+    output:
+        "results/predicted/{gpu_target}.json",
+    log:
+        "results/predicted/logs/{gpu_target}.log",
+    conda:
+        CONDA_ENV
+    params:
+        calibrated_by=lambda wildcards, input: (f"--calibrated-by {input.calibrated_by}" if input.calibrated_by else ""),
+    shell:
+        f"{CLI} predict --tables {TABLES} --target {{wildcards.gpu_target}} --out {{output}}"
+        f" --claims {{input.claims}} {{params.calibrated_by}} {{input.compiled}} {LOGGED}"
