@@ -220,9 +220,10 @@ def parser() -> argparse.ArgumentParser:
     index.add_argument("--verdicts", nargs="+", required=True, type=Path, help="each target's verdicts, same order")
     index.add_argument("--evidence", nargs="+", required=True, type=Path, help="each target's evidence, same order")
 
-    summary = sub.add_parser("summary", help="print a target's verdict counts and where its report is")
+    summary = sub.add_parser("summary", help="print a target's verdict counts, its failed rows and where its report is")
     summary.add_argument("--verdicts", required=True, type=Path)
     summary.add_argument("--page", required=True, type=Path)
+    summary.add_argument("--evidence", type=Path, help="the target's evidence table: each failed row with its cause")
     return parser
 
 
@@ -349,12 +350,9 @@ def dispatch(args: argparse.Namespace) -> int:
 
         render_index(load_rows(args.tables), args.pages, args.verdicts, args.evidence, args.out, args.compare)
     elif args.command == "summary":
-        from offload_repro.core.results import read_result
+        from offload_repro.present.summary import summary_lines
 
-        verdicts = read_result(args.verdicts, "verdicts")
-        counts = ", ".join(f"{count} {verdict}" for verdict, count in verdicts["counts"].items())
-        print(f"offload-repro: {verdicts['target']}: {counts} (of {len(verdicts['claims'])} claims)")
-        print(f"offload-repro: report: {args.page}")
+        print("\n".join(summary_lines(args.verdicts, args.page, args.evidence)))
     return 0
 
 
