@@ -117,6 +117,37 @@ def test_ranks_that_failed_with_their_own_words_keep_them(tmp_path):
     assert record["cause"] == f"rank 0 on vm: {UNKNOWN_FLAG}" and record["exit_status"] == 1
 
 
+def test_ranks_that_never_joined_are_named_by_their_own_fatal_lines(tmp_path):
+    copied = Path(shutil.copytree(FIXTURES / "ranks-unknown-flag", tmp_path / "ranks"))
+    ranks = [{"task": task, "state": "never joined", "log": str(copied / f"rank-{task}.log")} for task in (0, 1)]
+    srun_log = log("ranks-unknown-flag/train.log")
+    record, message = runner.row_failure(1, None, srun_log, tmp_path / "train.log", ranks, 0, 10)
+    assert message == f"ranks 0, 1 on vm: {UNKNOWN_FLAG}"
+    assert [(rank["task"], rank["host"], rank["cause"], rank["exit_status"]) for rank in record["ranks"]] == [
+        (0, "vm", UNKNOWN_FLAG, 1),
+        (1, "vm", UNKNOWN_FLAG, 1),
+    ]
+
+
+def test_a_preflight_step_that_failed_says_why_and_keeps_its_output(tmp_path, monkeypatch):
+    import subprocess
+
+    from offload_repro.cluster import preflight
+
+    output = log("preflight-unknown-flag/distributed.log")  # what srun printed, captured
+
+    def srun(command, **_options):
+        return subprocess.CompletedProcess(command, 1, stdout="", stderr=output)
+
+    monkeypatch.setattr(preflight.subprocess, "run", srun)
+    with pytest.raises(preflight.StepFailed) as failed:
+        preflight.srun(["--ntasks=2"], ["python"], ["-m", preflight.PROBE, "distributed"], {}, tmp_path / "step.log")
+    assert str(failed.value).startswith("`srun ")
+    assert f"failed (exit status 1): {UNKNOWN_FLAG}; its output: {tmp_path / 'step.log'}" in str(failed.value)
+    assert failed.value.failure.found_in == "fatal log line (parse_flags_from_env.cc:234)"
+    assert (tmp_path / "step.log").read_text() == output
+
+
 def test_the_failure_is_typed_in_the_result_schema(tmp_path):
     from offload_repro.core.results import ResultError, write_result
 
@@ -134,54 +165,100 @@ def test_the_failure_is_typed_in_the_result_schema(tmp_path):
         write_result(tmp_path / "run.json", "run", failed | {"failure": found.record() | {"exit_status": "one"}})
 
 
-def failed_results(tmp_path: Path, tables: list[str]) -> list[Path]:
-    """The Llama QKV offload row's real run and compile results as the unknown flag leaves them:
-    its run and its compile fail with the captured logs' words; the other fixtures as they were."""
+# Each captured failure as the runner records it: (exit status, srun's or the process's log, its
+# launch record, its ranks) -> (status, the message the page shows, the note under it)
+CASES = {
+    "unknown-flag": (1, "unknown-flag.train.log", None, None),
+    "bad-value": (1, "bad-value.train.log", None, None),
+    "exception": (1, "exception.train.log", "exception", None),
+    "out-of-memory": (1, "out-of-memory.train.log", "out-of-memory", None),
+    "killed-rank": (-9, "killed-rank/train.log", None, "killed-rank"),
+}
+SHOWN = {
+    "unknown-flag": ("error", UNKNOWN_FLAG, "fatal log line (parse_flags_from_env.cc:234), exit status 1"),
+    "bad-value": ("error", BAD_VALUE, "fatal log line (parse_flags_from_env.cc:220), exit status 1"),
+    "exception": ("error", ASSERTION, "exception record, exit status 1"),
+    "out-of-memory": (
+        "oom",
+        "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 1611356696 bytes.",
+        "exception record, exit status 1",
+    ),
+    "killed-rank": ("error", "ranks 1, 0 on vm: killed by SIGKILL", "signal, SIGKILL"),
+}
+
+
+def failed_results(tmp_path: Path, tables: list[str], case: str) -> list[Path]:
+    """The Llama QKV offload row's real run result as the captured failure leaves it, and (for
+    the unknown flag) its compile too; the other fixtures as they were."""
     from offload_repro.core.data import load_rows, load_target
     from offload_repro.produce.compile import compile_result
 
     results = REPO_ROOT / "tests/fixtures/results"
+    returncode, srun_log, launched, ranked = CASES[case]
+    recorded = exception(launched) if launched else None
+    ranks = ranks_in(tmp_path, ranked) if ranked else []
+    status = runner.classify(returncode, recorded, log(srun_log), 0, 10)
+    cause, message = runner.row_failure(returncode, recorded, log(srun_log), tmp_path / "train.log", ranks, 0, 10)
     run = json.loads((results / "cpu/runs/llama-qkv-offload-lhs.json").read_text())
-    cause, _ = runner.row_failure(1, None, log("unknown-flag.train.log"), tmp_path / "train.log", [], 0, 10)
-    run |= {"status": "error", "message": cause["cause"], "failure": cause, "losses": []}
+    run |= {"status": status, "message": message, "failure": cause, "losses": []}
     run = {key: value for key, value in run.items() if key not in ("step_time_s", "tflops_per_device")}
     (tmp_path / "run.json").write_text(json.dumps(run))
-    row = next(row for row in load_rows(tables) if row.id == "llama-qkv-offload-lhs")
-    compiled = json.loads((results / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json").read_text())
-    found = failure.failure_of(1, log("unknown-flag.compile.log"), "results/compiled/gb200-nvl72/work/x/compile.log")
-    program = {"key": "0" * 16, "compiled_as": row.id, "status": "error", "message": found.cause}
-    program |= {"failure": found.record(), "stats": None, "provenance": compiled["provenance"]}
-    failed_compile = compile_result(row, load_target("gb200-nvl72"), program, None, False)
-    (tmp_path / "compiled.json").write_text(json.dumps({"kind": "compile", "schema_version": 1, **failed_compile}))
+    compiled = results / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json"
+    if case == "unknown-flag":
+        row = next(row for row in load_rows(tables) if row.id == "llama-qkv-offload-lhs")
+        found = failure.failure_of(1, log("unknown-flag.compile.log"), "compiled/work/compile.log")
+        program = {"key": "0" * 16, "compiled_as": row.id, "status": "error", "message": found.cause}
+        provenance = json.loads(compiled.read_text())["provenance"]
+        program |= {"failure": found.record(), "stats": None, "provenance": provenance}
+        result = compile_result(row, load_target("gb200-nvl72"), program, None, False)
+        compiled = tmp_path / "compiled.json"
+        compiled.write_text(json.dumps({"kind": "compile", "schema_version": 1, **result}))
     others = [results / "cpu/runs/deepseek-device-mb8.json", results / "analytic.json"]
-    others += [
-        results / f"compiled/gb200-nvl72/{name}.json" for name in ("deepseek-device-mb8", "deepseek-offload-plain")
-    ]
-    return [tmp_path / "run.json", tmp_path / "compiled.json", *others]
+    others += [results / f"compiled/gb200-nvl72/deepseek-{name}.json" for name in ("device-mb8", "offload-plain")]
+    return [tmp_path / "run.json", compiled, *others]
 
 
-def test_the_page_and_the_console_name_the_unknown_flag(tmp_path, tables, capsys):
-    import re
-
+def page_and_console(tmp_path: Path, tables: list[str], case: str, capsys) -> tuple[str, list[str]]:
+    """The target's page and the main job's closing lines, as the workflow builds them."""
     from offload_repro.cli import main
 
     evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
-    results = failed_results(tmp_path, tables)
+    results = failed_results(tmp_path, tables, case)
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
     claims = str(REPO_ROOT / "experiments/claims.yaml")
     assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
-    html = page.read_text()
-    row = re.search(r'<tr id="row-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
-    assert row.count(f'<span class="reason">{UNKNOWN_FLAG}</span>') == 2  # measured and compiled
-    assert "fatal log line (parse_flags_from_env.cc:234), exit status 1; log " in row
-    claim = re.search(r'<tr id="claim-llama-qkv-host-gib"[^>]*>(.*?)</tr>', html, re.S).group(1)
-    assert f"llama-qkv-offload-lhs: {UNKNOWN_FLAG}" in claim
-
     capsys.readouterr()
     assert main(["summary", "--verdicts", str(verdicts), "--page", "p.html", "--evidence", str(evidence)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    return page.read_text(), capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_page_shows_each_failures_cause_in_the_rows_status(tmp_path, tables, capsys, case):
+    import re
+
+    from markupsafe import escape
+
+    html, lines = page_and_console(tmp_path, tables, case, capsys)
+    status, message, note = SHOWN[case]
+    row = re.search(r'<tr id="row-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
+    measured = re.search(r'<span class="status s-(\w+)">\w+</span><br><span class="reason">(.*?)</span>', row, re.S)
+    assert measured.groups() == (status, escape(message))
+    assert f'<span class="small">{escape(note)}; log ' in row
+    one_line = " ".join(message.split())  # the console's line of it
+    assert lines[1].startswith(f"offload-repro: {status}: llama-qkv-offload-lhs (measured on cpu")
+    assert lines[1].endswith(f"): {one_line}")
+
+
+def test_the_unknown_flag_is_the_reason_of_each_claim_it_left_without_evidence(tmp_path, tables, capsys):
+    import re
+
+    html, lines = page_and_console(tmp_path, tables, "unknown-flag", capsys)
+    row = re.search(r'<tr id="row-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
+    assert row.count(f'<span class="reason">{UNKNOWN_FLAG}</span>') == 2  # measured and compiled
+    claim = re.search(r'<tr id="claim-llama-qkv-host-gib"[^>]*>(.*?)</tr>', html, re.S).group(1)
+    assert f"llama-qkv-offload-lhs: {UNKNOWN_FLAG}" in claim
     assert lines[0].startswith("offload-repro: cpu: ") and lines[-1] == "offload-repro: report: p.html"
     assert lines[1:-1] == [
         f"offload-repro: error: llama-qkv-offload-lhs (measured on cpu, compiled for gb200-nvl72): {UNKNOWN_FLAG}"
