@@ -5,9 +5,9 @@ whichever it wrote last, XLA's or absl's fatal log line (`F<date> <time> <thread
 ...`, with the error lines its thread logged just before it: a flag XLA cannot read is said on an
 `E` line, then the parser's `Check failed`) or the exception that ends a Python traceback (its
 type and message); else an out-of-memory message or the last line that names an error; where it
-said nothing, the signal that ended it. They are kept as written, cut to CAUSE_CHARS, beside the exit status,
-the signal and the log they came from (a result's `failure` field), so that a reader sees why
-without opening the log.
+said nothing, the signal that ended it. They are kept as written, cut to CAUSE_CHARS, beside the
+exit status, the signal and the log they came from (a result's `failure` field), so that a reader
+sees why without opening the log.
 """
 
 from __future__ import annotations
@@ -129,15 +129,16 @@ def failure_of(
 ) -> Failure:
     """The failure of a process that exited with `returncode` (below zero: that signal ended it),
     from the log it wrote and, where it caught its own exception, its record of it ({type, message})."""
-    words = last_words(log_text)
     if exception is not None:  # it caught its own exception and lived to record it: that ended it
         words = cut(f"{exception['type']}: {exception['message']}"), "exception record"
-    words = words or last_mention(log_text)
+    else:
+        words = last_words(log_text) or last_mention(log_text)
     ended_by = signal_name(returncode)
     if words is None and ended_by:
         words = f"killed by {ended_by}", "signal"
     elif words is None:
-        words = f"exited with status {returncode}; its log holds no error", "exit status"
+        status = f"exited with status {returncode}; " if returncode is not None else ""
+        words = f"{status}its log holds no error", "exit status"
     return Failure(*words, exit_status=returncode, signal=ended_by, log=log)
 
 

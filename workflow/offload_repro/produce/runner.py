@@ -119,7 +119,8 @@ def read_ranks(work_dir: Path, processes: int) -> list[dict[str, Any]]:
 
 def rank_failures(ranks: list[dict[str, Any]], srun_log: str) -> list[dict[str, Any]]:
     """Each rank that failed, with its own cause (core/failure.py): those srun names first, in its
-    order, then those whose record says they failed or never joined."""
+    order, then those whose record says they failed, or that never joined and left words in their log
+    (one that left nothing may never have started: srun's own words are then the run's cause)."""
     endings = failure.srun_endings(srun_log)
     by_task = {rank["task"]: rank for rank in ranks}
     failed = [task for task in endings if task in by_task]
@@ -138,6 +139,8 @@ def rank_failures(ranks: list[dict[str, Any]], srun_log: str) -> list[dict[str, 
         log = REPO_ROOT / rank["log"]
         log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         cause = failure.failure_of(returncode, log_text, rank["log"], rank.get("exception"))
+        if task not in endings and rank["state"] == "never joined" and cause.found_in == "exit status":
+            continue
         found.append({"task": task, "host": rank.get("host") or host, **cause.record()})
     return found
 
