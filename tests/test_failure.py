@@ -183,7 +183,7 @@ SHOWN = {
         "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 1611356696 bytes.",
         "exception record, exit status 1",
     ),
-    "killed-rank": ("error", "ranks 1, 0 on vm: killed by SIGKILL", "signal, SIGKILL"),
+    "killed-rank": ("error", "ranks 1, 0 on vm: killed by SIGKILL", "SIGKILL"),
 }
 
 

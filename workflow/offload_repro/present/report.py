@@ -135,7 +135,8 @@ def failure_note(failure: dict[str, Any] | None) -> str | None:
     ended = failure["signal"] or (
         f"exit status {failure['exit_status']}" if failure["exit_status"] is not None else None
     )
-    note = ", ".join(part for part in (failure["found_in"], ended) if part)
+    where = failure["found_in"] if failure["found_in"] not in ("signal", "exit status") else None  # said by `ended`
+    note = ", ".join(part for part in (where, ended) if part)
     return note + (f"; log {failure['log']}" if failure["log"] else "")
 
 
