@@ -29,4 +29,7 @@ rule all:
 onsuccess:
     # The main job ends with what held and where to read it.
     if os.path.exists(f"results/{TARGET.name}/verdicts.json"):
-        shell(f"{CLI} summary --verdicts results/{TARGET.name}/verdicts.json --page results/report/index.html")
+        shell(
+            f"{CLI} summary --verdicts results/{TARGET.name}/verdicts.json --page results/report/index.html"
+            f" --evidence results/{TARGET.name}/evidence.json"
+        )

@@ -98,21 +98,32 @@ def test_a_sigterm_to_the_runner_stops_the_process_as_the_clusters_doing(tmp_pat
     assert exited.ended_by == "exit" and exited.returncode == 3
 
 
-def test_a_ranks_own_exception_is_the_rows_message():
+def test_a_ranks_own_exception_is_the_rows_message(tmp_path):
     ranks = [
-        {"task": 0, "host": "n1", "state": "ended", "exception": None, "log": "r0.log"},
-        {"task": 1, "host": "n2", "state": "ended", "exception": {"type": "ValueError", "message": "bad shape"}},
+        {"task": 0, "host": "n1", "state": "ended", "exit_status": 0, "exception": None, "log": str(tmp_path / "r0")},
+        {
+            "task": 1,
+            "host": "n2",
+            "state": "ended",
+            "exit_status": 1,
+            "exception": {"type": "ValueError", "message": "bad shape"},
+            "log": str(tmp_path / "r1.log"),
+        },
     ]
-    assert runner.rank_failure(ranks, "srun: error: n1: task 0: Exited with exit code 1") == (
-        "rank 1 on n2: ValueError: bad shape"
-    )
+    record, message = runner.row_failure(1, None, "", tmp_path / "train.log", ranks, 0, 10)
+    assert message == "rank 1 on n2: ValueError: bad shape"
+    assert [(rank["task"], rank["found_in"]) for rank in record["ranks"]] == [(1, "exception record")]
 
 
-def test_a_rank_killed_outright_is_named_from_sruns_line():
-    ranks = [{"task": 0, "state": "joined", "log": "r0.log"}, {"task": 1, "state": "joined", "log": "r1.log"}]
+def test_a_rank_killed_outright_is_named_from_sruns_line(tmp_path):
+    ranks = [
+        {"task": 0, "state": "joined", "log": str(tmp_path / "r0.log")},
+        {"task": 1, "state": "joined", "log": str(tmp_path / "r1.log")},
+    ]
     srun_log = "srun: error: node7: task 1: Killed\nsrun: error: node7: task 0: Terminated\n"
-    message = runner.rank_failure(ranks, srun_log)
-    assert message == "rank 1 on node7: Killed (srun: error: node7: task 1: Killed); its log: r1.log"
+    record, message = runner.row_failure(-9, None, srun_log, tmp_path / "train.log", ranks, 0, 10)
+    assert message == "rank 1 on node7: killed by SIGKILL; rank 0 on node7: killed by SIGTERM"
+    assert record["log"] == str(tmp_path / "r1.log") and record["signal"] == "SIGKILL"
 
 
 def test_an_attempt_that_left_no_record_is_an_interruption_of_the_next(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from offload_repro.core.failure import failure_of
 from offload_repro.core.results import ResultError
 from offload_repro.judge.evidence_table import build, observe_files
 from offload_repro.present.report import frame
@@ -36,15 +37,19 @@ def test_a_run_gives_its_status_throughput_and_every_steps_loss():
     assert sources[0]["kind"] == "run" and sources[0]["provenance"]["xla_flags"] == run["provenance"]["xla_flags"]
 
 
-def test_a_failed_run_is_an_observation_with_its_message(tmp_path):
+def test_a_failed_run_is_an_observation_with_its_cause(tmp_path):
+    log = Path(__file__).parent / "fixtures/failures/exception.train.log"  # a real MaxText failure
+    cause = failure_of(1, log.read_text(), "train.log")
     run = json.loads(RUN.read_text())
-    run.update(status="error", message="ValueError: bad mesh", tflops_per_device=None, step_time_s=None, losses=[])
+    run.update(status="error", message=cause.cause, tflops_per_device=None, step_time_s=None, losses=[])
     path = tmp_path / "run.json"
-    path.write_text(json.dumps({k: v for k, v in run.items() if v is not None}))
-    table, _ = observed(path)
+    path.write_text(json.dumps({k: v for k, v in run.items() if v is not None} | {"failure": cause.record()}))
+    table, sources = observed(path)
     status = table[("llama-qkv-offload-lhs", "measured", "status", None)]
-    assert (status.value, status.status, status.message) == ("error", "error", "ValueError: bad mesh")
+    assert (status.value, status.status, status.message) == ("error", "error", cause.cause)
+    assert status.message.startswith("AssertionError: Number of devices per slice 1 does not match")
     assert ("llama-qkv-offload-lhs", "measured", "outcome", None) not in table
+    assert sources[0]["failure"] == cause.record()  # its exit status and log, for the page
 
 
 def test_a_compile_gives_memory_fit_mechanism_and_program():

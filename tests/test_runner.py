@@ -16,37 +16,21 @@ GPU_OOM = (
 
 
 def test_complete_run_is_ok():
-    assert classify(0, None, "completed step: 9", steps_done=10, steps=10) == ("ok", None)
+    assert classify(0, None, "completed step: 9", steps_done=10, steps=10) == "ok"
 
 
 def test_out_of_memory_is_an_outcome_not_a_crash():
-    status, message = classify(1, {"type": "XlaRuntimeError", "message": GPU_OOM}, "", steps_done=0, steps=10)
-    assert status == "oom"
-    assert "RESOURCE_EXHAUSTED" in message
+    assert classify(1, {"type": "XlaRuntimeError", "message": GPU_OOM}, "", steps_done=0, steps=10) == "oom"
 
 
 def test_oom_found_in_the_log_when_no_exception_was_recorded():
-    status, _ = classify(1, None, "...\n" + GPU_OOM + "\n", steps_done=0, steps=10)
-    assert status == "oom"
+    assert classify(1, None, "...\n" + GPU_OOM + "\n", steps_done=0, steps=10) == "oom"
 
 
-def test_other_exceptions_are_errors_with_their_message():
-    status, message = classify(1, {"type": "ValueError", "message": "bad mesh"}, "", steps_done=0, steps=10)
-    assert (status, message) == ("error", "ValueError: bad mesh")
-
-
-def test_killed_process_is_an_error():
-    assert classify(-9, None, "", steps_done=3, steps=10) == ("error", "killed by signal 9")
-
-
-def test_short_run_is_an_error_even_with_status_zero():
-    status, message = classify(0, None, "", steps_done=4, steps=10)
-    assert status == "error" and "4 of 10" in message
-
-
-def test_error_line_is_taken_from_the_log():
-    log = "I1129 something\nTraceback (most recent call last):\nValueError: unknown model_name\n"
-    assert classify(1, None, log, steps_done=0, steps=10) == ("error", "ValueError: unknown model_name")
+def test_other_exceptions_killed_processes_and_short_runs_are_errors():
+    assert classify(1, {"type": "ValueError", "message": "bad mesh"}, "", steps_done=0, steps=10) == "error"
+    assert classify(-9, None, "", steps_done=3, steps=10) == "error"
+    assert classify(0, None, "", steps_done=4, steps=10) == "error"  # even with status zero
 
 
 def step(n: int, seconds: float, loss: float) -> dict:

@@ -203,8 +203,12 @@ def test_a_killed_rank_is_the_rows_error_and_a_rerun_survives_a_cancelled_job(cl
     _, rank = interrupted_run(workflow, cluster, row, lambda rank: os.kill(rank["pid"], signal.SIGKILL))
     killed = result(workflow, row)  # an error of the row's own is its result, not a crash
     assert killed["status"] == "error" and killed["ended_by"] == "own failure"
-    assert killed["message"].startswith(f"rank 1 on {rank['host']}: Killed"), killed["message"]
-    assert "ranks/rank-1.log" in killed["message"]
+    # each failed rank with its cause, the killed one first; srun then stops rank 0 (killed or terminated)
+    killed_first = (f"rank 1 on {rank['host']}: killed by SIGKILL", f"ranks 1, 0 on {rank['host']}: killed by SIGKILL")
+    assert killed["message"].startswith(killed_first), killed["message"]
+    first = killed["failure"]["ranks"][0]
+    assert (first["task"], first["signal"], first["found_in"]) == (1, "SIGKILL", "signal")
+    assert killed["failure"]["log"].endswith("ranks/rank-1.log")
 
     # The rerun's first job is cancelled by the cluster: Snakemake retries it, and the retry says so.
     def cancel(rank: dict) -> None:

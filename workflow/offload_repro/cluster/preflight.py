@@ -20,6 +20,7 @@ from typing import Any
 from offload_repro.cluster import slurm
 from offload_repro.core import memory, provenance
 from offload_repro.core.data import Row, Target
+from offload_repro.core.failure import Failure, failure_of
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.core.results import read_result, write_result
 from offload_repro.produce import maxtext_args, runner
@@ -35,6 +36,7 @@ class Finding:
     check: str
     status: str  # ok | fail | skip
     detail: str
+    failure: dict[str, Any] | None = None  # a check whose step failed: why, in its own words (core/failure.py)
 
     def line(self) -> str:
         return f"{self.status.upper():<5} {self.check:<12} {self.detail}"
@@ -156,13 +158,25 @@ def check_distributed(outputs: list[dict[str, Any]], nodes: int, tasks: int) -> 
     )
 
 
-def srun(options: list[str], interpreter: list[str], arguments: list[str], env: dict[str, str]) -> list[str]:
-    """Run one srun step; its stdout lines (one JSON per task)."""
+class StepFailed(RuntimeError):
+    """An srun step of the preflight failed; `failure`: why, in its tasks' own words."""
+
+    def __init__(self, message: str, failure: Failure):
+        super().__init__(message)
+        self.failure = failure
+
+
+def srun(
+    options: list[str], interpreter: list[str], arguments: list[str], env: dict[str, str], log_file: Path
+) -> list[str]:
+    """Run one srun step, its output kept in `log_file`; its stdout lines (one JSON per task)."""
     command = [*slurm.SRUN, *options, *interpreter, *arguments]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    log_file.write_text(done.stdout + done.stderr, encoding="utf-8")
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"`{' '.join(command[:8])} ...` failed ({done.returncode}): {' | '.join(tail)}")
+        cause = failure_of(done.returncode, done.stderr + "\n" + done.stdout, runner.relative(log_file))
+        step = f"`{' '.join(command[:8])} ...` failed (exit status {done.returncode})"
+        raise StepFailed(f"{step}: {cause.cause}; its output: {cause.log}", cause)
     return [line for line in done.stdout.splitlines() if line.startswith("{")]
 
 
@@ -193,10 +207,12 @@ def preflight(
     keys_file.write_text(json.dumps(sorted(keys)))
     try:
         one_task = ["--nodes=1", "--ntasks=1", *gpu_option]
-        facts = json.loads(srun(one_task, interpreter, ["-m", PROBE, "facts", str(keys_file)], env)[0])
-    except (RuntimeError, IndexError) as err:
+        arguments = ["-m", PROBE, "facts", str(keys_file)]
+        facts = json.loads(srun(one_task, interpreter, arguments, env, work_dir / "facts.log")[0])
+    except (StepFailed, IndexError) as err:
         what = f"image {image}" if image else python
-        return [Finding("start", "fail", f"could not run {what} on a node: {err}")], {}
+        cause = err.failure.record() if isinstance(err, StepFailed) else None
+        return [Finding("start", "fail", f"could not run {what} on a node: {err}", cause)], {}
     # The probe's step may not carry SLURM's memory variables; the job's grant is asked of SLURM.
     facts["memory"]["slurm_job_bytes"] = facts["memory"]["slurm_job_bytes"] or slurm.job_memory_bytes()
     findings.append(check_container(container, facts["host"], python))
@@ -208,10 +224,10 @@ def preflight(
     tasks = nodes if nodes > 1 else 2  # a one-node target: two processes on its node
     try:
         spread_out = [f"--nodes={nodes}", f"--ntasks={tasks}", *gpu_option]
-        lines = srun(spread_out, interpreter, ["-m", PROBE, "distributed"], env)
+        lines = srun(spread_out, interpreter, ["-m", PROBE, "distributed"], env, work_dir / "distributed.log")
         findings.append(check_distributed([json.loads(line) for line in lines], nodes, tasks))
-    except RuntimeError as err:
-        findings.append(Finding("distributed", "fail", str(err)))
+    except StepFailed as err:
+        findings.append(Finding("distributed", "fail", str(err), err.failure.record()))
     return findings, {"facts": facts, "container": container, "largest_host_bytes": largest}
 
 

@@ -1,11 +1,11 @@
-"""Print a target's verdict counts and where its report is."""
+"""Print a target's verdict counts, its failed rows with their causes, and where its report is."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from offload_repro.core.results import read_result
+from offload_repro.present.summary import summary_lines
 
 PARENTS = ()
 
@@ -13,11 +13,9 @@ PARENTS = ()
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verdicts", required=True, type=Path, help="the target's verdicts")
     parser.add_argument("--page", required=True, type=Path, help="the report's entry page")
+    parser.add_argument("--evidence", type=Path, help="the target's evidence table: each failed row with its cause")
 
 
 def run(args: argparse.Namespace) -> int:
-    verdicts = read_result(args.verdicts, "verdicts")
-    counts = ", ".join(f"{count} {verdict}" for verdict, count in verdicts["counts"].items())
-    print(f"offload-repro: {verdicts['target']}: {counts} (of {len(verdicts['claims'])} claims)")
-    print(f"offload-repro: report: {args.page}")
+    print("\n".join(summary_lines(args.verdicts, args.page, args.evidence)))
     return 0

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from offload_repro.core.files import REPO_ROOT, read_yaml
 
@@ -41,8 +43,16 @@ def _where(data: Any, path: list[Any]) -> str:
     return ", ".join(parts)
 
 
+def _shared(uri: str) -> Resource:
+    """A shape several schemas share ("$ref: failure.schema.yaml"), stated once in its own file."""
+    return Resource.from_contents(schema(uri.removesuffix(".schema.yaml")), default_specification=DRAFT202012)
+
+
+SHARED = Registry(retrieve=_shared)
+
+
 def validate(data: Any, schema_name: str, source: str | Path) -> None:
-    validator = jsonschema.Draft202012Validator(schema(schema_name))
+    validator = jsonschema.Draft202012Validator(schema(schema_name), registry=SHARED)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = [f"{source}: {_where(data, list(e.absolute_path))}: {e.message}" for e in errors]

@@ -203,7 +203,9 @@ def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict
         if observed.get(metric) is not None:
             values[row] = observed[metric]
         elif observed.get("outcome") == "oom":
-            problems.append(f"{row} ran out of memory")
+            problems.append(
+                f"{row} ran out of memory" + (f" ({observed['message']})" if observed.get("message") else "")
+            )
         else:
             problems.append(f"{row} did not report {metric}")
     return values, "; ".join(problems) or None
@@ -218,7 +220,7 @@ def _evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[s
     values, problem = _metric(observed_rows, check["metric"])
     if problem:
         # An OOM where the claim needs a number is a result that contradicts it; anything else is an error.
-        oom = all("out of memory" in part for part in problem.split("; "))
+        oom = all(observed.get("outcome") == "oom" for row, observed in observed_rows.items() if row not in values)
         return {"verdict": "fail" if oom else "error", "reason": problem, "observed_rows": values}
     if check["type"] in ("value", "ratio"):
         observed = values[rows[0]] if check["type"] == "value" else values[rows[0]] / values[rows[1]] - 1

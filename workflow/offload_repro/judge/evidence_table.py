@@ -14,7 +14,7 @@ from offload_repro.core.observation import Observation
 from offload_repro.core.results import read_any, write_result
 from offload_repro.kinds import RESULT_KINDS
 
-SOURCE_FIELDS = ("row", "target", "status", "message")
+SOURCE_FIELDS = ("row", "target", "status", "message", "failure")
 # Facts of a whole result that the report shows as they are (predicted evidence: its calibration,
 # its measured error and that of simpler models and other precisions, its cross-checks by
 # construction); absent from other kinds.

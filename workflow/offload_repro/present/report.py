@@ -127,13 +127,29 @@ def placement_summary(row: Row) -> str:
     return "; ".join(parts) or "remat: " + ", ".join(row.placement)
 
 
+def failure_note(failure: dict[str, Any] | None) -> str | None:
+    """Where a failure's cause was found and how the process ended: 'fatal log line
+    (parse_flags_from_env.cc:234), exit status 1; log results/cpu/work/llama-baseline/train.log'."""
+    if not failure:
+        return None
+    ended = failure["signal"] or (
+        f"exit status {failure['exit_status']}" if failure["exit_status"] is not None else None
+    )
+    where = failure["found_in"] if failure["found_in"] not in ("signal", "exit status") else None  # said by `ended`
+    note = ", ".join(part for part in (where, ended) if part)
+    return note + (f"; log {failure['log']}" if failure["log"] else "")
+
+
 class Lookup:
     """Point values of the evidence table: value(row, evidence, metric) for one target per kind,
     all(...) for a metric observed more than once (XLA's memory warnings), and spread(...) for the
-    values that are medians of more than one repeat."""
+    values that are medians of more than one repeat; `failures`: each source file's `failure`."""
 
-    def __init__(self, observations: pd.DataFrame):
+    def __init__(self, observations: pd.DataFrame, failures: dict[str, dict[str, Any] | None] | None = None):
         points = observations[observations["at"].isna() & observations["row"].notna()]
+        statuses = points[points["metric"] == "status"]
+        self.status_source = {(o.row, o.evidence): o.source for o in statuses.itertuples(index=False)}
+        self.failures = failures or {}
         self.points: dict[tuple[str, str, str], list[tuple[Any, str | None]]] = {}
         for o in points.itertuples(index=False):
             message = o.message if isinstance(o.message, str) else None
@@ -152,6 +168,10 @@ class Lookup:
 
     def spread(self, row: str, evidence: str, metric: str) -> dict[str, Any] | None:
         return self.spreads.get((row, evidence, metric))
+
+    def failure_note(self, row: str, evidence: str) -> str | None:
+        """How the row's result of this evidence failed, where its file records a `failure`."""
+        return failure_note(self.failures.get(self.status_source.get((row, evidence), "")))
 
     def band(self, row: str, evidence: str, metric: str) -> dict[str, Any] | None:
         """A prediction's range over the stated uncertainties."""
@@ -199,6 +219,7 @@ def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
                 "measured": {
                     "status": get("measured", "status"),
                     "message": lookup.message(row.id, "measured", "status"),
+                    "failure": lookup.failure_note(row.id, "measured"),
                     "tflops": get("measured", "tflops_per_device"),
                     "tflops_spread": lookup.spread(row.id, "measured", "tflops_per_device"),
                     "step_s": get("measured", "step_time_s"),
@@ -208,6 +229,7 @@ def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
                 "compiled": {
                     "status": get("compiled", "status"),
                     "message": lookup.message(row.id, "compiled", "status"),
+                    "failure": lookup.failure_note(row.id, "compiled"),
                     "device_gib": get("compiled", "gpu_memory_gib"),
                     "host_gib": get("compiled", "host_memory_gib"),
                     "outcome": get("compiled", "outcome"),
@@ -578,9 +600,9 @@ def render_target(
     # The row tables show this target's runs and its compile target's programs; the what-if
     # section shows every other GPU target.
     own = observations["target"].isna() | observations["target"].isin([target.name, verdicts["compile_target"]])
-    lookup = Lookup(observations[own])
-    numbers, notes = footnotes(verdicts["claims"])
     sources = evidence["sources"]
+    lookup = Lookup(observations[own], {source["file"]: source.get("failure") for source in sources})
+    numbers, notes = footnotes(verdicts["claims"])
     prediction = next(
         (s for s in sources if s["kind"] == "predicted" and s["target"] == verdicts["compile_target"]), None
     )

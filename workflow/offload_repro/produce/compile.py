@@ -49,6 +49,7 @@ def compile_result(
         "evidence": "compiled",
         "status": program["status"],
         "message": program["message"],
+        "failure": program.get("failure"),  # a cached program compiled, and has none
         "devices": stats.get("devices"),
         "mesh": stats.get("mesh"),
         "capacity_bytes": capacity,

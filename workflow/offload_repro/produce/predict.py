@@ -505,9 +505,9 @@ def predict_target(
         if row_id not in by_id:
             continue
         if result["status"] != "ok":
-            failed[row_id] = ("error", f"no compiled program: {result.get('message')}")
+            failed[row_id] = ("error", f"no compiled program: {result.get('message')}", result.get("failure"))
         elif not result["fits"]:  # no step time for a program that does not fit
-            failed[row_id] = ("oom", f"out of memory as compiled ({-result['margin_gib']:.1f} GiB over)")
+            failed[row_id] = ("oom", f"out of memory as compiled ({-result['margin_gib']:.1f} GiB over)", None)
         else:
             programs[row_id] = read_program(result, shape)
     published = published_throughputs(by_id, speed, claims_file)
@@ -517,7 +517,7 @@ def predict_target(
 def predict_programs(
     rows: dict[str, Row],
     programs: dict[str, dict[str, Any]],
-    failed: dict[str, tuple[str, str]],
+    failed: dict[str, tuple[str, str, dict[str, Any] | None]],  # status, message, the compile's failure
     target: Target,
     speed: dict[str, Any],
     calibration_target: Target | None,
@@ -546,8 +546,9 @@ def predict_programs(
         )
         for row_id, program in programs.items()
     ]
-    for row_id, (status, message) in failed.items():
-        predicted.append({"row": row_id, "family": rows[row_id].family, "status": status, "message": message})
+    for row_id, (status, message, cause) in failed.items():
+        failed_row = {"row": row_id, "family": rows[row_id].family, "status": status, "message": message}
+        predicted.append(failed_row | {"failure": cause})
     return {
         "target": target.name,
         "evidence": "predicted",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import statistics
 import time
+import traceback
 from typing import Any
 
 from offload_repro.core.accounting import row_accounting
 from offload_repro.core.data import Row, Target
+from offload_repro.core.failure import failure_of
 from offload_repro.core.memory import GB
 from offload_repro.core.results import write_result
 
@@ -62,6 +64,14 @@ def measure(sizes: list[int], limit_gb_s: float | None, repeats: int = 5) -> dic
 
 
 def write_probe(target: Target, rows: list[Row], out_json: str, repeats: int) -> dict[str, Any]:
-    # per-layer tensor sizes: one-GPU scale rules keep width, batch and sequence
-    measured = measure(offloaded_sizes(rows), target.host_link_gb_s_per_direction, repeats)
-    return write_result(out_json, "probe", {"target": target.name, "status": "ok", "message": None, **measured})
+    """The probe's result; one the device refused (out of memory, no pinned host memory) is an
+    error with the device's own words (it runs in this process: its traceback is in the rule's log)."""
+    limit = target.host_link_gb_s_per_direction
+    try:  # per-layer tensor sizes: one-GPU scale rules keep width, batch and sequence
+        measured = measure(offloaded_sizes(rows), limit, repeats) | {"status": "ok", "message": None, "failure": None}
+    except Exception as err:
+        traceback.print_exc()  # the whole of it, in the rule's log
+        cause = failure_of(None, "", None, {"type": type(err).__name__, "message": str(err)})
+        measured = {"device_kind": None, "platform": None, "link_limit_gb_s_per_direction": limit, "repeats": repeats}
+        measured |= {"transfers": [], "status": "error", "message": cause.cause, "failure": cause.record()}
+    return write_result(out_json, "probe", {"target": target.name, **measured})

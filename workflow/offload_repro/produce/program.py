@@ -24,6 +24,7 @@ from typing import Any
 
 from offload_repro.core import gpu, provenance
 from offload_repro.core.data import Row, Target
+from offload_repro.core.failure import failure_of
 from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
@@ -138,20 +139,20 @@ def compile_program(
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     stats = read_json(stats_file) if stats_file.exists() else {}
     exception = stats.get("exception")
-    message = None
+    compile_log = str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file)
+    cause = None
     if returncode != 0 or not stats or exception:
-        message = (
-            f"{exception['type']}: {exception['message']}" if exception else f"compile exited with status {returncode}"
-        )[:2000]
+        cause = failure_of(returncode, log_text, compile_log, exception)
     elif kernels is not None:  # only a compile that finished wrote its kernel file whole
         kernel_cache.publish(work_dir / KERNELS_FILE, kernels)
     return {
         "key": key,
         "target": target.name,
         "compiled_as": row.id,
-        "status": "error" if message else "ok",
-        "message": message,
-        "stats": stats if not message else None,
+        "status": "error" if cause else "ok",
+        "message": cause.cause if cause else None,
+        "failure": cause.record() if cause else None,
+        "stats": stats if not cause else None,
         "memory_warnings": memory_warnings(log_text),
         "provenance": {
             "maxtext_arguments": arguments,
@@ -161,7 +162,7 @@ def compile_program(
             "declared_cudnn": gpu.cudnn_version(description),
             "versions": provenance.versions(),
             "wall_time_s": round(wall_s, 2),
-            "compile_log": str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file),
+            "compile_log": compile_log,
             **provenance.stamp(),
         },
     }

@@ -8,13 +8,13 @@ and last, so an interrupted job never leaves a file that looks complete.
 from __future__ import annotations
 
 import os
-import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from offload_repro.cluster import slurm
-from offload_repro.core import provenance
+from offload_repro.core import failure, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, read_json, write_json
 from offload_repro.core.process import (
@@ -30,30 +30,25 @@ from offload_repro.produce import distributed, maxtext_args, metrics, repeats, t
 from offload_repro.produce.distributed import RANKS_DIR_VARIABLE
 from offload_repro.produce.launch import TRACE_DIR_VARIABLE
 
-OOM_PATTERN = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_MEMORY", re.IGNORECASE)
-ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*Error: .*")
 
-
-def classify(
-    returncode: int, exception: dict[str, Any] | None, log_tail: str, steps_done: int, steps: int
-) -> tuple[str, str | None]:
-    """(status, message) from what the training process left behind."""
-    text = (exception or {}).get("message", "") + "\n" + log_tail
+def classify(returncode: int, exception: dict[str, Any] | None, log_tail: str, steps_done: int, steps: int) -> str:
+    """ok, oom or error, from what the training process left behind."""
     if returncode == 0 and exception is None and steps_done >= steps:
-        return "ok", None
-    if match := OOM_PATTERN.search(text):
-        line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
-        return "oom", line.strip()[:500]
-    if exception is not None:
-        return "error", f"{exception['type']}: {exception['message']}"[:2000]
-    if returncode < 0:
-        return "error", f"killed by signal {-returncode}"
-    errors = [line for line in log_tail.splitlines() if ERROR_LINE.match(line.strip())]
-    if errors:
-        return "error", errors[-1].strip()[:2000]
-    if returncode != 0:
-        return "error", f"training exited with status {returncode}"
-    return "error", f"training stopped after {steps_done} of {steps} steps"
+        return "ok"
+    if failure.OUT_OF_MEMORY.search((exception or {}).get("message", "") + "\n" + log_tail):
+        return "oom"
+    return "error"
+
+
+def run_failure(
+    returncode: int, exception: dict[str, Any] | None, log_text: str, log: str, steps_done: int, steps: int
+) -> failure.Failure:
+    """Why a run that is not ok failed, in its own words; one that exited 0 short of its steps said
+    nothing, and the steps it completed are the cause."""
+    found = failure.failure_of(returncode, log_text, log, exception)
+    if found.found_in == "exit status" and returncode == 0:
+        return replace(found, cause=f"training stopped after {steps_done} of {steps} steps", found_in="metrics file")
+    return found
 
 
 def environment(row: Row, target: Target) -> dict[str, str]:
@@ -122,21 +117,66 @@ def read_ranks(work_dir: Path, processes: int) -> list[dict[str, Any]]:
     return ranks
 
 
-SRUN_TASK_ERROR = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (.+)")
+def rank_failures(ranks: list[dict[str, Any]], srun_log: str) -> list[dict[str, Any]]:
+    """Each rank that failed, with its own cause (core/failure.py): those srun names first, in its
+    order, then those whose record says they failed, or that never joined and left words in their log
+    (one that left nothing may never have started: srun's own words are then the run's cause)."""
+    endings = failure.srun_endings(srun_log)
+    by_task = {rank["task"]: rank for rank in ranks}
+    failed = [task for task in endings if task in by_task]
+    failed += [
+        rank["task"]
+        for rank in ranks
+        if rank["task"] not in endings
+        and (rank.get("exception") or rank.get("exit_status") or rank["state"] == "never joined")
+    ]
+    found = []
+    for task in failed:
+        rank = by_task[task]
+        host, returncode = endings.get(task, (rank.get("host"), None))
+        if rank["state"] == "ended":
+            returncode = rank.get("exit_status", returncode)
+        log = REPO_ROOT / rank["log"]
+        log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+        cause = failure.failure_of(returncode, log_text, rank["log"], rank.get("exception"))
+        if task not in endings and rank["state"] == "never joined" and cause.found_in == "exit status":
+            continue
+        found.append({"task": task, "host": rank.get("host") or host, **cause.record()})
+    return found
 
 
-def rank_failure(ranks: list[dict[str, Any]], srun_log: str) -> str | None:
-    """Which rank failed first, and its own words: its exception, or how srun saw it end."""
-    for rank in ranks:
-        if rank.get("exception"):
-            exception = rank["exception"]
-            return f"rank {rank['task']} on {rank.get('host')}: {exception['type']}: {exception['message']}"[:2000]
-    for line in srun_log.splitlines():
-        if match := SRUN_TASK_ERROR.search(line):
-            host, tasks, what = match.groups()
-            log = next((rank["log"] for rank in ranks if str(rank["task"]) == tasks.split(",")[0]), None)
-            return f"rank {tasks} on {host}: {what.strip()} ({line.strip()}); its log: {log}"
-    return None
+def ranks_message(failed: list[dict[str, Any]]) -> str:
+    """Each cause once, with the ranks that gave it: 'ranks 1, 0 on vm: killed by SIGKILL'."""
+    causes: dict[str, list[dict[str, Any]]] = {}
+    for rank in failed:
+        causes.setdefault(rank["cause"], []).append(rank)
+    parts = []
+    for cause, ranks in causes.items():
+        more = f" and {len(ranks) - 8} more" if len(ranks) > 8 else ""
+        tasks = ", ".join(str(rank["task"]) for rank in ranks[:8]) + more
+        hosts = ", ".join(dict.fromkeys(str(rank["host"]) for rank in ranks[:8]))
+        parts.append(f"rank{'s' if len(ranks) > 1 else ''} {tasks} on {hosts}: {cause}")
+    return "; ".join(parts)
+
+
+def row_failure(
+    returncode: int,
+    exception: dict[str, Any] | None,
+    srun_log: str,
+    log_file: Path,
+    ranks: list[dict[str, Any]],
+    steps_done: int,
+    steps: int,
+) -> tuple[dict[str, Any], str]:
+    """(the `failure` record, the message) of a run that is not ok. A run of several processes
+    takes its first failed rank's cause and lists each failed rank's (`ranks`)."""
+    found = run_failure(returncode, exception, srun_log, relative(log_file), steps_done, steps)
+    failed = rank_failures(ranks, srun_log)
+    if not failed:
+        return found.record(), found.cause
+    first = failed[0]
+    named = f"rank {first['task']} on {first['host']}: {first['cause']}"
+    return {key: first[key] for key in found.record()} | {"cause": named, "ranks": failed}, ranks_message(failed)
 
 
 def time_limit_message(target: Target, limit: slurm.TimeLimit | None, wall_s: float, steps_done: int) -> str:
@@ -193,17 +233,22 @@ def launch_once(
     launch = read_json(stats_file) if stats_file.exists() else {}
     steps = metrics.read_steps(metrics_file)
     ranks = read_ranks(work_dir, target.processes)
-    srun_log = log_file.read_text(encoding="utf-8", errors="replace")[-20000:]
+    srun_log = log_file.read_text(encoding="utf-8", errors="replace")
     rank_logs = [REPO_ROOT / rank["log"] for rank in ranks]
-    log_tail = srun_log + "".join(
+    log_tail = srun_log[-20000:] + "".join(
         log.read_text(encoding="utf-8", errors="replace")[-20000:] for log in rank_logs if log.exists()
     )
-    status, message = classify(outcome.returncode, launch.get("exception"), log_tail, len(steps), target.scale["steps"])
-    ended_by = "completed" if status == "ok" else "own failure"
+    status = classify(outcome.returncode, launch.get("exception"), log_tail, len(steps), target.scale["steps"])
+    ended_by, message, cause = "completed", None, None
+    if status != "ok":
+        ended_by = "own failure"
+        done = (len(steps), target.scale["steps"])
+        cause, message = row_failure(outcome.returncode, launch.get("exception"), srun_log, log_file, ranks, *done)
     if outcome.ended_by == "deadline" or "DUE TO TIME LIMIT" in srun_log:
-        status, message, ended_by = "error", time_limit_message(target, limit, outcome.wall_s, len(steps)), "time limit"
-    elif status == "error" and ranks:
-        message = rank_failure(ranks, srun_log) or message
+        status, ended_by = "error", "time limit"
+        message = time_limit_message(target, limit, outcome.wall_s, len(steps))
+        ended = failure.signal_name(outcome.returncode)
+        cause = failure.Failure(message, "time limit", outcome.returncode, ended, relative(log_file)).record()
 
     overlap = None
     if traced and status == "ok":
@@ -213,6 +258,7 @@ def launch_once(
     return {
         "status": status,
         "message": message,
+        "failure": cause,
         "ended_by": ended_by,
         "summary": metrics.summarize(steps, target.scale["warmup_steps"]),
         "launch": launch,
@@ -266,6 +312,7 @@ def run_row(
         "target": target.name,
         "status": last["status"],
         "message": last["message"],
+        "failure": last["failure"],
         "ended_by": last["ended_by"],
         "published_outcome": row.published["outcome"],
         "scaled": target.scale["devices"] != row.devices or bool(target.scale.get("families")),

@@ -1,0 +1,277 @@
+"""A failure's cause, read from real failure logs of MaxText and XLA (tests/fixtures/failures/,
+each captured as its README says), as the runner, the compile and the page record it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from offload_repro.core import failure
+from offload_repro.core.files import REPO_ROOT
+from offload_repro.produce import runner
+
+FIXTURES = Path(__file__).parent / "fixtures" / "failures"
+UNKNOWN_FLAG = "Unknown flag in XLA_FLAGS: --xla_gpu_enable_latency_hiding_schedular=true"
+BAD_VALUE = (
+    "Couldn't interpret value maybe for flag xla_gpu_enable_latency_hiding_scheduler.\n"
+    "Check failed: tsl::Flags::Parse(&env_argv->argc, env_argv->argv.data(), flag_list) Flag parsing failed."
+)
+ASSERTION = "AssertionError: Number of devices per slice 1 does not match the product of the ICI parallelism 2"
+OUT_OF_MEMORY = "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 1611356696 bytes."
+
+
+def log(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def exception(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.launch.json").read_text())["exception"]
+
+
+@pytest.mark.parametrize("name", ["unknown-flag.train.log", "unknown-flag.compile.log"])
+def test_an_unknown_flag_is_xlas_fatal_line(name):
+    found = failure.failure_of(1, log(name), name)
+    assert (found.cause, found.found_in) == (UNKNOWN_FLAG, "fatal log line (parse_flags_from_env.cc:234)")
+    assert (found.exit_status, found.signal, found.log) == (1, None, name)
+
+
+def test_a_value_xla_cannot_read_is_its_error_line_then_the_check_that_failed():
+    # the usage text and every flag's help follow the fatal line; its thread's E line comes before
+    found = failure.failure_of(1, log("bad-value.train.log"), "train.log")
+    assert (found.cause, found.found_in) == (BAD_VALUE, "fatal log line (parse_flags_from_env.cc:220)")
+
+
+def test_a_python_exception_is_the_last_line_of_its_traceback():
+    found = failure.failure_of(1, log("exception.train.log"), "train.log")
+    assert (found.cause, found.found_in) == (ASSERTION, "Python traceback")
+
+
+def test_an_exception_the_process_recorded_itself_comes_first():
+    found = failure.failure_of(1, log("exception.train.log"), "train.log", exception("exception"))
+    assert (found.cause, found.found_in) == (ASSERTION, "exception record")
+
+
+def test_out_of_memory_is_the_exception_without_jaxs_note_on_filtered_frames():
+    found = failure.failure_of(1, log("out-of-memory.train.log"), "train.log")
+    assert (found.cause, found.found_in) == (OUT_OF_MEMORY, "Python traceback")
+    assert runner.classify(1, exception("out-of-memory"), log("out-of-memory.train.log"), 0, 10) == "oom"
+
+
+def test_a_process_that_said_nothing_is_named_by_its_signal_or_status():
+    silent = log("killed-rank/rank-1.log")
+    assert silent == ""
+    killed = failure.failure_of(-9, silent, "rank-1.log")
+    assert (killed.cause, killed.found_in, killed.signal) == ("killed by SIGKILL", "signal", "SIGKILL")
+    exited = failure.failure_of(3, "I1201 12:00:00.000000 1 x.py:1] nothing fatal\n", None)
+    assert (exited.cause, exited.found_in) == ("exited with status 3; its log holds no error", "exit status")
+
+
+def test_a_cause_is_cut_to_a_readable_length_and_says_so():
+    long = failure.failure_of(1, "Traceback (most recent call last):\nValueError: " + "x" * 2000, None)
+    assert len(long.cause) == failure.CAUSE_CHARS and long.cause.endswith(failure.CUT)
+    assert long.cause.startswith("ValueError: xxx")
+
+
+def test_the_steps_a_silent_exit_completed_are_its_cause():
+    found = runner.run_failure(0, None, "", "train.log", steps_done=4, steps=10)
+    assert (found.cause, found.found_in) == ("training stopped after 4 of 10 steps", "metrics file")
+
+
+def test_srun_says_how_each_task_ended():
+    assert failure.srun_endings(log("killed-rank/train.log")) == {1: ("vm", -9), 0: ("vm", -9)}
+    text = "srun: error: n1: tasks 0-2,5: Exited with exit code 1\nsrun: error: n2: task 3: Aborted\n"
+    assert failure.srun_endings(text) == {0: ("n1", 1), 1: ("n1", 1), 2: ("n1", 1), 5: ("n1", 1), 3: ("n2", -6)}
+
+
+def ranks_in(tmp_path: Path, case: str) -> list[dict]:
+    """The rank records of a captured run, their logs where the runner reads them (in the checkout)."""
+    copied = Path(shutil.copytree(FIXTURES / case, tmp_path / case))
+    ranks = []
+    for task in (0, 1):
+        record = json.loads((copied / f"rank-{task}.json").read_text())
+        ranks.append(record | {"log": str(copied / f"rank-{task}.log")})
+    return ranks
+
+
+def test_each_killed_rank_is_named_with_its_cause(tmp_path):
+    ranks = ranks_in(tmp_path, "killed-rank")
+    record, message = runner.row_failure(-9, None, log("killed-rank/train.log"), tmp_path / "train.log", ranks, 0, 10)
+    assert message == "ranks 1, 0 on vm: killed by SIGKILL"
+    assert record["cause"] == "rank 1 on vm: killed by SIGKILL" and record["signal"] == "SIGKILL"
+    assert [(r["task"], r["cause"], r["exit_status"]) for r in record["ranks"]] == [
+        (1, "killed by SIGKILL", -9),
+        (0, "killed by SIGKILL", -9),
+    ]
+    assert record["log"] == ranks[1]["log"]
+
+
+def test_ranks_that_failed_with_their_own_words_keep_them(tmp_path):
+    ranks = ranks_in(tmp_path, "killed-rank")
+    (Path(ranks[0]["log"])).write_text(log("unknown-flag.train.log"))
+    srun_log = "srun: error: vm: task 0: Exited with exit code 1\nsrun: error: vm: task 1: Killed\n"
+    record, message = runner.row_failure(1, None, srun_log, tmp_path / "train.log", ranks, 0, 10)
+    assert message == f"rank 0 on vm: {UNKNOWN_FLAG}; rank 1 on vm: killed by SIGKILL"
+    assert record["cause"] == f"rank 0 on vm: {UNKNOWN_FLAG}" and record["exit_status"] == 1
+
+
+def test_ranks_that_never_joined_are_named_by_their_own_fatal_lines(tmp_path):
+    copied = Path(shutil.copytree(FIXTURES / "ranks-unknown-flag", tmp_path / "ranks"))
+    ranks = [{"task": task, "state": "never joined", "log": str(copied / f"rank-{task}.log")} for task in (0, 1)]
+    srun_log = log("ranks-unknown-flag/train.log")
+    record, message = runner.row_failure(1, None, srun_log, tmp_path / "train.log", ranks, 0, 10)
+    assert message == f"ranks 0, 1 on vm: {UNKNOWN_FLAG}"
+    assert [(rank["task"], rank["host"], rank["cause"], rank["exit_status"]) for rank in record["ranks"]] == [
+        (0, "vm", UNKNOWN_FLAG, 1),
+        (1, "vm", UNKNOWN_FLAG, 1),
+    ]
+
+
+def test_a_preflight_step_that_failed_says_why_and_keeps_its_output(tmp_path, monkeypatch):
+    import subprocess
+
+    from offload_repro.cluster import preflight
+
+    output = log("preflight-unknown-flag/distributed.log")  # what srun printed, captured
+
+    def srun(command, **_options):
+        return subprocess.CompletedProcess(command, 1, stdout="", stderr=output)
+
+    monkeypatch.setattr(preflight.subprocess, "run", srun)
+    with pytest.raises(preflight.StepFailed) as failed:
+        preflight.srun(["--ntasks=2"], ["python"], ["-m", preflight.PROBE, "distributed"], {}, tmp_path / "step.log")
+    assert str(failed.value).startswith("`srun ")
+    assert f"failed (exit status 1): {UNKNOWN_FLAG}; its output: {tmp_path / 'step.log'}" in str(failed.value)
+    assert failed.value.failure.found_in == "fatal log line (parse_flags_from_env.cc:234)"
+    assert (tmp_path / "step.log").read_text() == output
+
+
+def test_the_failure_is_typed_in_the_result_schema(tmp_path):
+    from offload_repro.core.results import ResultError, write_result
+
+    run = json.loads((REPO_ROOT / "tests/fixtures/results/cpu/runs/llama-qkv-offload-lhs.json").read_text())
+    found = failure.failure_of(1, log("unknown-flag.train.log"), "results/cpu/work/llama-baseline/train.log")
+    failed = {k: v for k, v in run.items() if k not in ("kind", "schema_version")} | {
+        "status": "error",
+        "message": found.cause,
+        "failure": found.record(),
+    }
+    assert write_result(tmp_path / "run.json", "run", failed)["failure"]["cause"] == UNKNOWN_FLAG
+    with pytest.raises(ResultError, match="'failure' is a required property"):
+        write_result(tmp_path / "run.json", "run", {k: v for k, v in failed.items() if k != "failure"})
+    with pytest.raises(ResultError, match=r"field 'failure.exit_status'"):
+        write_result(tmp_path / "run.json", "run", failed | {"failure": found.record() | {"exit_status": "one"}})
+
+
+# Each captured failure as the runner records it: (exit status, srun's or the process's log, its
+# launch record, its ranks) -> (status, the message the page shows, the note under it)
+CASES = {
+    "unknown-flag": (1, "unknown-flag.train.log", None, None),
+    "bad-value": (1, "bad-value.train.log", None, None),
+    "exception": (1, "exception.train.log", "exception", None),
+    "out-of-memory": (1, "out-of-memory.train.log", "out-of-memory", None),
+    "killed-rank": (-9, "killed-rank/train.log", None, "killed-rank"),
+}
+SHOWN = {
+    "unknown-flag": ("error", UNKNOWN_FLAG, "fatal log line (parse_flags_from_env.cc:234), exit status 1"),
+    "bad-value": ("error", BAD_VALUE, "fatal log line (parse_flags_from_env.cc:220), exit status 1"),
+    "exception": ("error", ASSERTION, "exception record, exit status 1"),
+    "out-of-memory": (
+        "oom",
+        "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 1611356696 bytes.",
+        "exception record, exit status 1",
+    ),
+    "killed-rank": ("error", "ranks 1, 0 on vm: killed by SIGKILL", "SIGKILL"),
+}
+
+
+def failed_results(tmp_path: Path, tables: list[str], case: str) -> list[Path]:
+    """The Llama QKV offload row's real run result as the captured failure leaves it, and (for
+    the unknown flag) its compile too; the other fixtures as they were."""
+    from offload_repro.core.data import load_rows, load_target
+    from offload_repro.produce.compile import compile_result
+
+    results = REPO_ROOT / "tests/fixtures/results"
+    returncode, srun_log, launched, ranked = CASES[case]
+    recorded = exception(launched) if launched else None
+    ranks = ranks_in(tmp_path, ranked) if ranked else []
+    status = runner.classify(returncode, recorded, log(srun_log), 0, 10)
+    cause, message = runner.row_failure(returncode, recorded, log(srun_log), tmp_path / "train.log", ranks, 0, 10)
+    run = json.loads((results / "cpu/runs/llama-qkv-offload-lhs.json").read_text())
+    run |= {"status": status, "message": message, "failure": cause, "losses": []}
+    run = {key: value for key, value in run.items() if key not in ("step_time_s", "tflops_per_device")}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    compiled = results / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json"
+    if case == "unknown-flag":
+        row = next(row for row in load_rows(tables) if row.id == "llama-qkv-offload-lhs")
+        found = failure.failure_of(1, log("unknown-flag.compile.log"), "compiled/work/compile.log")
+        program = {"key": "0" * 16, "compiled_as": row.id, "status": "error", "message": found.cause}
+        provenance = json.loads(compiled.read_text())["provenance"]
+        program |= {"failure": found.record(), "stats": None, "provenance": provenance}
+        result = compile_result(row, load_target("gb200-nvl72"), program, None, False)
+        compiled = tmp_path / "compiled.json"
+        compiled.write_text(json.dumps({"kind": "compile", "schema_version": 1, **result}))
+    others = [results / "cpu/runs/deepseek-device-mb8.json", results / "analytic.json"]
+    others += [results / f"compiled/gb200-nvl72/deepseek-{name}.json" for name in ("device-mb8", "offload-plain")]
+    return [tmp_path / "run.json", compiled, *others]
+
+
+def page_and_console(tmp_path: Path, tables: list[str], case: str, capsys) -> tuple[str, list[str]]:
+    """The target's page and the main job's closing lines, as the workflow builds them."""
+    from offload_repro.cli import main
+
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
+    results = failed_results(tmp_path, tables, case)
+    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
+    claims = str(REPO_ROOT / "experiments/claims.yaml")
+    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page)]) == 0
+    capsys.readouterr()
+    assert main(["summary", "--verdicts", str(verdicts), "--page", "p.html", "--evidence", str(evidence)]) == 0
+    return page.read_text(), capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_page_shows_each_failures_cause_in_the_rows_status(tmp_path, tables, capsys, case):
+    import re
+
+    from markupsafe import escape
+
+    html, lines = page_and_console(tmp_path, tables, case, capsys)
+    status, message, note = SHOWN[case]
+    row = re.search(r'<tr id="row-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
+    measured = re.search(r'<span class="status s-(\w+)">\w+</span><br><span class="reason">(.*?)</span>', row, re.S)
+    assert measured.groups() == (status, escape(message))
+    assert f'<span class="small">{escape(note)}; log ' in row
+    one_line = " ".join(message.split())  # the console's line of it
+    assert lines[1].startswith(f"offload-repro: {status}: llama-qkv-offload-lhs (measured on cpu")
+    assert lines[1].endswith(f"): {one_line}")
+
+
+def test_the_unknown_flag_is_the_reason_of_each_claim_it_left_without_evidence(tmp_path, tables, capsys):
+    import re
+
+    html, lines = page_and_console(tmp_path, tables, "unknown-flag", capsys)
+    row = re.search(r'<tr id="row-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
+    assert row.count(f'<span class="reason">{UNKNOWN_FLAG}</span>') == 2  # measured and compiled
+    claim = re.search(r'<tr id="claim-llama-qkv-host-gib"[^>]*>(.*?)</tr>', html, re.S).group(1)
+    assert f"llama-qkv-offload-lhs: {UNKNOWN_FLAG}" in claim
+    assert lines[0].startswith("offload-repro: cpu: ") and lines[-1] == "offload-repro: report: p.html"
+    assert lines[1:-1] == [
+        f"offload-repro: error: llama-qkv-offload-lhs (measured on cpu, compiled for gb200-nvl72): {UNKNOWN_FLAG}"
+    ]
+
+
+def test_a_row_whose_compile_failed_is_predicted_as_an_error_with_its_cause(tables):
+    from offload_repro.core.data import load_rows, load_target
+    from offload_repro.produce.predict import load_speed, predict_target
+
+    found = failure.failure_of(1, log("unknown-flag.compile.log"), "compile.log")
+    compiled = {"row": "llama-baseline", "status": "error", "message": found.cause, "failure": found.record()}
+    predicted = predict_target(load_rows(tables), load_target("gb200-nvl72"), [compiled], load_speed(), None, None)
+    (row,) = predicted["rows"]
+    assert (row["status"], row["message"]) == ("error", f"no compiled program: {UNKNOWN_FLAG}")
+    assert row["failure"] == found.record()
