@@ -17,7 +17,7 @@ from offload_repro.core.data import load_rows, load_target
 from offload_repro.judge import predicted as judged_by_prediction
 from offload_repro.judge.check import check_claims, judge_one, overall, views
 from offload_repro.judge.observers import predicted_observations
-from offload_repro.produce import collective_traffic, hlo_program, predict, step_model
+from offload_repro.produce import collective_traffic, hlo_program, memory_traffic, predict, step_model
 from offload_repro.produce.hlo_program import Event, Flops
 from offload_repro.produce.program import COMPILE_ONLY_FLAGS
 
@@ -666,3 +666,27 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     error = row["tflops_per_device"][0] / run["tflops_per_device"] - 1
     assert f"{abs(error) * 100:.1f}%" in speed[speed.index('id="error-on-hardware"') :]
     assert raw_placeholders(html) == []
+
+
+# Two fusions of llama-baseline's layer scan, copied from its GB200 program with the instructions
+# that feed them (tests/fixtures/README.md): the backward pass writes one layer's f32 gradient into
+# the stacked [126,...] buffer in place, and reads one layer's saved activations out of another.
+MEMORY_FUSIONS = (REPO / "tests/fixtures/memory_traffic.hlo").read_text()
+
+
+def test_a_fusion_costs_the_bytes_it_touches_not_the_stacked_buffers_it_slices():
+    """Hand counts: the in-place update reads the bf16 [128,53248] gradient and writes it as f32,
+    never the [126,128,53248] stack (1/126 of it); the slice reads and writes one layer of the
+    bf16 [126,2,8192,16384] activations and writes a [2,8192] f32 sum of squares."""
+    computations = hlo_program.parse(MEMORY_FUSIONS)
+    layer = computations["layer"]
+    by_name = {i.name: i for i in layer.instructions}
+    update = memory_traffic.instruction_bytes(computations, layer, by_name["loop_dynamic_update_slice_fusion.4"])
+    index = 4  # the s32 layer index each fusion reads
+    assert update == 2 * 128 * 53248 + 4 * 128 * 53248 + index
+    assert update < 4 * 126 * 128 * 53248 / 50  # one layer of the 126-layer stack it lives in
+    read = memory_traffic.instruction_bytes(computations, layer, by_name["input_dynamic_slice_reduce_fusion"])
+    one_layer = 2 * 2 * 8192 * 16384
+    assert read == one_layer + index + one_layer + 4 * 2 * 8192
+    # bookkeeping moves nothing
+    assert memory_traffic.instruction_bytes(computations, layer, by_name["get-tuple-element.552"]) == 0
