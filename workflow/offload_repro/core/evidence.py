@@ -28,8 +28,9 @@ EVIDENCE = {
         EvidenceClass("analytic", "sizes computed from MaxText's model configs", "#2ca02c"),
         EvidenceClass(
             "predicted",
-            "a step time from a stated model over the compiled program (FLOPs with recompute, host copies,"
-            " collectives, its schedule), calibrated on one published row per model; never overrides measured",
+            "a step time from a stated model over the compiled program (FLOPs with recompute, HBM bytes, host"
+            " copies, collectives, its schedule), calibrated on a published row of its model, its band widened by"
+            " the model's measured error; never overrides measured",
             "#9467bd",
         ),
     )

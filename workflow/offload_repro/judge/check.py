@@ -185,13 +185,10 @@ def _judge_predicted(
         return judgement | {"verdict": "inconclusive", "reason": "no prediction at any setting", "note": note}
     tolerance = rule.get("tolerance") or claim.get("tolerance")
     judgement["verdict"] = predicted.verdict(judged["check"], found, claim.get("published"), tolerance)
-    if "low" in found:
-        ends = f"{spread.number(found['low'])} to {spread.number(found['high'])}"
-        note += f"; band {ends} over {found['settings']} settings"
-    else:
+    if "holds_at" in found:
         note += f"; holds at {found['holds_at']} of {found['settings']} settings at the central prediction"
     if judgement["verdict"] == "inconclusive":
-        judgement["reason"] = predicted.inconclusive_reason(claim, found)
+        judgement["reason"] = predicted.inconclusive_reason(claim, found, tolerance)
     if not any(r.get("outcome") == "oom" for r in observed_rows.values()):
         judgement["explanation"] = predicted.explain(claim, observed_rows)
     return judgement | {"metric": metric, "band": found, "note": note}

@@ -166,15 +166,19 @@ def verdict(check: dict[str, Any], found: dict[str, Any], published: Any, tolera
     return "inconclusive"
 
 
-def inconclusive_reason(claim: dict[str, Any], found: dict[str, Any]) -> str:
+def inconclusive_reason(claim: dict[str, Any], found: dict[str, Any], tolerance: dict[str, Any] | None) -> str:
     """Why the band cannot decide the claim, in its numbers."""
     error = f"±{found['error']:.1%}"
     if "low" in found:
         published = claim.get("published")
-        shown = f"{published:+.1%}" if claim["check"]["type"] == "ratio" else number(published)
+        ratio = claim["check"]["type"] == "ratio"
+        text = (lambda v: f"{v:+.1%}") if ratio else number
+        allowed = 0.0
+        if tolerance:
+            allowed = tolerance["absolute"] if "absolute" in tolerance else tolerance["relative"] * abs(published)
         return (
-            f"the published {shown} and its tolerance are not wholly inside or outside the prediction's band"
-            f" {number(found['low'])} to {number(found['high'])}, which the model's measured error of {error} widens"
+            f"the band {text(found['low'])} to {text(found['high'])} (the model's measured error of {error} included)"
+            f" straddles the tolerance {text(published - allowed)} to {text(published + allowed)}"
         )
     return (
         f"the predicted gaps between the rows do not exceed the model's measured error of {error}"

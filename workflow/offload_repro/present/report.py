@@ -480,6 +480,8 @@ def speed(
                 "message": lookup.message(row.id, "predicted", "status"),
                 "band": lookup.band(row.id, "predicted", "tflops_per_device"),
                 "published": published,
+                # a throughput a published speedup implies (its sources name more than its row)
+                "implied": len(str(lookup.value(row.id, "predicted", "published_sources") or "").split()) > 1,
                 "ratio": predicted / published if predicted and published else None,
                 "measured": measured,
                 "measured_error": predicted / measured - 1 if predicted and measured else None,
