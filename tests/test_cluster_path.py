@@ -17,10 +17,11 @@ import yaml
 from test_slurm_commands import sbatch_line
 
 from offload_repro.cluster import preflight, slurm
+from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.files import write_json
 from offload_repro.core.process import run_supervised
-from offload_repro.produce import maxtext_args, runner
+from offload_repro.produce import runner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
 

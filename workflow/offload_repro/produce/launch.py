@@ -114,9 +114,9 @@ def rank_arguments(maxtext_argv: list[str], task: int) -> list[str]:
 
 
 def main(stats_path: str, maxtext_argv: list[str]) -> int:
-    from offload_repro.produce import distributed
+    from offload_repro.cluster import jax_distributed
 
-    rank = distributed.start()  # before anything touches a JAX backend
+    rank = jax_distributed.start()  # before anything touches a JAX backend
     if rank is not None:
         maxtext_argv = rank_arguments(maxtext_argv, rank["task"])
     from absl import app
@@ -143,7 +143,7 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     except SystemExit as done:
         status = 0 if done.code in (None, 0) else 1
     except BaseException as err:  # recorded for the runner, which classifies OOM vs error
-        record["exception"] = distributed.exception_record(err)
+        record["exception"] = jax_distributed.exception_record(err)
         traceback.print_exc()
         status = 1
     import jax
@@ -168,7 +168,7 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     )
     if jax.process_index() == 0:  # one record per run, from rank 0, as on the CPU path
         write_json(stats_path, record)
-    distributed.finish(rank, status, record["exception"])
+    jax_distributed.finish(rank, status, record["exception"])
     return status
 
 

@@ -22,14 +22,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import gpu, provenance
+from offload_repro.core import gpu, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.failure import failure_of
 from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
 from offload_repro.core.results import ResultError, read_result, write_result
-from offload_repro.produce import assembler, kernel_cache, maxtext_args
+from offload_repro.produce import assembler, kernel_cache
 from offload_repro.produce.aot import HLO_FILE, MEMORY_WARNING
 
 # A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
