@@ -201,9 +201,16 @@ def edit_table() -> str:
     for path, users in rebuilt_by().items():
         groups.setdefault(tuple(users), []).append(path)
     lines = ["| edit | replans these rules, then every rule that reads their results |", "| --- | --- |"]
-    patterns = {pattern for module in package_modules() for pattern in _reads(module)}
-    # a data file is shown as the pattern its module reads it by; a module without its folder
-    by_pattern = {path: p for p in patterns for path in glob.glob(p, root_dir=REPO_ROOT, recursive=True)}
+    patterns = {
+        pattern: glob.glob(pattern, root_dir=REPO_ROOT, recursive=True)
+        for module in package_modules()
+        for pattern in _reads(module)
+    }
+    # a data file is shown as the pattern its module reads it by, the widest where two match it (a
+    # glob and one of its files: a set's order would pick either); a module without its folder
+    by_pattern = {
+        path: p for p, paths in sorted(patterns.items(), key=lambda item: (len(item[1]), item[0])) for path in paths
+    }
     for users, paths in sorted(groups.items(), key=lambda item: (-len(item[0]), item[0])):
         shown = sorted({by_pattern.get(path, path).removeprefix("workflow/offload_repro/") for path in paths})
         names = "every rule" if len(users) == len(rules()) else ", ".join(f"`{rule}`" for rule in users)
