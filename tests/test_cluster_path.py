@@ -21,7 +21,7 @@ from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.files import write_json
 from offload_repro.core.process import run_supervised
-from offload_repro.produce import runner
+from offload_repro.produce.measured import runner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
 

@@ -11,7 +11,7 @@ import pytest
 
 from offload_repro.core import failure
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.produce import runner
+from offload_repro.produce.measured import runner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "failures"
 UNKNOWN_FLAG = "Unknown flag in XLA_FLAGS: --xla_gpu_enable_latency_hiding_schedular=true"
@@ -191,7 +191,7 @@ def failed_results(tmp_path: Path, tables: list[str], case: str) -> list[Path]:
     """The Llama QKV offload row's real run result as the captured failure leaves it, and (for
     the unknown flag) its compile too; the other fixtures as they were."""
     from offload_repro.core.data import load_rows, load_target
-    from offload_repro.produce.compile import compile_result
+    from offload_repro.produce.compiled.compiled_row import compile_result
 
     results = REPO_ROOT / "tests/fixtures/results"
     returncode, srun_log, launched, ranked = CASES[case]
@@ -267,7 +267,7 @@ def test_the_unknown_flag_is_the_reason_of_each_claim_it_left_without_evidence(t
 
 def test_a_row_whose_compile_failed_is_predicted_as_an_error_with_its_cause(tables):
     from offload_repro.core.data import load_rows, load_target
-    from offload_repro.produce.predict import load_speed, predict_target
+    from offload_repro.produce.predicted.prediction import load_speed, predict_target
 
     found = failure.failure_of(1, log("unknown-flag.compile.log"), "compile.log")
     compiled = {"row": "llama-baseline", "status": "error", "message": found.cause, "failure": found.record()}

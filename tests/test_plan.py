@@ -37,7 +37,7 @@ print(json.dumps(sorted(edges)))
 
 
 def test_every_import_python_executes_is_in_the_derived_graph():
-    modules = [m for m in plan.package_modules() if m != "offload_repro.produce.derive_scale"]
+    modules = [m for m in plan.package_modules() if m != "offload_repro.produce.compiled.derive_scale"]
     done = subprocess.run(
         [sys.executable, "-c", RECORD_IMPORTS, *modules],
         capture_output=True,
@@ -54,18 +54,32 @@ def test_every_import_python_executes_is_in_the_derived_graph():
 
 
 def test_modules_run_by_name_are_dependencies_of_the_module_that_runs_them():
-    assert "offload_repro.produce.aot" in plan.direct_imports("offload_repro.produce.program")  # python -m
-    assert "offload_repro.produce.launch" in plan.direct_imports("offload_repro.produce.runner")
+    assert "offload_repro.produce.compiled.aot_compile" in plan.direct_imports(
+        "offload_repro.produce.compiled.program_cache"
+    )  # python -m
+    assert "offload_repro.produce.measured.launch" in plan.direct_imports("offload_repro.produce.measured.runner")
 
 
 @pytest.mark.parametrize(
     ("command", "needs", "never"),
     [
-        ("run", ["produce/launch.py", "core/forkserver.py", "produce/runner.py"], ["present/report.py"]),
+        (
+            "run",
+            ["produce/measured/launch.py", "core/forkserver.py", "produce/measured/runner.py"],
+            ["present/report.py"],
+        ),
         # the compile records the program; what it is expected to offload is judged from tensors.yaml
-        ("compile", ["produce/launch.py", "core/forkserver.py"], ["produce/runner.py", "experiments/tensors.yaml"]),
-        ("evidence", ["judge/observers.py", "experiments/tensors.yaml"], ["produce/compile.py", "cluster/slurm.py"]),
-        ("frontier", ["experiments/frontier.yaml", "produce/program.py"], ["present/report.py"]),
+        (
+            "compile",
+            ["produce/measured/launch.py", "core/forkserver.py"],
+            ["produce/measured/runner.py", "experiments/tensors.yaml"],
+        ),
+        (
+            "evidence",
+            ["judge/observers.py", "experiments/tensors.yaml"],
+            ["produce/compiled/compiled_row.py", "cluster/slurm.py"],
+        ),
+        ("frontier", ["experiments/frontier.yaml", "produce/compiled/program_cache.py"], ["present/report.py"]),
         ("report", ["report/target.html.j2", "report/style.css"], ["cluster/preflight.py"]),
         ("check", ["judge/check.py"], ["present/report.py", "experiments/frontier.yaml"]),
     ],

@@ -9,7 +9,7 @@ from pathlib import Path
 from offload_repro.commands import arguments, fork_server
 from offload_repro.core.data import load_target
 from offload_repro.core.variants import apply
-from offload_repro.produce.compile import compile_row
+from offload_repro.produce.compiled.compiled_row import compile_row
 
 PARENTS = (*arguments.ONE_ROW, fork_server.FORK_SERVER)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from offload_repro.commands import arguments, fork_server
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.produce.frontier import write_frontier
+from offload_repro.produce.whatif.capacity_frontier import write_frontier
 
 PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, fork_server.FORK_SERVER)
 

@@ -6,7 +6,7 @@ import argparse
 
 from offload_repro.commands import arguments, fork_server
 from offload_repro.core.data import load_target
-from offload_repro.produce.runner import run_row
+from offload_repro.produce.measured.runner import run_row
 
 PARENTS = (*arguments.ONE_ROW, fork_server.FORK_SERVER, arguments.CONTAINER)
 

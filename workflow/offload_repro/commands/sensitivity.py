@@ -7,7 +7,7 @@ from pathlib import Path
 
 from offload_repro.commands import arguments, fork_server
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.produce.sensitivity import write_sensitivity
+from offload_repro.produce.whatif.alternatives import write_sensitivity
 
 PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.WORK_DIR, fork_server.FORK_SERVER)
 

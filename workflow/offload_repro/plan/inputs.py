@@ -4,7 +4,7 @@ Every rule runs one command of `offload_repro.cli`, whose code is the module
 `offload_repro.commands.<command>`. The files a stage's result depends on are the entry point
 (`cli.py`) and the modules its command module can import, transitively (read from the source
 with `ast`: every import statement, at module level or inside a function, and every module
-named in a string such as `python -m offload_repro.produce.aot`), plus the data files those
+named in a string such as `python -m offload_repro.produce.compiled.aot_compile`), plus the data files those
 modules read by a fixed path (each module lists them in `READS`). The rules take their code
 inputs from here (`code=CODE["<command>"]`), so editing any of these files replans exactly the
 rules that run a stage that uses it.

@@ -26,8 +26,8 @@ from offload_repro.core.process import (
     run_supervised,
 )
 from offload_repro.core.results import write_result
-from offload_repro.produce import metrics, repeats, trace
-from offload_repro.produce.launch import TRACE_DIR_VARIABLE
+from offload_repro.produce.measured import metrics, repeats, trace
+from offload_repro.produce.measured.launch import TRACE_DIR_VARIABLE
 
 
 def classify(returncode: int, exception: dict[str, Any] | None, log_tail: str, steps_done: int, steps: int) -> str:
@@ -197,7 +197,7 @@ def launch_once(
     # MaxText's own defaults, resolved by the training process (a container has its own MaxText).
     arguments = ["maxtext:configs/base.yml", *maxtext_args.as_arguments(overrides)]
     prefix, rank_env, container = launch_command(row, target, work_dir, python, container_runtime, allow_unpinned)
-    command = [*prefix, "-m", "offload_repro.produce.launch", str(stats_file), "--", *arguments]
+    command = [*prefix, "-m", "offload_repro.produce.measured.launch", str(stats_file), "--", *arguments]
     env = maxtext_args.environment(row, target) | rank_env
     trace_dir = work_dir / "trace"
     traced = bool(target.spec.get("trace_offload_rows")) and bool(row.tensors("offload"))

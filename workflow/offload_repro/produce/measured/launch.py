@@ -1,6 +1,6 @@
 """Run MaxText's own training entry point in this process and record what only it can see.
 
-Used as `python -m offload_repro.produce.launch STATS_JSON -- <maxtext args>`. It calls
+Used as `python -m offload_repro.produce.measured.launch STATS_JSON -- <maxtext args>`. It calls
 `maxtext.trainers.pre_train.train.main` unchanged; the only addition is a wrapper around
 MaxText's `print_compiled_memory_stats`, so the compiled train step's memory analysis is
 kept in bytes (MaxText logs it rounded to 0.1 GB), plus the devices' runtime memory stats.
@@ -174,5 +174,7 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[2] != "--":
-        sys.exit("usage: python -m offload_repro.produce.launch STATS_JSON -- <maxtext base.yml> key=value ...")
+        sys.exit(
+            "usage: python -m offload_repro.produce.measured.launch STATS_JSON -- <maxtext base.yml> key=value ..."
+        )
     sys.exit(main(sys.argv[1], sys.argv[3:]))

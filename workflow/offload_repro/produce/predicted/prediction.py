@@ -1,6 +1,6 @@
 """Predicted evidence: each row's step time and TFLOPs/s/device on a GPU target, from its compiled
 program (FLOPs counted with recompute, HBM bytes, host copies, collectives and the traffic between
-NVLink domains, the schedule) replayed by the step-time model (`produce.step_model`) at the
+NVLink domains, the schedule) replayed by the step-time model (`produce.predicted.step_model`) at the
 target's cited rates.
 
 The model has one free parameter, the effective compute rate. On the calibration target every
@@ -28,8 +28,9 @@ from offload_repro.core.maxtext_configs import model_config
 from offload_repro.core.memory import GB
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import SEPARATOR
-from offload_repro.produce import hlo_program, model_flops, step_model
-from offload_repro.produce.program import compile_overrides, hlo_path
+from offload_repro.produce.compiled import model_flops
+from offload_repro.produce.compiled.program_cache import compile_overrides, hlo_path
+from offload_repro.produce.predicted import hlo_schedule, step_model
 
 SPEED_FILE = "experiments/speed.yaml"
 CLAIMS_FILE = "experiments/claims.yaml"
@@ -77,15 +78,15 @@ def read_program(compiled: dict[str, Any], network: tuple[int, int] | None) -> d
     if not path.exists():
         raise DataError(f"{path}: the compiled program's HLO is missing; delete {program_file} to compile it again")
     with gzip.open(path, "rt", encoding="utf-8") as handle:
-        computations = hlo_program.parse(handle.read())
-    flops, unknown_loops = hlo_program.count_flops(computations)
-    events = hlo_program.schedule(computations, network)
+        computations = hlo_schedule.parse(handle.read())
+    flops, unknown_loops = hlo_schedule.count_flops(computations)
+    events = hlo_schedule.schedule(computations, network)
     return {
         "events": events,
-        "entry": hlo_program.entry_name(computations),
+        "entry": hlo_schedule.entry_name(computations),
         "flops": flops,
         "unknown_loops": unknown_loops,
-        "transfers": hlo_program.transfers(computations, events),
+        "transfers": hlo_schedule.transfers(computations, events),
         "model_flops": compiled["model_tflops_per_device_per_step"] * 1e12,
         "model_components": compiled.get("model_tflops_components"),  # absent before it was recorded
     }
