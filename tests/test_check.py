@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
-from offload_repro.judge.check import EvidenceView, check_claims, judge_one, load_claims, overall, views, within
 from offload_repro.judge.evidence_table import observe_files
+from offload_repro.judge.verdicts import EvidenceView, check_claims, judge_one, load_claims, overall, views, within
 from offload_repro.produce.analytic_bytes import write_accounting
 
 CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"

@@ -132,16 +132,18 @@ def test_ranks_that_never_joined_are_named_by_their_own_fatal_lines(tmp_path):
 def test_a_preflight_step_that_failed_says_why_and_keeps_its_output(tmp_path, monkeypatch):
     import subprocess
 
-    from offload_repro.cluster import preflight
+    from offload_repro.cluster import preflight_checks
 
     output = log("preflight-unknown-flag/distributed.log")  # what srun printed, captured
 
     def srun(command, **_options):
         return subprocess.CompletedProcess(command, 1, stdout="", stderr=output)
 
-    monkeypatch.setattr(preflight.subprocess, "run", srun)
-    with pytest.raises(preflight.StepFailed) as failed:
-        preflight.srun(["--ntasks=2"], ["python"], ["-m", preflight.PROBE, "distributed"], {}, tmp_path / "step.log")
+    monkeypatch.setattr(preflight_checks.subprocess, "run", srun)
+    with pytest.raises(preflight_checks.StepFailed) as failed:
+        preflight_checks.srun(
+            ["--ntasks=2"], ["python"], ["-m", preflight_checks.PROBE, "distributed"], {}, tmp_path / "step.log"
+        )
     assert str(failed.value).startswith("`srun ")
     assert f"failed (exit status 1): {UNKNOWN_FLAG}; its output: {tmp_path / 'step.log'}" in str(failed.value)
     assert failed.value.failure.found_in == "fatal log line (parse_flags_from_env.cc:234)"

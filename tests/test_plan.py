@@ -66,7 +66,7 @@ def test_modules_run_by_name_are_dependencies_of_the_module_that_runs_them():
         (
             "run",
             ["produce/measured/launch.py", "core/forkserver.py", "produce/measured/runner.py"],
-            ["present/report.py"],
+            ["present/pages.py"],
         ),
         # the compile records the program; what it is expected to offload is judged from tensors.yaml
         (
@@ -79,9 +79,9 @@ def test_modules_run_by_name_are_dependencies_of_the_module_that_runs_them():
             ["judge/observers.py", "experiments/tensors.yaml"],
             ["produce/compiled/compiled_row.py", "cluster/slurm.py"],
         ),
-        ("frontier", ["experiments/frontier.yaml", "produce/compiled/program_cache.py"], ["present/report.py"]),
-        ("report", ["report/target.html.j2", "report/style.css"], ["cluster/preflight.py"]),
-        ("check", ["judge/check.py"], ["present/report.py", "experiments/frontier.yaml"]),
+        ("frontier", ["experiments/frontier.yaml", "produce/compiled/program_cache.py"], ["present/pages.py"]),
+        ("report", ["report/target.html.j2", "report/style.css"], ["cluster/preflight_checks.py"]),
+        ("check", ["judge/verdicts.py"], ["present/pages.py", "experiments/frontier.yaml"]),
     ],
 )
 def test_each_stage_depends_on_what_it_imports_and_reads(command, needs, never):

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.judge import predicted as judged_by_prediction
-from offload_repro.judge.check import check_claims, judge_one, overall, views
+from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.observers import predicted_observations
+from offload_repro.judge.verdicts import check_claims, judge_one, overall, views
 from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
 from offload_repro.produce.predicted import collective_traffic, hlo_schedule, prediction, step_model
 from offload_repro.produce.predicted.hlo_schedule import Event, Flops

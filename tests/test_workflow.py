@@ -234,7 +234,7 @@ def replanned(rules: set[str]) -> set[str]:
         "workflow/offload_repro/produce/compiled/compiled_row.py",
         "workflow/offload_repro/produce/measured/runner.py",
         "experiments/speed.yaml",  # read by the predictions
-        "workflow/offload_repro/judge/check.py",
+        "workflow/offload_repro/judge/verdicts.py",
         "workflow/offload_repro/present/charts.py",
         "report/style.css",
         "envs/requirements.lock",

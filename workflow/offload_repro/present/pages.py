@@ -21,7 +21,7 @@ import vl_convert
 from offload_repro.core import provenance
 from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import Row, Target, load_target
-from offload_repro.core.evidence import EVIDENCE, PUBLISHED_COLOUR
+from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.observation import Observation
 from offload_repro.core.results import read_result
