@@ -18,7 +18,14 @@ from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.observers import predicted_observations
 from offload_repro.judge.verdicts import check_claims, judge_one, overall, views
 from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
-from offload_repro.produce.predicted import collective_traffic, hlo_schedule, prediction, step_model
+from offload_repro.produce.predicted import (
+    collective_traffic,
+    hlo_schedule,
+    leave_one_out,
+    prediction,
+    step_model,
+    target_rates,
+)
 from offload_repro.produce.predicted.hlo_schedule import Event, Flops
 
 REPO = Path(__file__).resolve().parents[1]
@@ -269,7 +276,7 @@ def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
     assert step_model.step_seconds(exposed, "main", dataclasses.replace(rates, flops_per_s=rate)) == pytest.approx(12)
 
 
-SPEED = prediction.load_speed(REPO / "experiments/speed.yaml")
+SPEED = target_rates.load_speed(REPO / "experiments/speed.yaml")
 
 
 def llama_rows(published: dict[str, float] | float) -> dict:
@@ -284,7 +291,7 @@ def llama_rows(published: dict[str, float] | float) -> dict:
 
 def predicted_result(rows: dict, programs: dict) -> dict:
     target = load_target("gb200-nvl72")
-    published = prediction.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
     return prediction.predict_programs(rows, programs, {}, target, SPEED, target, None, published)
 
 
@@ -312,9 +319,9 @@ def judged(published: dict[str, float] | float, claims: list[dict], programs: di
 def consistent(programs: dict) -> dict[str, float]:
     """Published throughputs that the model itself predicts at one rate: its measured error is 0."""
     target = load_target("gb200-nvl72")
-    central = prediction.settings(SPEED)[0]
-    at = prediction.rates(target, 4e15, central, "nvfp4", SPEED)
-    return {row: prediction.throughput(program, at) for row, program in programs.items()}
+    central = target_rates.settings(SPEED)[0]
+    at = target_rates.rates(target, 4e15, central, "nvfp4", SPEED)
+    return {row: target_rates.throughput(program, at) for row, program in programs.items()}
 
 
 def speed_claim(claim_id: str, check: dict, published: float | None = None, tolerance: dict | None = None) -> dict:
@@ -360,7 +367,7 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
     """DeepSeek's remat and plain-offload throughputs are implied by the optimized row's 908.2 and
     the published speedups: judging the 908.2 by either would judge it by itself."""
     rows = {row.id: row for row in load_rows([REPO / "experiments/rows/deepseek-v3-671b.yaml"])}
-    published = prediction.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")["deepseek"]
+    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")["deepseek"]
     assert published["deepseek-remat"]["tflops"] == pytest.approx(908.2 / 1.57)
     assert published["deepseek-offload-plain"]["sources"] == [
         "deepseek-offload-plain",
@@ -592,8 +599,8 @@ def test_a_calibration_row_that_cannot_reach_its_published_throughput_is_said_so
 
 def test_a_target_without_an_fp4_peak_predicts_llama_at_bf16():
     llama = load_rows([REPO / "experiments/rows/llama3.1-405b.yaml"])[0]
-    assert prediction.precisions(SPEED, llama, load_target("gb200-nvl72")) == ["nvfp4", "bfloat16"]
-    assert prediction.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
+    assert target_rates.precisions(SPEED, llama, load_target("gb200-nvl72")) == ["nvfp4", "bfloat16"]
+    assert target_rates.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
 
 
 def test_the_setting_that_explains_speed_and_memory_together_is_named():
@@ -646,7 +653,7 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     h200 = load_target("h200-1")
     rows = llama_rows(2669)
     programs = {"llama-qkv-offload-lhs": llama_programs()["llama-qkv-offload-lhs"]}
-    published = prediction.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
     gb200 = load_target("gb200-nvl72")
     predicted = prediction.predict_programs(rows, programs, {}, h200, SPEED, gb200, source, published)
     (row,) = predicted["rows"]
