@@ -187,3 +187,30 @@ def test_reads_that_match_nothing_are_refused(monkeypatch):
     monkeypatch.setattr(plan, "_reads", lambda module: ["experiments/missing-*.yaml"])
     with pytest.raises(FileNotFoundError, match="matches no file"):
         plan.stage_code("summary")
+
+
+def test_the_readme_layout_is_the_tree():
+    from offload_repro.plan.layout import readme_with_layout
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert readme_with_layout(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+
+
+def test_the_layout_lists_every_module_under_its_folder(tmp_path, monkeypatch):
+    """A module added to a folder appears in the block, under its folder's line."""
+    from offload_repro.plan import layout
+
+    package = tmp_path / "workflow" / "offload_repro"
+    for path in layout.PACKAGE_DIR.rglob("*.py"):
+        (package / path.relative_to(layout.PACKAGE_DIR)).parent.mkdir(parents=True, exist_ok=True)
+        (package / path.relative_to(layout.PACKAGE_DIR)).write_text(path.read_text())
+    (package / "judge" / "new_observer.py").write_text('"""A new observer."""\n')
+    monkeypatch.setattr(layout, "PACKAGE_DIR", package)
+    block = layout.layout_block().splitlines()
+    judge = next(i for i, line in enumerate(block) if line.startswith("  judge/ "))
+    present = next(i for i, line in enumerate(block) if line.startswith("  present/ "))
+    assert "new_observer" in " ".join(block[judge:present])
+    (package / "loose").mkdir()
+    (package / "loose" / "module.py").write_text('"""A folder on no floor."""\n')
+    with pytest.raises(KeyError, match="loose: on no floor"):
+        layout.layout_block()
