@@ -1,5 +1,6 @@
-"""MaxText's model FLOPs per component (produce/compiled/model_flops.py) add up to MaxText's own total, for
-one row of each model family as compiled for GB200 (the config is built, nothing is compiled)."""
+"""MaxText's model FLOPs per component (produce/compiled/model_flops.py) add up to MaxText's own
+total, for one row of each model family as compiled for GB200 (the config is built, nothing is
+compiled)."""
 
 from __future__ import annotations
 
