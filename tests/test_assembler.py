@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from offload_repro.produce import assembler
+from offload_repro.produce.compiled import assembler
 
 VERSION = "Cuda compilation tools, release 13.0, V13.0.88"
 
@@ -54,7 +54,7 @@ def test_without_a_real_ptxas_there_is_no_stand_in(tmp_path, monkeypatch):
 def test_compile_only_programs_use_the_stand_in_unless_machine_code_is_asked_for(real_ptxas, tables, tmp_path):
     from offload_repro.core.data import load_rows, load_target
     from offload_repro.core.files import write_json
-    from offload_repro.produce import program
+    from offload_repro.produce.compiled import program_cache
 
     gb200 = load_target("gb200-nvl72")
     row = next(row for row in load_rows(tables) if row.id == "llama-baseline")
@@ -66,10 +66,10 @@ def test_compile_only_programs_use_the_stand_in_unless_machine_code_is_asked_for
         write_json(cwd / "aot.json", {"exception": None, "memory": {}, "hlo": {}, "hlo_sha256": "0" * 64})
         return 0, 1.0
 
-    program.compile_program(row, gb200, tmp_path / "a", "k", launcher=launch)
-    program.compile_program(row, gb200, tmp_path / "b", "k", launcher=launch, machine_code=True)
+    program_cache.compile_program(row, gb200, tmp_path / "a", "k", launcher=launch)
+    program_cache.compile_program(row, gb200, tmp_path / "b", "k", launcher=launch, machine_code=True)
     stand_in, real = flags
     assert f"{assembler.FLAG}={(tmp_path / 'a' / assembler.STAND_IN_DIR).resolve()}" in stand_in.split()
     assert assembler.FLAG not in real
     # the program key never sees it: it changes no byte of what is read back
-    assert assembler.FLAG not in program.maxtext_args.xla_flags(row, list(program.COMPILE_ONLY_FLAGS))
+    assert assembler.FLAG not in program_cache.maxtext_args.xla_flags(row, list(program_cache.COMPILE_ONLY_FLAGS))

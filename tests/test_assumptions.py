@@ -11,7 +11,7 @@ from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.variants import apply, variant_id, variant_row
 from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
 from offload_repro.plan.inputs import stage_code
-from offload_repro.produce.program import program_key
+from offload_repro.produce.compiled.program_cache import program_key
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = {row.id: row for row in load_rows(sorted((REPO / "experiments/rows").glob("*.yaml")))}
@@ -125,7 +125,7 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
 
     from offload_repro.cli import main
     from offload_repro.core.results import write_result
-    from offload_repro.produce.sensitivity import write_sensitivity
+    from offload_repro.produce.whatif.alternatives import write_sensitivity
     from report_page import raw_placeholders
 
     fixtures = REPO / "tests/fixtures/results/compiled/gb200-nvl72"

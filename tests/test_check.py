@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
-from offload_repro.judge.check import EvidenceView, check_claims, judge_one, load_claims, overall, views, within
 from offload_repro.judge.evidence_table import observe_files
-from offload_repro.produce.analytic import write_accounting
+from offload_repro.judge.verdicts import EvidenceView, check_claims, judge_one, load_claims, overall, views, within
+from offload_repro.produce.analytic_bytes import write_accounting
 
 CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
 
@@ -39,7 +39,7 @@ def test_every_published_statement_is_a_claim(claims):
 
 
 def test_claims_refer_to_rows_and_frontier_policies_that_exist(claims, tables):
-    from offload_repro.produce.frontier import load_policies
+    from offload_repro.produce.whatif.capacity_frontier import load_policies
 
     row_ids = {row.id for row in load_rows(tables)}
     policy_ids = {policy["id"] for policy in load_policies()["policies"]}

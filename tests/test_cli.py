@@ -70,7 +70,7 @@ def test_a_command_imports_nothing_outside_its_stage(command, argv):
     assert {name for name in imported if name.startswith("offload_repro.commands.")} <= {
         f"offload_repro.commands.{command}",
         "offload_repro.commands.arguments",
-        "offload_repro.commands.fork_server",
+        "offload_repro.commands.fork_server_option",
     }
 
 

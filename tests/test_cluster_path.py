@@ -16,11 +16,12 @@ import pytest
 import yaml
 from test_slurm_commands import sbatch_line
 
-from offload_repro.cluster import preflight, slurm
+from offload_repro.cluster import preflight_checks, slurm
+from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.files import write_json
 from offload_repro.core.process import run_supervised
-from offload_repro.produce import maxtext_args, runner
+from offload_repro.produce.measured import runner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
 
@@ -148,36 +149,36 @@ GB200_NODE = {
 
 def test_gpus_are_counted_and_named_against_the_target():
     target = load_target("gb200-nvl72")
-    assert preflight.check_gpus(GB200_NODE, target).status == "ok"
+    assert preflight_checks.check_gpus(GB200_NODE, target).status == "ok"
     three_h100 = {**GB200_NODE, "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559}] * 3}
-    finding = preflight.check_gpus(three_h100, target)
+    finding = preflight_checks.check_gpus(three_h100, target)
     assert finding.status == "fail" and "has 3 x ['NVIDIA H100 80GB HBM3']; the target wants 4 x NVIDIA GB200" in (
         finding.detail
     )
-    assert preflight.check_gpus({**GB200_NODE, "gpus": None}, target).status == "fail"
+    assert preflight_checks.check_gpus({**GB200_NODE, "gpus": None}, target).status == "fail"
 
 
 def test_host_memory_is_checked_against_the_largest_compiled_offload_row():
     target = load_target("gb200-nvl72")
-    largest = preflight.largest_host_bytes(sorted((FIXTURES / "compiled" / "gb200-nvl72").glob("*.json")))
+    largest = preflight_checks.largest_host_bytes(sorted((FIXTURES / "compiled" / "gb200-nvl72").glob("*.json")))
     assert largest == ("deepseek-offload-plain", 155558346752)
-    assert preflight.check_host_memory(GB200_NODE, target, largest).status == "ok"  # 4 x 145 GiB < 960 GB
+    assert preflight_checks.check_host_memory(GB200_NODE, target, largest).status == "ok"  # 4 x 145 GiB < 960 GB
     small = {**GB200_NODE, "memory": {**GB200_NODE["memory"], "slurm_job_bytes": 256 * 2**30}}
-    finding = preflight.check_host_memory(small, target, largest)
+    finding = preflight_checks.check_host_memory(small, target, largest)
     assert finding.status == "fail" and "256.0 GiB may be used on gb-01 (the slurm job bytes)" in finding.detail
     assert "deepseek-offload-plain compiles to 144.9 GiB of host buffers per GPU, 579.5 GiB for 4" in finding.detail
     tight = type(target)(target.name, target.kind, target.launcher, yaml.safe_load(yaml.safe_dump(target.spec)))
     tight.spec["cluster"]["environment"]["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"] = "100"
-    over_pinned = preflight.check_host_memory(GB200_NODE, tight, largest)
+    over_pinned = preflight_checks.check_host_memory(GB200_NODE, tight, largest)
     assert over_pinned.status == "fail" and "more than XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB=100" in over_pinned.detail
 
 
 def test_maxtext_version_and_keys_each_get_a_line(tables):
-    keys = preflight.keys_by_row(load_rows(tables), load_target("gb200-nvl72"))
+    keys = preflight_checks.keys_by_row(load_rows(tables), load_target("gb200-nvl72"))
     assert {"metrics_file", "run_name", "remat_policy", "query_proj"} <= keys.keys()
-    assert preflight.pinned_maxtext() == "0.2.5"
+    assert preflight_checks.pinned_maxtext() == "0.2.5"
     older = {**GB200_NODE, "maxtext_version": "0.2.4", "refused_keys": ["query_proj"]}
-    findings = preflight.check_maxtext(older, keys, "0.2.5")
+    findings = preflight_checks.check_maxtext(older, keys, "0.2.5")
     assert [f.line() for f in findings] == [
         "FAIL  maxtext      gb-01 has MaxText 0.2.4; the rows were written for 0.2.5",
         "FAIL  maxtext keys MaxText 0.2.4 refuses key 'query_proj', passed by 4 rows "
@@ -187,9 +188,9 @@ def test_maxtext_version_and_keys_each_get_a_line(tables):
 
 def test_two_nodes_must_each_report_the_sum():
     good = [{"host": f"n{i}", "process_count": 2, "sum": 3.0, "backend": "gpu", "task": i} for i in range(2)]
-    joined = preflight.check_distributed(good, 2, 2)
+    joined = preflight_checks.check_distributed(good, 2, 2)
     assert joined.detail == "2 processes on 2 nodes (n0, n1) joined and summed to 3 on gpu"
-    assert preflight.check_distributed(good[:1], 2, 2).status == "fail"
+    assert preflight_checks.check_distributed(good[:1], 2, 2).status == "fail"
 
 
 def test_a_local_gpu_target_needs_a_gpu_limit(tmp_path):

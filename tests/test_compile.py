@@ -11,8 +11,8 @@ from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.judge.observers import warning_meaning
-from offload_repro.produce.compile import compile_overrides
-from offload_repro.produce.program import memory_warnings
+from offload_repro.produce.compiled.compiled_row import compile_overrides
+from offload_repro.produce.compiled.program_cache import memory_warnings
 
 
 @pytest.fixture(scope="module")
@@ -96,9 +96,9 @@ def test_the_expected_offload_is_that_of_the_row_as_compiled_on_a_scaled_target(
 def test_a_compile_computes_its_overrides_once_and_hands_them_down(tables, gb200, tmp_path, monkeypatch):
     """The program's key, the compile's MaxText arguments and the result take one computation of
     the row's overrides; the compile's own settings (output directory, run name) stay out of them."""
-    import offload_repro.produce.compile as compiling
+    import offload_repro.produce.compiled.compiled_row as compiling
     from offload_repro.core.files import write_json
-    from offload_repro.produce import program
+    from offload_repro.produce.compiled import program_cache
 
     row = rows(tables)["llama-qkv-offload-lhs"]
     computed = []
@@ -107,7 +107,7 @@ def test_a_compile_computes_its_overrides_once_and_hands_them_down(tables, gb200
         computed.append(row.id)
         return compile_overrides(row, target)
 
-    monkeypatch.setattr(program, "compile_overrides", counted)
+    monkeypatch.setattr(program_cache, "compile_overrides", counted)
     monkeypatch.setattr(compiling, "compile_overrides", counted)
     launched = []
 
@@ -121,10 +121,10 @@ def test_a_compile_computes_its_overrides_once_and_hands_them_down(tables, gb200
     assert computed == [row.id] and len(launched) == 1
     assert result["status"] == "error" and result["message"] == "E: a stand-in"
     assert result["maxtext_overrides"] == compile_overrides(row, gb200)
-    assert result["program"]["key"] == program.program_key(row, gb200)
+    assert result["program"]["key"] == program_cache.program_key(row, gb200)
     arguments = launched[0][launched[0].index("--") + 2 :]  # after the base config
     assert arguments == [
-        *program.maxtext_args.as_arguments(compile_overrides(row, gb200)),
+        *program_cache.maxtext_args.as_arguments(compile_overrides(row, gb200)),
         f"base_output_directory={tmp_path / 'work' / 'output'}",
         f"run_name={row.id}",
     ]

@@ -11,7 +11,7 @@ import pytest
 
 from offload_repro.core import failure
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.produce import runner
+from offload_repro.produce.measured import runner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "failures"
 UNKNOWN_FLAG = "Unknown flag in XLA_FLAGS: --xla_gpu_enable_latency_hiding_schedular=true"
@@ -132,16 +132,18 @@ def test_ranks_that_never_joined_are_named_by_their_own_fatal_lines(tmp_path):
 def test_a_preflight_step_that_failed_says_why_and_keeps_its_output(tmp_path, monkeypatch):
     import subprocess
 
-    from offload_repro.cluster import preflight
+    from offload_repro.cluster import preflight_checks
 
     output = log("preflight-unknown-flag/distributed.log")  # what srun printed, captured
 
     def srun(command, **_options):
         return subprocess.CompletedProcess(command, 1, stdout="", stderr=output)
 
-    monkeypatch.setattr(preflight.subprocess, "run", srun)
-    with pytest.raises(preflight.StepFailed) as failed:
-        preflight.srun(["--ntasks=2"], ["python"], ["-m", preflight.PROBE, "distributed"], {}, tmp_path / "step.log")
+    monkeypatch.setattr(preflight_checks.subprocess, "run", srun)
+    with pytest.raises(preflight_checks.StepFailed) as failed:
+        preflight_checks.srun(
+            ["--ntasks=2"], ["python"], ["-m", preflight_checks.PROBE, "distributed"], {}, tmp_path / "step.log"
+        )
     assert str(failed.value).startswith("`srun ")
     assert f"failed (exit status 1): {UNKNOWN_FLAG}; its output: {tmp_path / 'step.log'}" in str(failed.value)
     assert failed.value.failure.found_in == "fatal log line (parse_flags_from_env.cc:234)"
@@ -191,7 +193,7 @@ def failed_results(tmp_path: Path, tables: list[str], case: str) -> list[Path]:
     """The Llama QKV offload row's real run result as the captured failure leaves it, and (for
     the unknown flag) its compile too; the other fixtures as they were."""
     from offload_repro.core.data import load_rows, load_target
-    from offload_repro.produce.compile import compile_result
+    from offload_repro.produce.compiled.compiled_row import compile_result
 
     results = REPO_ROOT / "tests/fixtures/results"
     returncode, srun_log, launched, ranked = CASES[case]
@@ -267,7 +269,8 @@ def test_the_unknown_flag_is_the_reason_of_each_claim_it_left_without_evidence(t
 
 def test_a_row_whose_compile_failed_is_predicted_as_an_error_with_its_cause(tables):
     from offload_repro.core.data import load_rows, load_target
-    from offload_repro.produce.predict import load_speed, predict_target
+    from offload_repro.produce.predicted.prediction import predict_target
+    from offload_repro.produce.predicted.target_rates import load_speed
 
     found = failure.failure_of(1, log("unknown-flag.compile.log"), "compile.log")
     compiled = {"row": "llama-baseline", "status": "error", "message": found.cause, "failure": found.record()}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from offload_repro.produce.hlo import array_bytes, summarize_hlo
+from offload_repro.produce.compiled.host_offload_hlo import array_bytes, summarize_hlo
 
 # Lines of real compiled HLO, long by nature.
 EXCERPT = """
@@ -39,7 +39,7 @@ def test_array_bytes():
 
 
 def test_digest_ignores_debug_information_but_not_the_program():
-    from offload_repro.produce.hlo import canonical
+    from offload_repro.produce.compiled.host_offload_hlo import canonical
 
     header = 'HloModule jit_train_step, is_scheduled=true\n\nFileNames\n1 "/a/caller.py"\n\nStackFrames\n1 {x}\n\n'
     body = '%f (p: f32[2]) -> f32[2] {\n  %a = f32[2]{0} add(%p, %p), metadata={op_name="x" source_line=%d}\n}\n'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from offload_repro.produce import kernel_cache
+from offload_repro.produce.compiled import kernel_cache
 
 # The kept file is opaque here: XLA reads and writes it, this module only copies it whole.
 SAMPLE_BYTES = b"kernels XLA wrote"
@@ -52,7 +52,7 @@ def test_compiling_a_row_again_starts_from_its_kept_kernels_and_a_failed_compile
     file: read it, write it back with its kernels)."""
     from offload_repro.core.data import load_rows, load_target
     from offload_repro.core.files import write_json
-    from offload_repro.produce import program
+    from offload_repro.produce.compiled import program_cache
 
     gb200 = load_target("gb200-nvl72")
     row = next(row for row in load_rows(tables) if row.id == "llama-baseline")
@@ -72,7 +72,7 @@ def test_compiling_a_row_again_starts_from_its_kept_kernels_and_a_failed_compile
         return launch
 
     for succeeds in (True, True, False):
-        result = program.compile_program(
+        result = program_cache.compile_program(
             row, gb200, tmp_path / "work", "k", launcher=compile_process(succeeds), kernels=kept
         )
         assert (result["status"] == "ok") is succeeds

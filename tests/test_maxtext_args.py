@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from offload_repro.core import maxtext_args
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.produce import maxtext_args
 
 
 def rows(tables):

@@ -1,5 +1,6 @@
-"""MaxText's model FLOPs per component (produce/model_flops.py) add up to MaxText's own total, for
-one row of each model family as compiled for GB200 (the config is built, nothing is compiled)."""
+"""MaxText's model FLOPs per component (produce/compiled/model_flops.py) add up to MaxText's own
+total, for one row of each model family as compiled for GB200 (the config is built, nothing is
+compiled)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ CONFIGS = textwrap.dedent(
     import json, sys
     from maxtext.configs import pyconfig
     from maxtext.utils import maxtext_utils
+    from offload_repro.core import maxtext_args
     from offload_repro.core.data import load_rows, load_target
     from offload_repro.core.maxtext_configs import base_config
-    from offload_repro.produce import maxtext_args, model_flops
-    from offload_repro.produce.program import compile_overrides
+    from offload_repro.produce.compiled import model_flops
+    from offload_repro.produce.compiled.program_cache import compile_overrides
 
     rows = {row.id: row for row in load_rows(sys.argv[2:4])}
     found = {}

@@ -9,8 +9,8 @@ import pytest
 
 from offload_repro.core import forkserver
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.produce.compile import compile_row
-from offload_repro.produce.derive_scale import CONTRAST, choose
+from offload_repro.produce.compiled.compiled_row import compile_row
+from offload_repro.produce.compiled.derive_scale import CONTRAST, choose
 
 
 @pytest.mark.slow

@@ -37,7 +37,7 @@ print(json.dumps(sorted(edges)))
 
 
 def test_every_import_python_executes_is_in_the_derived_graph():
-    modules = [m for m in plan.package_modules() if m != "offload_repro.produce.derive_scale"]
+    modules = [m for m in plan.package_modules() if m != "offload_repro.produce.compiled.derive_scale"]
     done = subprocess.run(
         [sys.executable, "-c", RECORD_IMPORTS, *modules],
         capture_output=True,
@@ -54,20 +54,34 @@ def test_every_import_python_executes_is_in_the_derived_graph():
 
 
 def test_modules_run_by_name_are_dependencies_of_the_module_that_runs_them():
-    assert "offload_repro.produce.aot" in plan.direct_imports("offload_repro.produce.program")  # python -m
-    assert "offload_repro.produce.launch" in plan.direct_imports("offload_repro.produce.runner")
+    assert "offload_repro.produce.compiled.aot_compile" in plan.direct_imports(
+        "offload_repro.produce.compiled.program_cache"
+    )  # python -m
+    assert "offload_repro.produce.measured.launch" in plan.direct_imports("offload_repro.produce.measured.runner")
 
 
 @pytest.mark.parametrize(
     ("command", "needs", "never"),
     [
-        ("run", ["produce/launch.py", "core/forkserver.py", "produce/runner.py"], ["present/report.py"]),
+        (
+            "run",
+            ["produce/measured/launch.py", "core/forkserver.py", "produce/measured/runner.py"],
+            ["present/pages.py"],
+        ),
         # the compile records the program; what it is expected to offload is judged from tensors.yaml
-        ("compile", ["produce/launch.py", "core/forkserver.py"], ["produce/runner.py", "experiments/tensors.yaml"]),
-        ("evidence", ["judge/observers.py", "experiments/tensors.yaml"], ["produce/compile.py", "cluster/slurm.py"]),
-        ("frontier", ["experiments/frontier.yaml", "produce/program.py"], ["present/report.py"]),
-        ("report", ["report/target.html.j2", "report/style.css"], ["cluster/preflight.py"]),
-        ("check", ["judge/check.py"], ["present/report.py", "experiments/frontier.yaml"]),
+        (
+            "compile",
+            ["produce/measured/launch.py", "core/forkserver.py"],
+            ["produce/measured/runner.py", "experiments/tensors.yaml"],
+        ),
+        (
+            "evidence",
+            ["judge/observers.py", "experiments/tensors.yaml"],
+            ["produce/compiled/compiled_row.py", "cluster/slurm.py"],
+        ),
+        ("frontier", ["experiments/frontier.yaml", "produce/compiled/program_cache.py"], ["present/pages.py"]),
+        ("report", ["report/target.html.j2", "report/style.css"], ["cluster/preflight_checks.py"]),
+        ("check", ["judge/verdicts.py"], ["present/pages.py", "experiments/frontier.yaml"]),
     ],
 )
 def test_each_stage_depends_on_what_it_imports_and_reads(command, needs, never):
@@ -173,3 +187,30 @@ def test_reads_that_match_nothing_are_refused(monkeypatch):
     monkeypatch.setattr(plan, "_reads", lambda module: ["experiments/missing-*.yaml"])
     with pytest.raises(FileNotFoundError, match="matches no file"):
         plan.stage_code("summary")
+
+
+def test_the_readme_layout_is_the_tree():
+    from offload_repro.plan.layout import readme_with_layout
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert readme_with_layout(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+
+
+def test_the_layout_lists_every_module_under_its_folder(tmp_path, monkeypatch):
+    """A module added to a folder appears in the block, under its folder's line."""
+    from offload_repro.plan import layout
+
+    package = tmp_path / "workflow" / "offload_repro"
+    for path in layout.PACKAGE_DIR.rglob("*.py"):
+        (package / path.relative_to(layout.PACKAGE_DIR)).parent.mkdir(parents=True, exist_ok=True)
+        (package / path.relative_to(layout.PACKAGE_DIR)).write_text(path.read_text())
+    (package / "judge" / "new_observer.py").write_text('"""A new observer."""\n')
+    monkeypatch.setattr(layout, "PACKAGE_DIR", package)
+    block = layout.layout_block().splitlines()
+    judge = next(i for i, line in enumerate(block) if line.startswith("  judge/ "))
+    present = next(i for i, line in enumerate(block) if line.startswith("  present/ "))
+    assert "new_observer" in " ".join(block[judge:present])
+    (package / "loose").mkdir()
+    (package / "loose" / "module.py").write_text('"""A folder on no floor."""\n')
+    with pytest.raises(KeyError, match="loose: on no floor"):
+        layout.layout_block()

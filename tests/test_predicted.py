@@ -14,12 +14,20 @@ from pathlib import Path
 import pytest
 
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.judge import predicted as judged_by_prediction
-from offload_repro.judge.check import check_claims, judge_one, overall, views
+from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.observers import predicted_observations
-from offload_repro.produce import collective_traffic, hlo_program, memory_traffic, predict, step_model
-from offload_repro.produce.hlo_program import Event, Flops
-from offload_repro.produce.program import COMPILE_ONLY_FLAGS
+from offload_repro.judge.verdicts import check_claims, judge_one, overall, views
+from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
+from offload_repro.produce.predicted import (
+    collective_traffic,
+    hlo_schedule,
+    leave_one_out,
+    memory_traffic,
+    prediction,
+    step_model,
+    target_rates,
+)
+from offload_repro.produce.predicted.hlo_schedule import Event, Flops
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,13 +64,13 @@ def test_flops_of_a_compiled_scan_are_the_hand_count_with_its_trip_count(tmp_pat
     description = REPO / "envs/gpu-targets/NVIDIA_GB200.txtpb"
     done = subprocess.run([sys.executable, str(script), str(description), str(hlo)], env=env, capture_output=True)
     assert done.returncode == 0, done.stderr.decode()[-3000:]
-    computations = hlo_program.parse(hlo.read_text())
-    flops, unknown = hlo_program.count_flops(computations)
+    computations = hlo_schedule.parse(hlo.read_text())
+    flops, unknown = hlo_schedule.count_flops(computations)
     one_matmul = 2 * 64 * 256 * 256
     assert unknown == []
     assert flops.total == flops.gemm == (33 + 1) * one_matmul
     loops = [i for c in computations.values() for i in c.instructions if i.op == "while"]
-    assert [hlo_program.trip_count(loop) for loop in loops] == [33]
+    assert [hlo_schedule.trip_count(loop) for loop in loops] == [33]
 
 
 # A scheduled program by hand: an async copy to the host around a GEMM, and an all-gather.
@@ -70,8 +78,8 @@ HOST_COPIES = (REPO / "tests/fixtures/host_copies.hlo").read_text()
 
 
 def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedule():
-    computations = hlo_program.parse(HOST_COPIES)
-    moved = hlo_program.transfers(computations, hlo_program.schedule(computations))
+    computations = hlo_schedule.parse(HOST_COPIES)
+    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations))
     assert moved["host_bytes"] == {"to_host": 2 * 1024, "from_host": 0}  # the update, not the host buffer
     (copy,) = moved["host_copies"]  # the wrapped dynamic-update-slice is the copy itself, not a second one
     assert copy["asynchronous"] and copy["direction"] == "to_host"
@@ -87,7 +95,7 @@ def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedul
             "groups": [8],
         }
     }
-    flops, _ = hlo_program.count_flops(computations)
+    flops, _ = hlo_schedule.count_flops(computations)
     assert flops.rematted == flops.total == 2 * 1024**3
 
 
@@ -95,15 +103,15 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
     """8 devices, 4 per domain, gathering a 2 MiB buffer: a ring's crossing carries the bus bytes
     (7/8 of it) over the NICs of the smaller side (4 of them here, fewer channels than 16); the
     floor sends only the other domain's half, over the 4 NICs that receive it."""
-    computations = hlo_program.parse(HOST_COPIES)
+    computations = hlo_schedule.parse(HOST_COPIES)
     buffer = 2 * 1024 * 1024
-    moved = hlo_program.transfers(computations, hlo_program.schedule(computations, network=(4, 16)))
+    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16)))
     gathered = moved["collectives"]["all-gather"]
     assert gathered["network_ring_bytes"] == int(buffer * 7 / 8 / 4)
     assert gathered["network_floor_bytes"] == int(buffer * 4 / 8 / 4)
-    two_channels = hlo_program.transfers(computations, hlo_program.schedule(computations, network=(4, 2)))
+    two_channels = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 2)))
     assert two_channels["collectives"]["all-gather"]["network_ring_bytes"] == int(buffer * 7 / 8 / 2)
-    one_domain = hlo_program.transfers(computations, hlo_program.schedule(computations, network=(8, 16)))
+    one_domain = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(8, 16)))
     assert one_domain["collectives"]["all-gather"]["network_ring_bytes"] == 0
     # an all-to-all sends each member's outside share through its own NIC, at both ends
     exchange = collective_traffic.collective("all-to-all-start", ["bf16[1024,1024]"], "replica_groups=[1,8]<=[8]", 4)
@@ -128,8 +136,8 @@ def test_a_combined_reduce_scatter_moves_every_operand_of_every_layer():
     """llama-qkv-offload-lhs: one `reduce-scatter-start` per layer takes five gradients (the MLP
     input [16384,53248] and four attention projections); an `all-gather-start` in the same layer
     gathers one [128,53248] shard into [16384,53248]."""
-    computations = hlo_program.parse(LHS_LAYER)
-    moved = hlo_program.transfers(computations, hlo_program.schedule(computations))["collectives"]
+    computations = hlo_schedule.parse(LHS_LAYER)
+    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
     gradients = 2 * (16384 * 53248 + 2 * 16384 * 128 * 8 + 2 * 16384 * 128 * 128)
     assert moved["reduce-scatter"]["bytes"] == 126 * gradients
     assert moved["reduce-scatter"]["bus_bytes"] == 126 * int(gradients * 127 / 128)
@@ -142,8 +150,8 @@ def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
     """Without LHS the same gradients are reduce-scattered synchronously: its shape is only the
     result shard ([128,53248] twice here), its operands two [16384,53248] gradients. DeepSeek's
     expert gate gradient, likewise: a [1024,4096,8] operand, an [8,4096,8] result."""
-    computations = hlo_program.parse(NOLHS_LAYER)
-    moved = hlo_program.transfers(computations, hlo_program.schedule(computations))["collectives"]
+    computations = hlo_schedule.parse(NOLHS_LAYER)
+    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
     assert moved["reduce-scatter"]["bytes"] == 126 * 2 * 2 * 16384 * 53248
     deepseek = [
         "  %loop_select_fusion = bf16[1024,4096,8]{2,1,0} fusion(%input_concatenate_fusion.10.remat3), kind=kLoop",
@@ -151,9 +159,9 @@ def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
         " replica_groups=mesh['diloco'=1,'data'=1,'stage'=1,'fsdp'=128,'fsdp_transpose'=1,'context'=1] {'fsdp'},"
         " use_global_device_ids=true, dimensions={0}, to_apply=%add.1.clone",
     ]
-    operand, scatter = (hlo_program.parse_instruction(line) for line in deepseek)
-    layer = hlo_program.Computation("layer", True, [operand, scatter], {i.name: i.shape for i in (operand, scatter)})
-    found = hlo_program.instruction_events({"layer": layer}, layer, scatter, {})
+    operand, scatter = (hlo_schedule.parse_instruction(line) for line in deepseek)
+    layer = hlo_schedule.Computation("layer", True, [operand, scatter], {i.name: i.shape for i in (operand, scatter)})
+    found = hlo_schedule.instruction_events({"layer": layer}, layer, scatter, {})
     assert [(e.what, e.buffer, e.group) for e in found] == [("reduce-scatter", 2 * 1024 * 4096 * 8, 128)]
 
 
@@ -168,7 +176,7 @@ def test_cudnn_attention_forward_is_maxtexts_formula_and_backward_recomputes_qk(
     (query-key + value head dim) / 2); the backward pass is twice that and one more QK^T, which
     cuDNN recomputes instead of storing the scores."""
     llama_forward, llama_backward, mla_forward, mla_backward = (
-        hlo_program.attention_flops(hlo_program.parse_instruction(line)) for line in ATTENTION
+        hlo_schedule.attention_flops(hlo_schedule.parse_instruction(line)) for line in ATTENTION
     )
     qk = 2 * 2 * 128 * 8192 * 8192 * 128 // 2  # one causal matmul, head dim 128
     assert llama_forward == 2 * qk == 4 * 2 * 8192**2 * 128 * 128 // 2  # MaxText: 4 B S^2 H D / 2
@@ -181,7 +189,7 @@ def test_cudnn_attention_forward_is_maxtexts_formula_and_backward_recomputes_qk(
 def test_each_directions_host_copies_say_what_their_start_and_done_span():
     copy = {"direction": "to_host", "bytes": 1, "runs_per_step": 126, "asynchronous": True, "flops_between": 0}
     copies = [copy, copy | {"flops_between": 5e12}, copy | {"asynchronous": False, "runs_per_step": 1}]
-    assert predict.copy_summary(copies) == {
+    assert prediction.copy_summary(copies) == {
         "copies": 3,
         "per_step": 253,
         "asynchronous": 2,
@@ -190,7 +198,7 @@ def test_each_directions_host_copies_say_what_their_start_and_done_span():
         "flops_spanned_low": 0,
         "flops_spanned_high": 5e12,
     }
-    assert predict.copy_summary([])["flops_spanned_low"] is None
+    assert prediction.copy_summary([])["flops_spanned_low"] is None
 
 
 def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
@@ -269,7 +277,7 @@ def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
     assert step_model.step_seconds(exposed, "main", dataclasses.replace(rates, flops_per_s=rate)) == pytest.approx(12)
 
 
-SPEED = predict.load_speed(REPO / "experiments/speed.yaml")
+SPEED = target_rates.load_speed(REPO / "experiments/speed.yaml")
 
 
 def llama_rows(published: dict[str, float] | float) -> dict:
@@ -284,8 +292,8 @@ def llama_rows(published: dict[str, float] | float) -> dict:
 
 def predicted_result(rows: dict, programs: dict) -> dict:
     target = load_target("gb200-nvl72")
-    published = predict.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
-    return predict.predict_programs(rows, programs, {}, target, SPEED, target, None, published)
+    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    return prediction.predict_programs(rows, programs, {}, target, SPEED, target, None, published)
 
 
 def llama_programs() -> dict[str, dict]:
@@ -312,9 +320,9 @@ def judged(published: dict[str, float] | float, claims: list[dict], programs: di
 def consistent(programs: dict) -> dict[str, float]:
     """Published throughputs that the model itself predicts at one rate: its measured error is 0."""
     target = load_target("gb200-nvl72")
-    central = predict.settings(SPEED)[0]
-    at = predict.rates(target, 4e15, central, "nvfp4", SPEED)
-    return {row: predict.throughput(program, at) for row, program in programs.items()}
+    central = target_rates.settings(SPEED)[0]
+    at = target_rates.rates(target, 4e15, central, "nvfp4", SPEED)
+    return {row: target_rates.throughput(program, at) for row, program in programs.items()}
 
 
 def speed_claim(claim_id: str, check: dict, published: float | None = None, tolerance: dict | None = None) -> dict:
@@ -360,7 +368,7 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
     """DeepSeek's remat and plain-offload throughputs are implied by the optimized row's 908.2 and
     the published speedups: judging the 908.2 by either would judge it by itself."""
     rows = {row.id: row for row in load_rows([REPO / "experiments/rows/deepseek-v3-671b.yaml"])}
-    published = predict.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")["deepseek"]
+    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")["deepseek"]
     assert published["deepseek-remat"]["tflops"] == pytest.approx(908.2 / 1.57)
     assert published["deepseek-offload-plain"]["sources"] == [
         "deepseek-offload-plain",
@@ -501,19 +509,19 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
 
     published = consistent(programs_with(10e15))  # the model's measured error is 0 by default
 
-    def prediction(name: str, offload_flops: float) -> str:
+    def predicted_file(name: str, offload_flops: float) -> str:
         result = predicted_result(llama_rows(published), programs_with(offload_flops))
         path = tmp_path / name / "predicted.json"
         write_result(path, "predicted", {"cross_checks": [], **result})
         return str(path)
 
-    default = prediction("default", 10e15)
+    default = predicted_file("default", 10e15)
     observations = [o.record() for o in predicted_observations(read_result(default, "predicted"), default)]
     qualifying = {"source-hardware": ["gb200-nvl72"]}
     judge = varied_verdicts(lambda chosen, seen: check_claims(chosen, views(seen, {"gb200-nvl72": target}), qualifying))
     alternatives = [
-        {"id": "same", "results": {}, "predicted": prediction("same", 10e15)},
-        {"id": "slow", "results": {}, "predicted": prediction("slow", 12e15)},
+        {"id": "same", "results": {}, "predicted": predicted_file("same", 10e15)},
+        {"id": "slow", "results": {}, "predicted": predicted_file("slow", 12e15)},
         {"id": "unpredicted", "results": {}},
     ]
     sensitivity = {"target": "gb200-nvl72", "assumptions": [{"id": "speed", "alternatives": alternatives}]}
@@ -592,15 +600,15 @@ def test_a_calibration_row_that_cannot_reach_its_published_throughput_is_said_so
 
 def test_a_target_without_an_fp4_peak_predicts_llama_at_bf16():
     llama = load_rows([REPO / "experiments/rows/llama3.1-405b.yaml"])[0]
-    assert predict.precisions(SPEED, llama, load_target("gb200-nvl72")) == ["nvfp4", "bfloat16"]
-    assert predict.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
+    assert target_rates.precisions(SPEED, llama, load_target("gb200-nvl72")) == ["nvfp4", "bfloat16"]
+    assert target_rates.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
 
 
 def test_the_setting_that_explains_speed_and_memory_together_is_named():
     """Each single alternative carries its prediction's leave-one-out error beside its memory
     distance; the best at both is the least root mean square of the two; a combination of several
     alternatives is not predicted."""
-    from offload_repro.produce.sensitivity import speed_and_memory
+    from offload_repro.produce.whatif.alternatives import speed_and_memory
 
     def candidate(combination: list[str], distance: float) -> dict:
         return {"combination": combination, "distance": distance}
@@ -646,9 +654,9 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     h200 = load_target("h200-1")
     rows = llama_rows(2669)
     programs = {"llama-qkv-offload-lhs": llama_programs()["llama-qkv-offload-lhs"]}
-    published = predict.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
     gb200 = load_target("gb200-nvl72")
-    predicted = predict.predict_programs(rows, programs, {}, h200, SPEED, gb200, source, published)
+    predicted = prediction.predict_programs(rows, programs, {}, h200, SPEED, gb200, source, published)
     (row,) = predicted["rows"]
     assert row["precision"] == "bfloat16" and row["calibration_precision"] == "nvfp4" and row["tflops_per_device"]
     paths = [tmp_path / "run.json", tmp_path / "compiled.json", tmp_path / "predicted.json"]
@@ -678,7 +686,7 @@ def test_a_fusion_costs_the_bytes_it_touches_not_the_stacked_buffers_it_slices()
     """Hand counts: the in-place update reads the bf16 [128,53248] gradient and writes it as f32,
     never the [126,128,53248] stack (1/126 of it); the slice reads and writes one layer of the
     bf16 [126,2,8192,16384] activations and writes a [2,8192] f32 sum of squares."""
-    computations = hlo_program.parse(MEMORY_FUSIONS)
+    computations = hlo_schedule.parse(MEMORY_FUSIONS)
     layer = computations["layer"]
     by_name = {i.name: i for i in layer.instructions}
     update = memory_traffic.instruction_bytes(computations, layer, by_name["loop_dynamic_update_slice_fusion.4"])

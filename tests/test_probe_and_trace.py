@@ -9,16 +9,16 @@ import json
 import pytest
 
 from offload_repro.core.data import load_rows
-from offload_repro.produce import probe, trace
+from offload_repro.produce.measured import host_link_probe, trace
 
 
 def test_probe_sizes_are_the_offloaded_tensors(tables):
     rows = [row for row in load_rows(tables) if row.family == "llama"]
-    assert probe.offloaded_sizes(rows) == [32 * 1024**2, 512 * 1024**2]
+    assert host_link_probe.offloaded_sizes(rows) == [32 * 1024**2, 512 * 1024**2]
 
 
 def test_probe_runs_on_the_cpu_backend():
-    result = probe.measure([1 << 20, 4 << 20], limit_gb_s=64, repeats=2)
+    result = host_link_probe.measure([1 << 20, 4 << 20], limit_gb_s=64, repeats=2)
     assert result["platform"] == "cpu" and len(result["transfers"]) == 2
     for line in result["transfers"]:
         assert line["d2h_gb_s"] > 0 and line["h2d_gb_s"] > 0

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from offload_repro.core.data import load_target
-from offload_repro.plan.commands import snakemake_command
+from offload_repro.present.target_command import snakemake_command
 from workflow_copy import REPO, copy_workflow, snakemake
 
 BLOCK = re.compile(r"```bash\n(.*?)```", re.S)

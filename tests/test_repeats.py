@@ -9,7 +9,7 @@ import pytest
 
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.observers import run_observations
-from offload_repro.produce.repeats import aggregate
+from offload_repro.produce.measured.repeats import aggregate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from offload_repro.produce import metrics
-from offload_repro.produce.runner import classify
+from offload_repro.produce.measured import metrics
+from offload_repro.produce.measured.runner import classify
 
 GPU_OOM = (
     "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
@@ -67,7 +67,7 @@ def test_summary_of_a_run_that_never_got_past_warmup(tmp_path):
 def test_each_repeat_is_its_own_run_and_the_row_keeps_their_median_and_spread(tables, tmp_path):
     from offload_repro.core.data import Target, load_rows, load_target
     from offload_repro.judge.observers import run_observations as observe
-    from offload_repro.produce.runner import run_row
+    from offload_repro.produce.measured.runner import run_row
 
     cpu = load_target("cpu")
     twice = Target(cpu.name, cpu.kind, cpu.launcher, {**cpu.spec, "repeats": 2})

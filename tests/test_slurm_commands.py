@@ -12,7 +12,7 @@ from snakemake_executor_plugin_slurm.utils import set_gres_string
 from offload_repro.cluster import slurm
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.produce.runner import launch_command
+from offload_repro.produce.measured.runner import launch_command
 
 # Distinct digests per container, so a family given the other family's image fails the test.
 DIGESTS = {"jax-maxtext": "sha256:" + "ab" * 32, "jax-deepseek-v3-maxtext": "sha256:" + "cd" * 32}

@@ -10,10 +10,11 @@ import pytest
 
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.results import read_result, write_result
-from offload_repro.produce import frontier, program
-from offload_repro.produce.aot import HLO_FILE
-from offload_repro.produce.budget import budget_line
-from offload_repro.produce.compile import compile_result, compile_row
+from offload_repro.produce.compiled import program_cache
+from offload_repro.produce.compiled.aot_compile import HLO_FILE
+from offload_repro.produce.compiled.compiled_row import compile_result, compile_row
+from offload_repro.produce.whatif import capacity_frontier
+from offload_repro.produce.whatif.transfer_budget import budget_line
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
 
@@ -24,14 +25,14 @@ def rows(tables):
 
 
 def policy(policy_id):
-    return next(p for p in frontier.load_policies()["policies"] if p["id"] == policy_id)
+    return next(p for p in capacity_frontier.load_policies()["policies"] if p["id"] == policy_id)
 
 
 def test_a_policy_is_its_row_with_the_micro_batch_varied(rows):
-    device = frontier.policy_row(policy("deepseek-device"), rows, 3)
+    device = capacity_frontier.policy_row(policy("deepseek-device"), rows, 3)
     assert device.per_device_batch_size == 3 and device.global_batch_size == 3 * 128
     assert device.placement == rows["deepseek-device-mb8"].placement and device.id == "deepseek-device-mb3"
-    qkv = frontier.policy_row(policy("llama-qkv-device"), rows, 2)
+    qkv = capacity_frontier.policy_row(policy("llama-qkv-device"), rows, 2)
     assert qkv.tensors("device") == ["query_proj", "key_proj", "value_proj"]
     assert policy("llama-qkv-device")["published"] is False
 
@@ -84,7 +85,7 @@ def test_the_search_finds_the_published_frontiers_in_a_few_compiles(known, grid,
     calls = []
     measure = measured(interpolated(known), calls=calls)
     cached = {b: measured(interpolated(known))(b) for b in grid}
-    found, points, error = frontier.search(8, {"min": 1, "max": 16}, measure, cached.get)
+    found, points, error = capacity_frontier.search(8, {"min": 1, "max": 16}, measure, cached.get)
     assert (found, error) == (largest, None)
     assert calls == compiles
     assert {largest, largest + 1} <= {p["micro_batch"] for p in points}  # the boundary, both sides compiled
@@ -104,7 +105,7 @@ def test_the_search_equals_exhaustive_compiling_on_any_growing_memory():
         chosen = generator.sample(sorted(gib), min(len(gib), generator.randint(0, 2)))
         grid = {b: measured(gib.get, capacity)(b) for b in chosen}
         measure = measured(gib.get, capacity, calls)
-        found, _, error = frontier.search(start, {"min": 1, "max": high}, measure, grid.get)
+        found, _, error = capacity_frontier.search(start, {"min": 1, "max": high}, measure, grid.get)
         fitting = [b for b in gib if gib[b] <= capacity]
         assert (found, error) == (max(fitting) if fitting else None, None), (gib, capacity, start, grid)
         assert len(calls) == len(set(calls)) and not set(calls) & set(grid)
@@ -112,10 +113,10 @@ def test_the_search_equals_exhaustive_compiling_on_any_growing_memory():
 
 def test_frontier_beyond_the_range_or_below_it():
     calls = []
-    assert frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 10.0 * b, calls=calls))[0] == 16
+    assert capacity_frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 10.0 * b, calls=calls))[0] == 16
     assert calls == [8, 16]
     calls.clear()
-    assert frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 500.0 + b, calls=calls))[0] is None
+    assert capacity_frontier.search(8, {"min": 1, "max": 16}, measured(lambda b: 500.0 + b, calls=calls))[0] is None
     assert calls == [8, 1]
 
 
@@ -123,7 +124,7 @@ def test_a_compile_error_stops_the_search_with_its_message():
     def failing(micro_batch):
         return {"micro_batch": micro_batch, "status": "error", "message": "XlaRuntimeError: boom"}
 
-    found, points, error = frontier.search(2, {"min": 1, "max": 8}, failing)
+    found, points, error = capacity_frontier.search(2, {"min": 1, "max": 8}, failing)
     assert found is None and error == "micro batch 2: XlaRuntimeError: boom" and points[0]["status"] == "error"
 
 
@@ -138,26 +139,28 @@ def test_a_compile_error_stops_the_search_with_its_message():
 )
 def test_a_policys_point_at_a_rows_micro_batch_is_that_rows_program(rows, policy_id, micro_batch, row_id):
     gb200 = load_target("gb200-nvl72")
-    point = frontier.policy_row(policy(policy_id), rows, micro_batch)
-    assert program.program_key(point, gb200) == program.program_key(rows[row_id], gb200)
+    point = capacity_frontier.policy_row(policy(policy_id), rows, micro_batch)
+    assert program_cache.program_key(point, gb200) == program_cache.program_key(rows[row_id], gb200)
 
 
 def test_a_program_is_keyed_by_everything_that_decides_it(rows):
     gb200, rubin = load_target("gb200-nvl72"), load_target("vr-nvl144")
-    mb2 = frontier.policy_row(policy("deepseek-device"), rows, 2)
-    key = program.program_key(mb2, gb200)
+    mb2 = capacity_frontier.policy_row(policy("deepseek-device"), rows, 2)
+    key = program_cache.program_key(mb2, gb200)
     assert (
         len(
             {
                 key,
-                program.program_key(mb2, rubin),  # another GPU description
-                program.program_key(frontier.policy_row(policy("deepseek-device"), rows, 3), gb200),  # micro batch
-                program.program_key(
-                    frontier.policy_row(policy("deepseek-offload"), rows, 2), gb200
+                program_cache.program_key(mb2, rubin),  # another GPU description
+                program_cache.program_key(
+                    capacity_frontier.policy_row(policy("deepseek-device"), rows, 3), gb200
+                ),  # micro batch
+                program_cache.program_key(
+                    capacity_frontier.policy_row(policy("deepseek-offload"), rows, 2), gb200
                 ),  # placement, flags
-                program.program_key(mb2, gb200, program.DEFAULT_AUTOTUNING),  # compile-only flags
-                program.program_key(rows["llama-qkv-offload-lhs"], gb200),
-                program.program_key(rows["llama-qkv-offload-nolhs"], gb200),  # LHS off: XLA flags only
+                program_cache.program_key(mb2, gb200, program_cache.DEFAULT_AUTOTUNING),  # compile-only flags
+                program_cache.program_key(rows["llama-qkv-offload-lhs"], gb200),
+                program_cache.program_key(rows["llama-qkv-offload-nolhs"], gb200),  # LHS off: XLA flags only
             }
         )
         == 7
@@ -194,17 +197,19 @@ def test_a_row_whose_program_is_cached_is_not_compiled_again(rows, tmp_path, mon
     gb200, row = load_target("gb200-nvl72"), rows["deepseek-device-mb8"]
     compiled = read_result(FIXTURES / "compiled/gb200-nvl72/deepseek-device-mb8.json", "compile")
     cache = tmp_path / "programs"
-    key = program.program_key(row, gb200)
+    key = program_cache.program_key(row, gb200)
     write_result(
         cache / f"{key}.json", "program", program_of(compiled) | {"key": key, "compiled_as": "deepseek-device-mb8"}
     )
-    program.hlo_path(cache / f"{key}.json").write_bytes(gzip.compress(b"HloModule stand_in"))
+    program_cache.hlo_path(cache / f"{key}.json").write_bytes(gzip.compress(b"HloModule stand_in"))
 
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled although the program is in the cache")
 
-    monkeypatch.setattr(program, "compile_program", no_compile)
-    point = frontier.compile_point(frontier.policy_row(policy("deepseek-device"), rows, 8), gb200, cache)
+    monkeypatch.setattr(program_cache, "compile_program", no_compile)
+    point = capacity_frontier.compile_point(
+        capacity_frontier.policy_row(policy("deepseek-device"), rows, 8), gb200, cache
+    )
     assert point["cached"] and point["compiled_as"] == "deepseek-device-mb8" and point["fits"] is False
     assert point["device_gib"] == pytest.approx(295.15, abs=0.01)
 
@@ -214,13 +219,13 @@ def test_a_row_whose_program_is_cached_is_not_compiled_again(rows, tmp_path, mon
         return program_of(compiled) | {"key": key}
 
     (cache / f"{key}.json").write_text("{damaged")
-    monkeypatch.setattr(program, "compile_program", compiles)
+    monkeypatch.setattr(program_cache, "compile_program", compiles)
     result = compile_row(row, gb200, tmp_path / "row.json", tmp_path / "work", programs=cache)
     assert result["program"]["cached"] is False and read_result(cache / f"{key}.json", "program")["key"] == key
-    assert gzip.decompress(program.hlo_path(cache / f"{key}.json").read_bytes()) == b"HloModule compiled_again"
+    assert gzip.decompress(program_cache.hlo_path(cache / f"{key}.json").read_bytes()) == b"HloModule compiled_again"
 
-    program.hlo_path(cache / f"{key}.json").unlink()  # an entry without its HLO is not a program to reuse
-    assert program.cached_program(row, gb200, cache) is None
+    program_cache.hlo_path(cache / f"{key}.json").unlink()  # an entry without its HLO is not a program to reuse
+    assert program_cache.cached_program(row, gb200, cache) is None
 
 
 def test_link_bandwidth_per_direction_from_the_target_files():
@@ -259,7 +264,7 @@ def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, t
     assert done.returncode == 0, plan[-3000:]
     for row in load_rows(tables):
         assert f"results/compiled/rubin-copy/{row.id}.json" in plan
-    for item in frontier.load_policies()["policies"]:
+    for item in capacity_frontier.load_policies()["policies"]:
         assert f"results/whatif/rubin-copy/frontier-{item['id']}.json" in plan
 
 

@@ -228,13 +228,13 @@ def replanned(rules: set[str]) -> set[str]:
 @pytest.mark.parametrize(
     "edited",
     [
-        "workflow/offload_repro/produce/launch.py",  # imported by the compile's aot, not listed by hand before
+        "workflow/offload_repro/produce/measured/launch.py",  # imported by the compile's aot, not listed by hand before
         "workflow/offload_repro/core/forkserver.py",  # runs every CPU row and compile
         "experiments/tensors.yaml",  # the offload a compile is expected to make: judged, not compiled
-        "workflow/offload_repro/produce/compile.py",
-        "workflow/offload_repro/produce/runner.py",
+        "workflow/offload_repro/produce/compiled/compiled_row.py",
+        "workflow/offload_repro/produce/measured/runner.py",
         "experiments/speed.yaml",  # read by the predictions
-        "workflow/offload_repro/judge/check.py",
+        "workflow/offload_repro/judge/verdicts.py",
         "workflow/offload_repro/present/charts.py",
         "report/style.css",
         "envs/requirements.lock",
@@ -421,8 +421,8 @@ def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tabl
 
     from offload_repro.core.data import load_rows, load_target
     from offload_repro.core.forkserver import ForkServerLauncher
-    from offload_repro.produce.compile import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING
-    from offload_repro.produce.program import compile_program
+    from offload_repro.produce.compiled.compiled_row import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING
+    from offload_repro.produce.compiled.program_cache import compile_program
 
     forked = ForkServerLauncher(tmp_path / "fs")
     gb200 = load_target("gb200-nvl72")

@@ -24,7 +24,7 @@ from offload_repro.core import forkserver
 from offload_repro.core.data import Row, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.core.process import Launcher, run_subprocess
-from offload_repro.produce.compile import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_row
+from offload_repro.produce.compiled.compiled_row import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_row
 
 FLAG = COMPILE_ONLY_FLAGS[-1]
 OUT = REPO_ROOT / "results" / "autotune-identity"

@@ -19,9 +19,9 @@ from offload_repro.core import forkserver
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.core.process import Launcher, package_environment, run_subprocess
-from offload_repro.produce import metrics
-from offload_repro.produce.compile import compile_row
-from offload_repro.produce.runner import run_row
+from offload_repro.produce.compiled.compiled_row import compile_row
+from offload_repro.produce.measured import metrics
+from offload_repro.produce.measured.runner import run_row
 
 OUT = REPO_ROOT / "results" / "forkserver-timing"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from identity import comparison, same
 
-from offload_repro.produce.program import compile_program
+from offload_repro.produce.compiled.program_cache import compile_program
 
 
 def main() -> None:

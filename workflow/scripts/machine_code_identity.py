@@ -3,7 +3,7 @@
 `PYTHONPATH=workflow python workflow/scripts/machine_code_identity.py [ROW ...] [--target gb200-nvl72]
 [--fork-server]` compiles each row for the target as the workflow does (`program.compile_program`,
 the compile-only flags, no kernel cache) twice: with the real ptxas and with the stand-in of
-`produce/assembler.py`. It prints whether the memory analysis, the optimized HLO's digest, the HLO
+`produce/compiled/assembler.py`. It prints whether the memory analysis, the optimized HLO's digest, the HLO
 summary (host buffers, copies) and XLA's memory warnings are byte-identical, and each compile's
 wall and CPU seconds (CPU: the compile process and the ptxas processes it ran). The two compiles
 of a row run one after the other, each alone, so that their times are comparable.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from identity import comparison, same
 
-from offload_repro.produce.program import compile_program
+from offload_repro.produce.compiled.program_cache import compile_program
 
 
 def main() -> None:

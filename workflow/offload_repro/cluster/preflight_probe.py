@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from offload_repro.produce import distributed
+from offload_repro.cluster import jax_distributed
 
 
 def maxtext_facts(keys: list[str]) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def facts(keys_file: str) -> dict[str, Any]:
 
 def distributed_start() -> dict[str, Any]:
     """Join the job's distributed system and add one number per process across all of them."""
-    rank = distributed.start()
+    rank = jax_distributed.start()
     import jax
     import jax.numpy as jnp
     from jax.experimental import multihost_utils
@@ -88,7 +88,7 @@ def distributed_start() -> dict[str, Any]:
     values = multihost_utils.process_allgather(jnp.array([jax.process_index() + 1.0]))
     return {
         "host": socket.gethostname(),
-        "task": (rank or distributed.identity())["task"],
+        "task": (rank or jax_distributed.identity())["task"],
         "process_count": jax.process_count(),
         "sum": float(values.sum()),
         "backend": jax.devices()[0].platform,

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from offload_repro.core import maxtext_args
 from offload_repro.core.containers import CONTAINERS_FILE, containers
 from offload_repro.core.data import DataError, Row, Target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.core.image_digest import DigestError, resolve_digest
-from offload_repro.produce import maxtext_args
 
 __all__ = ["CONTAINERS_FILE", "containers"]  # read here by the container checks and their tests
 RUNTIMES = ("pyxis", "apptainer")

@@ -6,7 +6,7 @@ import argparse
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows
-from offload_repro.produce.analytic import write_accounting
+from offload_repro.produce.analytic_bytes import write_accounting
 
 PARENTS = (arguments.TABLES, arguments.OUT)
 

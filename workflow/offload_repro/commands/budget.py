@@ -7,7 +7,7 @@ from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows
-from offload_repro.produce.budget import write_budget
+from offload_repro.produce.whatif.transfer_budget import write_budget
 
 PARENTS = (arguments.TABLES, arguments.OUT)
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from offload_repro.commands import arguments
-from offload_repro.present.collect import collect
+from offload_repro.present.run_table import collect
 
 PARENTS = (arguments.OUT,)
 

@@ -6,12 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-from offload_repro.commands import arguments, fork_server
+from offload_repro.commands import arguments, fork_server_option
 from offload_repro.core.data import load_target
 from offload_repro.core.variants import apply
-from offload_repro.produce.compile import compile_row
+from offload_repro.produce.compiled.compiled_row import compile_row
 
-PARENTS = (*arguments.ONE_ROW, fork_server.FORK_SERVER)
+PARENTS = (*arguments.ONE_ROW, fork_server_option.FORK_SERVER)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         args.work_dir,
         programs=args.programs,
         variant=variant,
-        launcher=fork_server.launcher(args),
+        launcher=fork_server_option.launcher(args),
     )
     verdict = "fits" if result.get("fits") else "out of memory"
     cached = f" (program {result['program']['key']} from the cache)" if result["program"]["cached"] else ""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows
-from offload_repro.present.report import render_index
+from offload_repro.present.pages import render_index
 
 PARENTS = (arguments.TABLES, arguments.OUT)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offload_repro.cluster.preflight import write_preflight
+from offload_repro.cluster.preflight_checks import write_preflight
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
 

@@ -6,7 +6,7 @@ import argparse
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.produce.probe import write_probe
+from offload_repro.produce.measured.host_link_probe import write_probe
 
 PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
 

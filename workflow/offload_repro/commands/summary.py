@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offload_repro.present.summary import summary_lines
+from offload_repro.present.closing_lines import summary_lines
 
 PARENTS = ()
 

@@ -52,6 +52,11 @@ def write_atomically(path: str | Path, text: str | bytes) -> None:
         raise
 
 
+def checkout_relative(path: Path) -> str:
+    """A path as a result records it: relative to the checkout where it lies inside it."""
+    return str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
+
+
 def write_json(path: str | Path, data: Any) -> None:
     write_atomically(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 

@@ -1,7 +1,7 @@
 """Every result file -> one table of observations (results/<target>/evidence.json).
 
 Each file is read and validated against the schema its own `kind` names, then turned into
-observations by the observer its kind registers (offload_repro.kinds). The table also lists
+observations by the observer its kind registers (offload_repro.judge.result_kinds). The table also lists
 every file it read, with its status and provenance, so a reader can follow a number to its file.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from offload_repro.core.observation import Observation
 from offload_repro.core.results import read_any, write_result
-from offload_repro.kinds import RESULT_KINDS
+from offload_repro.judge.result_kinds import RESULT_KINDS
 
 SOURCE_FIELDS = ("row", "target", "status", "message", "failure")
 # Facts of a whole result that the report shows as they are (predicted evidence: its calibration,

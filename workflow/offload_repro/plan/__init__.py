@@ -5,6 +5,7 @@
   naming the file and field;
 - `inputs`: each stage's code inputs, derived from the import graph, and the README's table of
   what an edit rebuilds;
-- `commands`: the command line that produces a target's evidence.
-- `configuration`: the README's table of the config's keys, from its schema and defaults.
+- `configuration`: the README's table of the config's keys, from its schema and defaults;
+- `layout`: the README's layout of the checkout, from the tree, with the floors of the package's
+  folders.
 """

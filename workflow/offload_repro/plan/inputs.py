@@ -4,7 +4,7 @@ Every rule runs one command of `offload_repro.cli`, whose code is the module
 `offload_repro.commands.<command>`. The files a stage's result depends on are the entry point
 (`cli.py`) and the modules its command module can import, transitively (read from the source
 with `ast`: every import statement, at module level or inside a function, and every module
-named in a string such as `python -m offload_repro.produce.aot`), plus the data files those
+named in a string such as `python -m offload_repro.produce.compiled.aot_compile`), plus the data files those
 modules read by a fixed path (each module lists them in `READS`). The rules take their code
 inputs from here (`code=CODE["<command>"]`), so editing any of these files replans exactly the
 rules that run a stage that uses it.
@@ -201,9 +201,16 @@ def edit_table() -> str:
     for path, users in rebuilt_by().items():
         groups.setdefault(tuple(users), []).append(path)
     lines = ["| edit | replans these rules, then every rule that reads their results |", "| --- | --- |"]
-    patterns = {pattern for module in package_modules() for pattern in _reads(module)}
-    # a data file is shown as the pattern its module reads it by; a module without its folder
-    by_pattern = {path: p for p in patterns for path in glob.glob(p, root_dir=REPO_ROOT, recursive=True)}
+    patterns = {
+        pattern: glob.glob(pattern, root_dir=REPO_ROOT, recursive=True)
+        for module in package_modules()
+        for pattern in _reads(module)
+    }
+    # a data file is shown as the pattern its module reads it by, the widest where two match it (a
+    # glob and one of its files: a set's order would pick either); a module without its folder
+    by_pattern = {
+        path: p for p, paths in sorted(patterns.items(), key=lambda item: (len(item[1]), item[0])) for path in paths
+    }
     for users, paths in sorted(groups.items(), key=lambda item: (-len(item[0]), item[0])):
         shown = sorted({by_pattern.get(path, path).removeprefix("workflow/offload_repro/") for path in paths})
         names = "every rule" if len(users) == len(rules()) else ", ".join(f"`{rule}`" for rule in users)

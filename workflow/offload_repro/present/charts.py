@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from offload_repro.core.data import Row
-from offload_repro.core.evidence import EVIDENCE, PUBLISHED_COLOUR
+from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 
 COLOURS = alt.Scale(domain=["published", *EVIDENCE], range=[PUBLISHED_COLOUR, *(e.colour for e in EVIDENCE.values())])
 

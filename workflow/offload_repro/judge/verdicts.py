@@ -7,7 +7,7 @@ fail if any fails, else pass if any passes, else inconclusive if any is, else no
 summary is the strongest decisive judgement (measured before
 compiled before analytic before predicted), which the report shows on the claim's one line.
 Predicted evidence never overrides the others: it decides a verdict only where no other evidence
-kind gave a pass, fail or error (judge/predicted.py says how it judges).
+kind gave a pass, fail or error (judge/prediction_verdicts.py says how it judges).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import DataError, Target, validate
-from offload_repro.core.evidence import EVIDENCE
+from offload_repro.core.evidence_classes import EVIDENCE
 from offload_repro.core.files import read_yaml
-from offload_repro.judge import predicted, spread
+from offload_repro.judge import prediction_verdicts, spread
 
 VERDICTS = ("pass", "fail", "inconclusive", "not-comparable", "error")
 STRENGTH = ("measured", "compiled", "analytic", "predicted")  # strongest first
@@ -165,32 +165,33 @@ def _judge_predicted(
     claim: dict[str, Any], rule: dict[str, Any], evidence: EvidenceView, observed_rows: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     """A speed claim by prediction: a calibration that is not the claim's own value, the band that
-    the model's measured error gives, and a verdict no stronger than that band (judge/predicted.py)."""
-    calibrated_on, basis = predicted.choose_calibration(claim, evidence.rows)
+    the model's measured error gives, and a verdict no stronger than that band
+    (judge/prediction_verdicts.py)."""
+    calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows)
     if calibrated_on is None:
         return _not_comparable(basis)
-    metric = predicted.by_calibration(calibrated_on)
+    metric = prediction_verdicts.by_calibration(calibrated_on)
     judged = {**claim, "check": {**claim["check"], "metric": metric}}
     judgement = _evaluate(judged, rule, observed_rows)
     if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
         return judgement | {"metric": metric, "note": basis}
-    error, error_basis = predicted.measured_error(claim, evidence.rows)
+    error, error_basis = prediction_verdicts.measured_error(claim, evidence.rows)
     note = f"{basis}; {error_basis}"
     if error is None or error >= 1:
         reason = error_basis if error is None else f"{error_basis}: a band that wide has no lower end"
         return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
     series = {row: evidence.series.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
-    found = predicted.band(judged["check"], {row: values for row, values in series.items() if values}, error)
+    found = prediction_verdicts.band(judged["check"], {row: values for row, values in series.items() if values}, error)
     if found is None:
         return judgement | {"verdict": "inconclusive", "reason": "no prediction at any setting", "note": note}
     tolerance = rule.get("tolerance") or claim.get("tolerance")
-    judgement["verdict"] = predicted.verdict(judged["check"], found, claim.get("published"), tolerance)
+    judgement["verdict"] = prediction_verdicts.verdict(judged["check"], found, claim.get("published"), tolerance)
     if "holds_at" in found:
         note += f"; holds at {found['holds_at']} of {found['settings']} settings at the central prediction"
     if judgement["verdict"] == "inconclusive":
-        judgement["reason"] = predicted.inconclusive_reason(claim, found, tolerance)
+        judgement["reason"] = prediction_verdicts.inconclusive_reason(claim, found, tolerance)
     if not any(r.get("outcome") == "oom" for r in observed_rows.values()):
-        judgement["explanation"] = predicted.explain(claim, observed_rows)
+        judgement["explanation"] = prediction_verdicts.explain(claim, observed_rows)
     return judgement | {"metric": metric, "band": found, "note": note}
 
 

@@ -21,13 +21,13 @@ import vl_convert
 from offload_repro.core import provenance
 from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import Row, Target, load_target
-from offload_repro.core.evidence import EVIDENCE, PUBLISHED_COLOUR
+from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.observation import Observation
 from offload_repro.core.results import read_result
 from offload_repro.judge.spread import range_text, tolerance_text
-from offload_repro.plan.commands import snakemake_command
 from offload_repro.present import charts
+from offload_repro.present.target_command import snakemake_command
 
 TEMPLATE_DIR = REPO_ROOT / "report"
 READS = ("report/*.j2", "report/style.css")

@@ -13,7 +13,7 @@ causal attention x layers (lines 1264-1318): the two decoder blocks this project
 no multi-token prediction, Engram, vision layers or DPO. Anything else gives None, and MaxText's
 total stands alone.
 
-MaxText is imported inside the functions: this module is imported (through produce.aot) by
+MaxText is imported inside the functions: this module is imported (through produce.compiled.aot_compile) by
 processes that never build a MaxText config.
 """
 

@@ -13,22 +13,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from offload_repro.cluster import slurm
-from offload_repro.core import failure, provenance
+from offload_repro.cluster import jax_distributed, slurm
+from offload_repro.cluster.jax_distributed import RANKS_DIR_VARIABLE
+from offload_repro.core import failure, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
-from offload_repro.core.files import REPO_ROOT, read_json, write_json
+from offload_repro.core.files import REPO_ROOT, checkout_relative, read_json, write_json
 from offload_repro.core.process import (
     Launcher,
     Supervised,
     fresh_work_dir,
-    package_environment,
     run_subprocess,
     run_supervised,
 )
 from offload_repro.core.results import write_result
-from offload_repro.produce import distributed, maxtext_args, metrics, repeats, trace
-from offload_repro.produce.distributed import RANKS_DIR_VARIABLE
-from offload_repro.produce.launch import TRACE_DIR_VARIABLE
+from offload_repro.produce.measured import metrics, repeats, trace
+from offload_repro.produce.measured.launch import TRACE_DIR_VARIABLE
 
 
 def classify(returncode: int, exception: dict[str, Any] | None, log_tail: str, steps_done: int, steps: int) -> str:
@@ -49,14 +48,6 @@ def run_failure(
     if found.found_in == "exit status" and returncode == 0:
         return replace(found, cause=f"training stopped after {steps_done} of {steps} steps", found_in="metrics file")
     return found
-
-
-def environment(row: Row, target: Target) -> dict[str, str]:
-    env = package_environment({"XLA_FLAGS": maxtext_args.xla_flags(row)})
-    if target.kind == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
-    env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})
-    return env
 
 
 def launch_command(
@@ -110,9 +101,9 @@ def read_ranks(work_dir: Path, processes: int) -> list[dict[str, Any]]:
         return []
     ranks = []
     for task in range(processes):
-        path = distributed.rank_file(work_dir / "ranks", task)
+        path = jax_distributed.rank_file(work_dir / "ranks", task)
         record = read_json(path) if path.exists() else {"task": task, "state": "never joined"}
-        record["log"] = relative(Path(str(slurm.rank_log_pattern(work_dir)).replace("%t", str(task))))
+        record["log"] = checkout_relative(Path(str(slurm.rank_log_pattern(work_dir)).replace("%t", str(task))))
         ranks.append(record)
     return ranks
 
@@ -170,7 +161,7 @@ def row_failure(
 ) -> tuple[dict[str, Any], str]:
     """(the `failure` record, the message) of a run that is not ok. A run of several processes
     takes its first failed rank's cause and lists each failed rank's (`ranks`)."""
-    found = run_failure(returncode, exception, srun_log, relative(log_file), steps_done, steps)
+    found = run_failure(returncode, exception, srun_log, checkout_relative(log_file), steps_done, steps)
     failed = rank_failures(ranks, srun_log)
     if not failed:
         return found.record(), found.cause
@@ -186,10 +177,6 @@ def time_limit_message(target: Target, limit: slurm.TimeLimit | None, wall_s: fl
         f" {job}, so that this record could be written; the target asks for"
         f" {target.spec['cluster']['runtime_minutes']} min (cluster.runtime_minutes in its target file)"
     )
-
-
-def relative(path: Path) -> str:
-    return str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
 
 
 def launch_once(
@@ -210,8 +197,8 @@ def launch_once(
     # MaxText's own defaults, resolved by the training process (a container has its own MaxText).
     arguments = ["maxtext:configs/base.yml", *maxtext_args.as_arguments(overrides)]
     prefix, rank_env, container = launch_command(row, target, work_dir, python, container_runtime, allow_unpinned)
-    command = [*prefix, "-m", "offload_repro.produce.launch", str(stats_file), "--", *arguments]
-    env = environment(row, target) | rank_env
+    command = [*prefix, "-m", "offload_repro.produce.measured.launch", str(stats_file), "--", *arguments]
+    env = maxtext_args.environment(row, target) | rank_env
     trace_dir = work_dir / "trace"
     traced = bool(target.spec.get("trace_offload_rows")) and bool(row.tensors("offload"))
     if traced:
@@ -248,7 +235,7 @@ def launch_once(
         status, ended_by = "error", "time limit"
         message = time_limit_message(target, limit, outcome.wall_s, len(steps))
         ended = failure.signal_name(outcome.returncode)
-        cause = failure.Failure(message, "time limit", outcome.returncode, ended, relative(log_file)).record()
+        cause = failure.Failure(message, "time limit", outcome.returncode, ended, checkout_relative(log_file)).record()
 
     overlap = None
     if traced and status == "ok":
@@ -269,7 +256,7 @@ def launch_once(
         "arguments": arguments,
         "xla_flags": env["XLA_FLAGS"],
         "wall_time_s": round(outcome.wall_s, 2),
-        "train_log": relative(log_file),
+        "train_log": checkout_relative(log_file),
     }
 
 

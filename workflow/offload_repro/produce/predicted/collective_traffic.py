@@ -33,7 +33,7 @@ from functools import cache
 
 import numpy as np
 
-from offload_repro.produce.hlo import ELEMENT_BYTES
+from offload_repro.produce.compiled.host_offload_hlo import ELEMENT_BYTES
 
 ARRAY = re.compile(r"(\w+)\[([\d,]*)\]")
 REPLICA_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")

@@ -1,6 +1,6 @@
 """Compiled evidence for one row: its full-size MaxText train step compiled for a GPU target.
 
-The program comes from `produce.program` (compiled in a process of its own, or read from the
+The program comes from `produce.compiled.program_cache` (compiled in a process of its own, or read from the
 cache of programs); this module turns it into the row's result: fits / out of memory from the
 per-device memory analysis against the target's device memory, the pinned host memory against
 the host memory per GPU, XLA's own memory warnings as it printed them, and the MaxText settings
@@ -18,7 +18,12 @@ from offload_repro.core import gpu, memory
 from offload_repro.core.data import Row, Target
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
-from offload_repro.produce.program import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING, compile_overrides, program_for
+from offload_repro.produce.compiled.program_cache import (
+    COMPILE_ONLY_FLAGS,
+    DEFAULT_AUTOTUNING,
+    compile_overrides,
+    program_for,
+)
 
 __all__ = [
     "COMPILE_ONLY_FLAGS",

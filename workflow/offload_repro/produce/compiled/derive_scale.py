@@ -6,7 +6,7 @@ whose three outcomes match the source (device-save fits at micro batch 2 and not
 offload fits at 8) with the widest margin, so that the static estimate's known gaps (NCCL
 scratch, cuDNN workspace) are least likely to flip an outcome.
 
-    python -m offload_repro.produce.derive_scale h200-1 deepseek base_num_decoder_layers 4 8 12 16 [--fork-server]
+    python -m offload_repro.produce.compiled.derive_scale h200-1 deepseek base_num_decoder_layers 4 8 12 16
 
 --fork-server [DIR] forks the compiles from one fork server (core/forkserver.py), as the workflow does.
 """
@@ -26,7 +26,7 @@ from offload_repro.core import forkserver, memory
 from offload_repro.core.data import Row, Target, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT, write_json
 from offload_repro.core.process import Launcher, run_subprocess
-from offload_repro.produce.compile import compile_row
+from offload_repro.produce.compiled.compiled_row import compile_row
 
 # The source's capacity contrast (Table 1, rows 4 and 5, and the optimized offload row).
 CONTRAST = {"deepseek-device-mb2": True, "deepseek-device-mb8": False, "deepseek-offload-optimized": True}

@@ -1,10 +1,12 @@
-"""Row + target -> MaxText `key=value` overrides and XLA_FLAGS: the one place that mapping lives."""
+"""Row + target -> MaxText `key=value` overrides, XLA_FLAGS and the environment of the row's process:
+the one place that mapping lives."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from offload_repro.core.data import Row, Target
+from offload_repro.core.process import package_environment
 
 
 def _text(value: Any) -> str:
@@ -72,3 +74,12 @@ def as_arguments(overrides: dict[str, Any]) -> list[str]:
 
 def xla_flags(row: Row, extra: list[str] | None = None) -> str:
     return " ".join([*row.xla_flags, *(extra or [])])
+
+
+def environment(row: Row, target: Target) -> dict[str, str]:
+    """What a row's MaxText process runs with on the target: its XLA_FLAGS and the target's variables."""
+    env = package_environment({"XLA_FLAGS": xla_flags(row)})
+    if target.kind == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})
+    return env

@@ -26,7 +26,7 @@ STAND_IN_DIR = "assembler"  # in a compile's work directory
 CUDA_ROOT_PTXAS = Path("/usr/local/cuda/bin/ptxas")
 
 SCRIPT = """#!/bin/sh
-# ptxas for a compile-only GPU (offload_repro.produce.assembler): XLA's kernels are never loaded,
+# ptxas for a compile-only GPU (offload_repro.produce.compiled.assembler): XLA's kernels are never loaded,
 # so each is assembled into an empty image. The version is the real ptxas's.
 if [ "$1" = --version ]; then exec {real} --version; fi
 while [ $# -gt 0 ]; do

@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-from offload_repro.produce.hlo import ELEMENT_BYTES
+from offload_repro.produce.compiled.host_offload_hlo import ELEMENT_BYTES
 
 ARRAY = re.compile(r"(\w+)\[([\d,]*)\](\{[^}]*\})?")
 NO_TRAFFIC = frozenset(

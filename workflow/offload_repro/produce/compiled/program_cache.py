@@ -8,9 +8,9 @@ grid of rows x targets and the capacity frontier's micro-batch points read the s
 policy's point at its row's micro batch is that row's program, compiled once.
 
 A program is compiled again when code that decides its key changes; XLA's kernels of each row's
-last compile are kept beside the programs (`produce/kernel_cache.py`), so that the mostly
+last compile are kept beside the programs (`produce/compiled/kernel_cache.py`), so that the mostly
 unchanged program generates little code again. No machine code is assembled for a compile-only
-GPU (`produce/assembler.py`): nothing read back depends on it.
+GPU (`produce/compiled/assembler.py`): nothing read back depends on it.
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import gpu, provenance
+from offload_repro.core import gpu, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.failure import failure_of
 from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
 from offload_repro.core.results import ResultError, read_result, write_result
-from offload_repro.produce import assembler, kernel_cache, maxtext_args
-from offload_repro.produce.aot import HLO_FILE, MEMORY_WARNING
+from offload_repro.produce.compiled import assembler, kernel_cache
+from offload_repro.produce.compiled.aot_compile import HLO_FILE, MEMORY_WARNING
 
 # A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
 # with, and autotune level 0 halves the compile while every row's memory analysis stays
@@ -40,14 +40,14 @@ from offload_repro.produce.aot import HLO_FILE, MEMORY_WARNING
 COMPILE_ONLY_FLAGS = ("--xla_gpu_shard_autotuning=false", "--xla_gpu_autotune_level=0")
 DEFAULT_AUTOTUNING = ("--xla_gpu_shard_autotuning=false",)
 # The code that decides what XLA is asked to compile and what is read back from it. The code that
-# turns a program into a row's result (produce/compile.py) is not here: editing it reassembles
+# turns a program into a row's result (produce/compiled/compiled_row.py) is not here: editing it reassembles
 # every result from the cache without compiling anything again.
 PROGRAM_CODE = (
-    "produce/program.py",
-    "produce/aot.py",
-    "produce/hlo.py",
-    "produce/launch.py",
-    "produce/model_flops.py",
+    "produce/compiled/program_cache.py",
+    "produce/compiled/aot_compile.py",
+    "produce/compiled/host_offload_hlo.py",
+    "produce/measured/launch.py",
+    "produce/compiled/model_flops.py",
     "core/gpu.py",
 )
 KERNELS_FILE = "xla-kernels.bin"  # a compile's private copy of its row's kept kernels, in its work directory
@@ -113,11 +113,11 @@ def compile_program(
     machine_code: bool = False,
     overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run `offload_repro.produce.aot` in a process of its own (started by `launcher`) with the
+    """Run `offload_repro.produce.compiled.aot_compile` in a process of its own (started by `launcher`) with the
     row's XLA_FLAGS; what XLA gave. `kernels`: where the row's kernels are kept
-    (produce/kernel_cache.py): the compile starts from them and, if it succeeds, replaces them.
+    (produce/compiled/kernel_cache.py): the compile starts from them and, if it succeeds, replaces them.
     `machine_code`: assemble the kernels with the real ptxas rather than the stand-in
-    (produce/assembler.py), to show that nothing read back changes. `overrides`: the row's
+    (produce/compiled/assembler.py), to show that nothing read back changes. `overrides`: the row's
     `compile_overrides`, where the caller has them (they are not changed)."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
@@ -133,7 +133,14 @@ def compile_program(
     if not machine_code and (stand_in := assembler.stand_in(work_dir)):  # not in the key either
         flags += " " + stand_in
     env = package_environment({"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"})
-    command = [python, "-m", "offload_repro.produce.aot", str(stats_file), str(description_path), spec["topology"]]
+    command = [
+        python,
+        "-m",
+        "offload_repro.produce.compiled.aot_compile",
+        str(stats_file),
+        str(description_path),
+        spec["topology"],
+    ]
     command += [str(gpu.cudnn_version(description)), "--", *arguments]
     returncode, wall_s = launcher(command, env, work_dir, log_file)
     log_text = log_file.read_text(encoding="utf-8", errors="replace")

@@ -23,7 +23,7 @@ from offload_repro.core.data import Row, Target
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import combined_row, variant_id
-from offload_repro.produce.compile import compiled_evidence
+from offload_repro.produce.compiled.compiled_row import compiled_evidence
 
 
 def summary(result: dict[str, Any], file: str | None) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 A policy (experiments/frontier.yaml) is a published row with its micro batch varied (and, for an
 unpublished policy, its placement changed). Each micro batch is compiled for the target exactly as
-the compile stage compiles a row, through the same cache of programs (`produce.program`): the
+the compile stage compiles a row, through the same cache of programs (`produce.compiled.program_cache`): the
 point at the row's own micro batch is the row's program, compiled once for both.
 
 Device memory grows almost linearly with the micro batch, so the search predicts the boundary
@@ -26,8 +26,8 @@ from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
-from offload_repro.produce.compile import compile_result, compiled_evidence
-from offload_repro.produce.program import cached_program
+from offload_repro.produce.compiled.compiled_row import compile_result, compiled_evidence
+from offload_repro.produce.compiled.program_cache import cached_program
 
 POLICIES_FILE = REPO_ROOT / "experiments" / "frontier.yaml"
 READS = ("experiments/frontier.yaml",)

@@ -1,7 +1,7 @@
 """The classes of evidence a result can give, with what each means and its colour on the pages.
 
-Apart from the registry of result kinds (offload_repro.kinds), which names each producer's
-observer, so that judging and drawing need not import any producer.
+Apart from the registry of result kinds (judge/result_kinds.py), which names each kind's observer,
+so that drawing needs neither the observers nor any producer.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Compile MaxText's real train step ahead of time for a GPU target, on a machine with no GPU.
 
-Used as `python -m offload_repro.produce.aot STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value...`
-in a process of its own: the GPU plugin reads XLA_FLAGS once, and two small shims must be in
-place before MaxText builds anything.
+Used as `python -m offload_repro.produce.compiled.aot_compile STATS_JSON TARGET_TXTPB TOPOLOGY
+CUDNN_VERSION -- key=value...` in a process of its own: the GPU plugin reads XLA_FLAGS once, and
+two small shims must be in place before MaxText builds anything.
 
 - Devices: `jax.experimental.topologies.get_topology_desc(platform="cuda", ...)` with an XLA GPU
   target description gives compile-only GPUs. MaxText's `train_compile` (abstract train state,
@@ -27,9 +27,9 @@ from typing import Any
 
 from offload_repro.core import gpu
 from offload_repro.core.files import write_json
-from offload_repro.produce.hlo import canonical, summarize_hlo
-from offload_repro.produce.launch import memory_analysis_dict
-from offload_repro.produce.model_flops import components
+from offload_repro.produce.compiled.host_offload_hlo import canonical, summarize_hlo
+from offload_repro.produce.compiled.model_flops import components
+from offload_repro.produce.measured.launch import memory_analysis_dict
 
 # XLA's own warnings while fitting the program into device memory (hlo_rematerialization).
 HLO_FILE = "program.hlo.txt.gz"  # beside the stats file
@@ -138,7 +138,8 @@ def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, m
 if __name__ == "__main__":
     if len(sys.argv) < 6 or sys.argv[5] != "--":
         sys.exit(
-            "usage: python -m offload_repro.produce.aot STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value ..."
+            "usage: python -m offload_repro.produce.compiled.aot_compile"
+            " STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value ..."
         )
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[6:]))

@@ -4,9 +4,9 @@ Code generation (LLVM, then an assembler for each kernel) is a large part of a D
 compile on 2 cores, and no evidence reads its output. XLA can keep the kernels it generated in a
 file (`--xla_gpu_kernel_cache_file`) and reuse those whose fused computation has the same
 fingerprint. A program is compiled again when code that decides the program key changes (an edit
-of `produce/aot.py`, say), and then it is mostly the same program: with the kernels of its last
+of `produce/compiled/aot_compile.py`, say), and then it is mostly the same program: with the kernels of its last
 compile, code generation dropped from 15 to 18 s to under 1 s (measured with the real ptxas; with
-the stand-in of produce/assembler.py there is less to save). Distinct rows, micro batches and
+the stand-in of produce/compiled/assembler.py there is less to save). Distinct rows, micro batches and
 targets share few kernels (the kernel's buffers are part of its fingerprint), so one file per row
 and target is kept, not one shared file that every compile would have to read, merge and rewrite.
 
@@ -34,7 +34,7 @@ FLAG = "--xla_gpu_kernel_cache_file"
 def kept_path(programs: Path, compiled_as: str, description: str, versions: dict[str, Any], machine_code: bool) -> Path:
     """Where the kernels of a row's (or a frontier point's) last compile for a target are kept,
     named by what they were generated for: kernels of another GPU description or another XLA, or
-    assembled into machine code where these were not (produce/assembler.py), are never offered."""
+    assembled into machine code where these were not (produce/compiled/assembler.py), are never offered."""
     generated_for = [description, versions, machine_code]
     digest = hashlib.sha256(json.dumps(generated_for, sort_keys=True).encode()).hexdigest()[:12]
     return programs / "kernels" / f"{compiled_as}.{digest}.bin"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from offload_repro.produce.hlo_program import Event
+from offload_repro.produce.predicted.hlo_schedule import Event
 
 NETWORK_ENDS = ("ring", "floor")
 

@@ -1,6 +1,6 @@
 """Run MaxText's own training entry point in this process and record what only it can see.
 
-Used as `python -m offload_repro.produce.launch STATS_JSON -- <maxtext args>`. It calls
+Used as `python -m offload_repro.produce.measured.launch STATS_JSON -- <maxtext args>`. It calls
 `maxtext.trainers.pre_train.train.main` unchanged; the only addition is a wrapper around
 MaxText's `print_compiled_memory_stats`, so the compiled train step's memory analysis is
 kept in bytes (MaxText logs it rounded to 0.1 GB), plus the devices' runtime memory stats.
@@ -114,9 +114,9 @@ def rank_arguments(maxtext_argv: list[str], task: int) -> list[str]:
 
 
 def main(stats_path: str, maxtext_argv: list[str]) -> int:
-    from offload_repro.produce import distributed
+    from offload_repro.cluster import jax_distributed
 
-    rank = distributed.start()  # before anything touches a JAX backend
+    rank = jax_distributed.start()  # before anything touches a JAX backend
     if rank is not None:
         maxtext_argv = rank_arguments(maxtext_argv, rank["task"])
     from absl import app
@@ -143,7 +143,7 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     except SystemExit as done:
         status = 0 if done.code in (None, 0) else 1
     except BaseException as err:  # recorded for the runner, which classifies OOM vs error
-        record["exception"] = distributed.exception_record(err)
+        record["exception"] = jax_distributed.exception_record(err)
         traceback.print_exc()
         status = 1
     import jax
@@ -168,11 +168,13 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     )
     if jax.process_index() == 0:  # one record per run, from rank 0, as on the CPU path
         write_json(stats_path, record)
-    distributed.finish(rank, status, record["exception"])
+    jax_distributed.finish(rank, status, record["exception"])
     return status
 
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[2] != "--":
-        sys.exit("usage: python -m offload_repro.produce.launch STATS_JSON -- <maxtext base.yml> key=value ...")
+        sys.exit(
+            "usage: python -m offload_repro.produce.measured.launch STATS_JSON -- <maxtext base.yml> key=value ..."
+        )
     sys.exit(main(sys.argv[1], sys.argv[3:]))

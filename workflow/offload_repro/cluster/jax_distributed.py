@@ -1,6 +1,6 @@
 """One rank of a multi-process run: join the JAX distributed system and leave a record of itself.
 
-`srun` starts `offload_repro.produce.launch` once per task; each task finds its place from
+`srun` starts `offload_repro.produce.measured.launch` once per task; each task finds its place from
 SLURM's environment (JAX's own SLURM cluster detection), so the same code serves a 2-task CPU
 job and a 128-GPU job. The only difference the hardware forces: CPUs need gloo collectives
 (GPUs use NCCL, JAX's default there). MaxText then sees the system initialised and skips its own.

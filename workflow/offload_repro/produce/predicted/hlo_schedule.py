@@ -1,5 +1,5 @@
 """A compiled XLA program read as a schedule: what it computes, copies and communicates, and in
-which order, from its optimized HLO text (kept by the compile, `produce.aot.HLO_FILE`).
+which order, from its optimized HLO text (kept by the compile, `produce.compiled.aot_compile.HLO_FILE`).
 
 Deviceless GPU compiles give no cost analysis, and XLA's generic one counts a while body once,
 so the FLOPs are counted here, every computation as many times as it runs:
@@ -27,8 +27,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from offload_repro.produce import collective_traffic, memory_traffic
-from offload_repro.produce.hlo import ELEMENT_BYTES
+from offload_repro.produce.compiled.host_offload_hlo import ELEMENT_BYTES
+from offload_repro.produce.predicted import collective_traffic, memory_traffic
 
 ARRAY = re.compile(r"(\w+)\[([\d,]*)\](\{[^}]*\})?")
 HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s+\(.*\{\s*$")

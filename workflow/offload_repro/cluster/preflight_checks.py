@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.cluster import slurm
-from offload_repro.core import memory, provenance
+from offload_repro.core import maxtext_args, memory, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.failure import Failure, failure_of
-from offload_repro.core.files import REPO_ROOT
+from offload_repro.core.files import REPO_ROOT, checkout_relative
 from offload_repro.core.results import read_result, write_result
-from offload_repro.produce import maxtext_args, runner
 
 LOCK = REPO_ROOT / "envs" / "requirements.lock"
 PROBE = "offload_repro.cluster.preflight_probe"
@@ -174,7 +173,7 @@ def srun(
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     log_file.write_text(done.stdout + done.stderr, encoding="utf-8")
     if done.returncode != 0:
-        cause = failure_of(done.returncode, done.stderr + "\n" + done.stdout, runner.relative(log_file))
+        cause = failure_of(done.returncode, done.stderr + "\n" + done.stdout, checkout_relative(log_file))
         step = f"`{' '.join(command[:8])} ...` failed (exit status {done.returncode})"
         raise StepFailed(f"{step}: {cause.cause}; its output: {cause.log}", cause)
     return [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -241,7 +240,7 @@ def write_preflight(
     allow_unpinned: bool,
 ) -> bool:
     """Print one line per check; write the record (and return True) only when none failed."""
-    env = runner.environment(rows[0], target) | slurm.rank_environment(rows[0], target)  # what a rank gets
+    env = maxtext_args.environment(rows[0], target) | slurm.rank_environment(rows[0], target)  # what a rank gets
     findings, seen = preflight(rows, target, compiled_files, work_dir, sys.executable, runtime, allow_unpinned, env)
     job = os.environ.get("SLURM_JOB_ID")
     print(f"preflight of {target.name} (SLURM job {job}, nodes {','.join(slurm.node_list() or ['?'])}):")

@@ -1,0 +1,235 @@
+"""The step-time model calibrated on published throughputs, and its error when each is left out.
+
+The model has one free parameter, the effective compute rate. Each published (or implied)
+throughput of a model (experiments/speed.yaml, leave_one_out) calibrates it at every setting of
+the stated uncertainties; one that no rate reaches is recorded with the settings at which one does.
+Each calibration at the central setting predicts the other throughputs of its model: every pair's
+error, the mean absolute and the largest, per model and in all; beside the full model's, the same
+for simpler models that leave terms out, so that each term shows what it earns, and for each
+combination of the models' GEMM precisions.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core.data import DataError, Row, Target
+from offload_repro.core.files import read_yaml
+from offload_repro.produce.predicted import step_model
+from offload_repro.produce.predicted.target_rates import SPEED_FILE, peak_flops, precisions, rates, settings
+
+CLAIMS_FILE = "experiments/claims.yaml"
+# The step-time model with fewer terms, each made free (step_model.Rates.free), simplest first:
+# every term the full model adds must earn its place by lowering the measured error.
+MODELS = (
+    ("FLOPs over one rate", ("hbm", "host", "collective")),
+    ("+ HBM bytes", ("host", "collective")),
+    ("+ host copies", ("collective",)),
+    ("+ collectives on NVLink", ("network",)),
+    ("+ network between NVLink domains (the full model)", ()),
+)
+
+
+def published_throughputs(
+    rows: dict[str, Row], speed: dict[str, Any], claims_file: str | Path = CLAIMS_FILE
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per family, every throughput of experiments/speed.yaml's leave_one_out: its value and what
+    it derives from (its own row; for an implied one also the claim and that claim's first row)."""
+    claims = {claim["id"]: claim for claim in read_yaml(claims_file)["claims"]}
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for family, entries in speed["leave_one_out"].items():
+        for entry in entries:
+            row = rows.get(entry["row"])
+            if row is None:
+                continue
+            if "from_claim" not in entry:
+                value = row.published.get("tflops_per_device")
+                if value:
+                    found.setdefault(family, {})[row.id] = {"tflops": value, "sources": [row.id], "how": "published"}
+                continue
+            claim = claims.get(entry["from_claim"])
+            if claim is None:
+                raise DataError(
+                    f"{SPEED_FILE}: leave_one_out {family}, row {row.id}, field 'from_claim':"
+                    f" no claim '{entry['from_claim']}' in {claims_file}"
+                )
+            faster = rows.get(claim["check"]["rows"][0])
+            base = faster.published.get("tflops_per_device") if faster else None
+            if base:
+                found.setdefault(family, {})[row.id] = {
+                    "tflops": base / (1 + claim["published"]),
+                    "sources": [row.id, faster.id, claim["id"]],
+                    "how": f"{faster.id}'s {base:g} over 1 + {claim['published']:g} ({claim['id']})",
+                }
+    return found
+
+
+def calibrate_row(
+    program: dict[str, Any],
+    published: float,
+    target: Target,
+    speed: dict[str, Any],
+    precision: str,
+    free: tuple[str, ...] = (),
+    only_central: bool = False,
+) -> list[float | None]:
+    """The GEMM rate at each setting that makes the program's prediction `published`; None at a
+    setting where none can (its transfers alone take longer); ValueError where the central one
+    can't, saying at which settings one can."""
+    found: list[float | None] = []
+    chosen = settings(speed)[:1] if only_central else settings(speed)
+    for setting in chosen:
+        at = rates(target, 1.0, setting, precision, speed).free(*free)
+        try:
+            found.append(
+                step_model.calibrate(program["events"], program["entry"], program["model_flops"], published * 1e12, at)
+            )
+        except ValueError:
+            found.append(None)
+    if found[0] is None:
+        reached = [
+            f"link efficiency {link}, network {end}" for (link, end), rate in zip(chosen, found, strict=True) if rate
+        ]
+        where = f"; it is reached only at {'; '.join(reached)}" if reached else " nor at any other setting"
+        raise ValueError(
+            f"no compute rate reaches it at the central setting (its transfers alone take longer){where}"
+            f" ({len(reached)} of {len(chosen)} settings)"
+        )
+    return found
+
+
+def calibrations(
+    rows: dict[str, Row],
+    programs: dict[str, dict[str, Any]],
+    target: Target,
+    speed: dict[str, Any],
+    published: dict[str, dict[str, dict[str, Any]]],
+) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+    """Per family and precision, per published throughput with a program: the rate at each
+    setting and its share of the precision's peak; and those that cannot be reached, with why."""
+    found: dict[str, Any] = {}
+    impossible: dict[str, dict[str, str]] = {}
+    for family, entries in published.items():
+        for row_id, entry in entries.items():
+            if row_id not in programs:
+                continue
+            for precision in precisions(speed, rows[row_id], target):
+                try:
+                    by_setting = calibrate_row(programs[row_id], entry["tflops"], target, speed, precision)
+                except ValueError as err:
+                    impossible[f"{row_id}/{precision}"] = {"row": row_id, "reason": f"{row_id} ({precision}): {err}"}
+                    continue
+                peak = peak_flops(target, precision)
+                found.setdefault(family, {}).setdefault(precision, {})[row_id] = {
+                    "published_tflops": entry["tflops"],
+                    "sources": entry["sources"],
+                    "how": entry["how"],
+                    "by_setting": [
+                        {
+                            "link_efficiency": link,
+                            "network_end": end,
+                            "effective_tflops": rate / 1e12 if rate else None,
+                            "share_of_peak": rate / peak if rate and peak else None,
+                        }
+                        for (link, end), rate in zip(settings(speed), by_setting, strict=True)
+                    ],
+                }
+    return found, impossible
+
+
+def rates_from(
+    calibration: dict[str, Any], target: Target, calibration_target: Target, precision: str
+) -> list[float | None] | None:
+    """One calibration's GEMM rates on `target` (None at a setting it cannot reach): its own on the
+    calibration target, else its share of this target's peak."""
+    if target.name == calibration_target.name:
+        return [entry["effective_tflops"] and entry["effective_tflops"] * 1e12 for entry in calibration["by_setting"]]
+    peak = peak_flops(target, precision)
+    if not peak:
+        return None
+    return [entry["share_of_peak"] and entry["share_of_peak"] * peak for entry in calibration["by_setting"]]
+
+
+def model_error(
+    programs: dict[str, dict[str, Any]],
+    target: Target,
+    speed: dict[str, Any],
+    published: dict[str, dict[str, dict[str, Any]]],
+    precision_of: dict[str, str],
+    free: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Leave one out: each published throughput calibrates the model (with `free` terms left out)
+    at the central setting, which predicts the others of its family; every error, the mean
+    absolute and the largest per family and in all."""
+    families: dict[str, Any] = {}
+    every: list[float] = []
+    for family, entries in published.items():
+        precision = precision_of[family]
+        pairs = []
+        for calibrated_on, predicted in itertools.permutations([r for r in entries if r in programs], 2):
+            try:
+                (rate,) = calibrate_row(
+                    programs[calibrated_on],
+                    entries[calibrated_on]["tflops"],
+                    target,
+                    speed,
+                    precision,
+                    free,
+                    only_central=True,
+                )
+            except ValueError:
+                continue  # this model cannot reach that published throughput: no prediction from it
+            at = rates(target, rate, settings(speed)[0], precision, speed).free(*free)
+            step = step_model.step_seconds(programs[predicted]["events"], programs[predicted]["entry"], at)
+            if not step:
+                continue  # nothing of the predicted program is left in this model
+            value = programs[predicted]["model_flops"] / step / 1e12
+            error = value / entries[predicted]["tflops"] - 1
+            pairs.append(
+                {
+                    "calibrated_on": calibrated_on,
+                    "predicted": predicted,
+                    "published_tflops": entries[predicted]["tflops"],
+                    "predicted_tflops": value,
+                    "error": error,
+                }
+            )
+        errors = [abs(pair["error"]) for pair in pairs]
+        every += errors
+        families[family] = {
+            "precision": precision,
+            "pairs": pairs,
+            "mean_abs": sum(errors) / len(errors) if errors else None,
+            "largest_abs": max(errors, default=None),
+        }
+    return {
+        "families": families,
+        "mean_abs": sum(every) / len(every) if every else None,
+        "largest_abs": max(every, default=None),
+        "pairs": len(every),
+    }
+
+
+def error_tables(
+    rows: dict[str, Row],
+    programs: dict[str, dict[str, Any]],
+    target: Target,
+    speed: dict[str, Any],
+    published: dict[str, dict[str, dict[str, Any]]],
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The full model's leave-one-out error at each family's default precision; the same for each
+    simpler model; and for each combination of the families' precisions."""
+    default = {family: precisions(speed, rows[next(iter(entries))], target)[0] for family, entries in published.items()}
+    full = model_error(programs, target, speed, published, default)
+    ablation = [
+        {"model": name, "free": list(free), **model_error(programs, target, speed, published, default, free)}
+        for name, free in MODELS
+    ]
+    choices = {family: precisions(speed, rows[next(iter(entries))], target) for family, entries in published.items()}
+    by_precision = []
+    for combination in itertools.product(*choices.values()):
+        chosen = dict(zip(choices, combination, strict=True))
+        by_precision.append({"precision": chosen, **model_error(programs, target, speed, published, chosen)})
+    return full, ablation, by_precision

@@ -1,0 +1,71 @@
+"""The step-time model's stated inputs (experiments/speed.yaml) and a target's rates under them:
+every setting of the stated uncertainties (link efficiency x the network's band, in one fixed
+order, central first), the GEMM precisions a row is predicted at, and the rates at which the model
+replays a program."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core import gpu
+from offload_repro.core.data import Row, Target, validate
+from offload_repro.core.files import read_yaml
+from offload_repro.core.memory import GB
+from offload_repro.produce.predicted import step_model
+
+SPEED_FILE = "experiments/speed.yaml"
+READS = ("experiments/speed.yaml",)  # SPEED_FILE, as a literal the plan reads
+
+
+def load_speed(path: str | Path = SPEED_FILE) -> dict[str, Any]:
+    data = read_yaml(path)
+    validate(data, "speed", path)
+    return data
+
+
+def settings(speed: dict[str, Any]) -> list[tuple[float, str]]:
+    """(link efficiency, network end) of every prediction, central first: each link efficiency
+    (central, low, high) at the ring end, then at the floor."""
+    links = [speed["link_efficiency"][key] for key in ("central", "low", "high")]
+    return [(link, end) for end in speed["network"]["ends"] for link in links]
+
+
+def peak_flops(target: Target, precision: str) -> float | None:
+    tflops = (target.spec["hardware"].get("peak_dense_tflops") or {}).get(precision)
+    return tflops * 1e12 if tflops else None
+
+
+def precisions(speed: dict[str, Any], row: Row, target: Target) -> list[str]:
+    """The GEMM precisions a row is predicted at on a target, its default first: those of its
+    family that the target has a cited peak for (an H200 has no FP4), else the row's dtype."""
+    listed = speed["precision"]["families"].get(row.family, [row.dtype])
+    return [precision for precision in listed if peak_flops(target, precision)] or [row.dtype]
+
+
+def rates(
+    target: Target, flops_per_s: float, setting: tuple[float, str], precision: str, speed: dict[str, Any]
+) -> step_model.Rates:
+    """The target's rates at one setting, GEMMs at `flops_per_s` in `precision` (attention at BF16)."""
+    link, end = setting
+    host = target.host_link_gb_s_per_direction
+    collective = target.link_gb_s_per_direction("collective_link")
+    network = target.link_gb_s_per_direction("network_link")
+    hbm = gpu.memory_bandwidth(target)
+    gemm_peak, bf16_peak = peak_flops(target, precision), peak_flops(target, "bfloat16")
+    return step_model.Rates(
+        flops_per_s,
+        host * GB * link if host else math.inf,
+        host * GB * link if host else math.inf,
+        collective * GB * link if collective else math.inf,
+        hbm * link if hbm else math.inf,
+        network * GB * link if network else math.inf,
+        end,
+        attention_share=bf16_peak / gemm_peak if gemm_peak and bf16_peak else 1.0,
+        weight_gather_scale=speed["precision"]["gathered_bytes_per_bf16_byte"].get(precision, 1.0),
+    )
+
+
+def throughput(program: dict[str, Any], at: step_model.Rates) -> float:
+    return program["model_flops"] / step_model.step_seconds(program["events"], program["entry"], at) / 1e12
