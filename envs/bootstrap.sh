@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 LOCKS=(envs/requirements.lock envs/requirements-gpu-compile.lock)
 STAMP=.venv/.offload-repro-lock
-wanted=$(cat "${LOCKS[@]}" | sha256sum | cut -d' ' -f1)
+# The install options are part of the stamp: a .venv built without bytecode is built again.
+INSTALL_OPTIONS="--require-hashes --no-deps --compile-bytecode"
+wanted=$( (cat "${LOCKS[@]}"; echo "$INSTALL_OPTIONS") | sha256sum | cut -d' ' -f1)
 if [[ -x .venv/bin/python && -f $STAMP && $(cat "$STAMP") == "$wanted" ]]; then
     exit 0
 fi
@@ -30,8 +32,11 @@ rm -rf .venv
 "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet uv==0.13.9
 # Every package is pinned with its hashes in the locks, so dependencies are not re-resolved:
-# --no-deps keeps the CUDA compiler plugins from pulling CUDA runtime wheels.
-.venv/bin/uv pip install --quiet --python .venv/bin/python --require-hashes --no-deps \
+# --no-deps keeps the CUDA compiler plugins from pulling CUDA runtime wheels. Bytecode is compiled
+# once here: a process that may not write it (PYTHONDONTWRITEBYTECODE) would otherwise compile
+# Snakemake's and pandas' sources at every start (about 2 s of each snakemake call).
+# shellcheck disable=SC2086
+.venv/bin/uv pip install --quiet --python .venv/bin/python $INSTALL_OPTIONS \
     -r envs/requirements.lock -r envs/requirements-gpu-compile.lock
 echo "$wanted" > "$STAMP"
 echo "bootstrap: .venv ready" >&2
