@@ -168,19 +168,19 @@ def model_error(
     for family, entries in published.items():
         precision = precision_of[family]
         pairs = []
-        for calibrated_on, predicted in itertools.permutations([r for r in entries if r in programs], 2):
+        present = [r for r in entries if r in programs]
+        calibrated: dict[str, float] = {}
+        for row_id in present:  # each calibration once, for every row it predicts
             try:
-                (rate,) = calibrate_row(
-                    programs[calibrated_on],
-                    entries[calibrated_on]["tflops"],
-                    target,
-                    speed,
-                    precision,
-                    free,
-                    only_central=True,
+                (calibrated[row_id],) = calibrate_row(
+                    programs[row_id], entries[row_id]["tflops"], target, speed, precision, free, only_central=True
                 )
             except ValueError:
                 continue  # this model cannot reach that published throughput: no prediction from it
+        for calibrated_on, predicted in itertools.permutations(present, 2):
+            if calibrated_on not in calibrated:
+                continue
+            rate = calibrated[calibrated_on]
             at = rates(target, rate, settings(speed)[0], precision, speed).free(*free)
             step = step_model.step_seconds(programs[predicted]["events"], programs[predicted]["entry"], at)
             if not step:

@@ -108,7 +108,7 @@ def implied_host_gb_s(program: dict[str, Any], at: step_model.Rates, published: 
     low, high = 1.0, 1e6
     if not predicted(low) <= published <= predicted(high):
         return None
-    for _ in range(80):
+    for _ in range(48):  # as the calibration: far below any bandwidth's precision
         middle = math.sqrt(low * high)
         low, high = (middle, high) if predicted(middle) < published else (low, middle)
     return math.sqrt(low * high)
