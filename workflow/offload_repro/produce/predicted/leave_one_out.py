@@ -198,18 +198,13 @@ def model_error(
             )
         errors = [abs(pair["error"]) for pair in pairs]
         every += errors
-        families[family] = {
-            "precision": precision,
-            "pairs": pairs,
-            "mean_abs": sum(errors) / len(errors) if errors else None,
-            "largest_abs": max(errors, default=None),
-        }
-    return {
-        "families": families,
-        "mean_abs": sum(every) / len(every) if every else None,
-        "largest_abs": max(every, default=None),
-        "pairs": len(every),
-    }
+        families[family] = {"precision": precision, "pairs": pairs, **summarised(errors)}
+    return {"families": families, **summarised(every), "pairs": len(every)}
+
+
+def summarised(errors: list[float]) -> dict[str, float | None]:
+    """The mean absolute and the largest of some absolute errors (None for none)."""
+    return {"mean_abs": sum(errors) / len(errors) if errors else None, "largest_abs": max(errors, default=None)}
 
 
 def error_tables(
@@ -221,15 +216,22 @@ def error_tables(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """The full model's leave-one-out error at each family's default precision; the same for each
     simpler model; and for each combination of the families' precisions."""
-    default = {family: precisions(speed, rows[next(iter(entries))], target)[0] for family, entries in published.items()}
+    choices = {family: precisions(speed, rows[next(iter(entries))], target) for family, entries in published.items()}
+    default = {family: listed[0] for family, listed in choices.items()}
+    # the full model at the default precisions is computed once: the ablation's last line and the
+    # default combination of precisions are the same numbers
     full = model_error(programs, target, speed, published, default)
     ablation = [
-        {"model": name, "free": list(free), **model_error(programs, target, speed, published, default, free)}
+        {
+            "model": name,
+            "free": list(free),
+            **(model_error(programs, target, speed, published, default, free) if free else full),
+        }
         for name, free in MODELS
     ]
-    choices = {family: precisions(speed, rows[next(iter(entries))], target) for family, entries in published.items()}
     by_precision = []
     for combination in itertools.product(*choices.values()):
         chosen = dict(zip(choices, combination, strict=True))
-        by_precision.append({"precision": chosen, **model_error(programs, target, speed, published, chosen)})
+        error = full if chosen == default else model_error(programs, target, speed, published, chosen)
+        by_precision.append({"precision": chosen, **error})
     return full, ablation, by_precision
