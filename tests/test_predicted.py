@@ -432,51 +432,33 @@ def test_a_prediction_never_overrides_measured_evidence():
     assert checked["counts_by_evidence"] == {}
 
 
+def rendered_page(tmp_path: Path, tables: list[str], target: str, inputs: list) -> str:
+    """The target's page from result files, through the commands the main job runs: evidence,
+    check, report."""
+    from offload_repro.cli import main
+
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / f"{target}.html"
+    assert main(["evidence", "--target", target, "--out", str(evidence), *map(str, inputs)]) == 0
+    claims = str(REPO / "experiments/claims.yaml")
+    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page)]) == 0
+    return page.read_text()
+
+
 def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
     """Stand-in predictions for the Llama rows beside the real compiled fixtures: the page counts
     verdicts by the evidence that decided them, marks a claim decided by prediction on its line,
     and shows the speed section with each row's terms and each speed claim's explanation."""
-    from offload_repro.cli import main
     from offload_repro.core.results import write_result
     from report_page import raw_placeholders
 
     predicted = predicted_result(llama_rows(2669), llama_programs())
     predicted_file = write_result(tmp_path / "predicted.json", "predicted", predicted) and tmp_path / "predicted.json"
     fixtures = REPO / "tests/fixtures/results"
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
-    inputs = [*map(str, sorted((fixtures / "compiled/gb200-nvl72").glob("*.json"))), str(predicted_file)]
-    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *inputs]) == 0
-    assert (
-        main(
-            [
-                "check",
-                "--evidence",
-                str(evidence),
-                "--claims",
-                str(REPO / "experiments/claims.yaml"),
-                "--out",
-                str(verdicts),
-            ]
-        )
-        == 0
+    html = rendered_page(
+        tmp_path, tables, "cpu", [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), predicted_file]
     )
-    assert (
-        main(
-            [
-                "report",
-                "--tables",
-                *tables,
-                "--evidence",
-                str(evidence),
-                "--verdicts",
-                str(verdicts),
-                "--out",
-                str(page),
-            ]
-        )
-        == 0
-    )
-    html = page.read_text()
     assert 'id="counts-by-evidence"' in html and '<span class="ev ev-predicted">predicted</span>' in html
     decided = html[html.index('<tr id="claim-llama-qkv-lhs-throughput"') :]
     decided = decided[: decided.index("</tr>")]
@@ -549,18 +531,11 @@ def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies
     """A real prediction (five rows compiled for GB200, both calibration rows among them): the FLOPs
     table sets MaxText's components beside the counted FLOPs without labels, and each offload row
     has a table of its host copies."""
-    from offload_repro.cli import main
     from report_page import raw_placeholders, visible_text
 
     fixtures = REPO / "tests/fixtures/results"
     inputs = [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), fixtures / "predicted/gb200-nvl72.json"]
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
-    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, inputs)]) == 0
-    claims = str(REPO / "experiments/claims.yaml")
-    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page)]) == 0
-    html = page.read_text()
+    html = rendered_page(tmp_path, tables, "cpu", inputs)
 
     def cells(element_id: str) -> list[str]:
         found = re.search(rf'<(tr|table)[^>]* id="{element_id}"[^>]*>(.*?)</\1>', html, re.S).group(2)
@@ -642,7 +617,6 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     states the model's error on that hardware."""
     import json
 
-    from offload_repro.cli import main
     from offload_repro.core.results import write_result
     from report_page import raw_placeholders
 
@@ -662,13 +636,7 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     paths = [tmp_path / "run.json", tmp_path / "compiled.json", tmp_path / "predicted.json"]
     for path, kind, data in zip(paths, ("run", "compile", "predicted"), (run, compiled, predicted), strict=True):
         write_result(path, kind, {key: value for key, value in data.items() if key not in ("kind", "schema_version")})
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "h200-1.html"
-    assert main(["evidence", "--target", "h200-1", "--out", str(evidence), *map(str, paths)]) == 0
-    claims = str(REPO / "experiments/claims.yaml")
-    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page)]) == 0
-    html = page.read_text()
+    html = rendered_page(tmp_path, tables, "h200-1", paths)
     speed = html[html.index('<section id="speed">') :]
     assert "measured</span> here" in speed and 'id="error-on-hardware"' in speed
     error = row["tflops_per_device"][0] / run["tflops_per_device"] - 1
