@@ -16,7 +16,7 @@ import pytest
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.observers import predicted_observations
-from offload_repro.judge.verdicts import check_claims, judge_one, overall, views
+from offload_repro.judge.verdicts import check_claims, judge_one, load_claims, overall, views
 from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
 from offload_repro.produce.predicted import (
     collective_traffic,
@@ -357,8 +357,10 @@ def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges():
     assert own["observed"] == pytest.approx(second[0]["observed"])
     # ...while another row's value is calibrated on the baseline, so it moves with the baseline's number
     assert other["metric"] == "tflops_per_device@llama-baseline" and other["observed"] != second[1]["observed"]
-    # the measured error widens every band; the prediction lies inside it
-    for judgement in first:
+    # the baseline is the only remat row: without its own number no pair of its kind measures an error
+    assert own["verdict"] == "inconclusive" and own["reason"].startswith("unmeasured")
+    # the measured error widens every other band; the prediction lies inside it
+    for judgement in (other, gain):
         assert 0 < judgement["band"]["error"] < 1
         assert judgement["band"]["low"] <= judgement["observed"] <= judgement["band"]["high"]
     assert gain["observed"] == pytest.approx(11 / 10 - 1)  # the stand-ins: 10% fewer FLOPs, copies hidden
@@ -385,10 +387,101 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
     assert judged_by_prediction.choose_calibration(value, facts)[0] is None
     ratio = speed_claim("deepseek-optimized-vs-remat", {"type": "ratio", "rows": list(published)[:2]}, 0.57)
     assert judged_by_prediction.choose_calibration(ratio, facts)[0] == "deepseek-offload-optimized"
+    kinds = {"deepseek-remat": "remat", "deepseek-offload-plain": "offload", "deepseek-offload-optimized": "offload"}
+    for row, kind in kinds.items():
+        facts[row]["placement_kind"] = kind
     facts["deepseek-offload-plain"]["loo_error@deepseek-remat"] = 0.3  # remat derives from this claim
     facts["deepseek-remat"]["loo_error@deepseek-offload-plain"] = 0.01
     facts["deepseek-offload-optimized"]["loo_error@deepseek-offload-plain"] = 0.2
-    assert judged_by_prediction.measured_error(ratio, facts)[0] == 0.2
+    # the ratio compares an offload row with a remat row: every such pair uses its own 57%
+    pair = ("deepseek-offload-optimized", "deepseek-remat")
+    error, why = judged_by_prediction.measured_error(ratio, facts, pair)
+    assert error is None and why.startswith("unmeasured") and "offload ↔ remat" in why
+    # an offload-offload comparison is measured on the offload-offload pairs
+    offload_pair = ("deepseek-offload-optimized", "deepseek-offload-plain")
+    plain = speed_claim("plain", {"type": "ratio", "rows": list(offload_pair)})
+    assert judged_by_prediction.measured_error(plain, facts, offload_pair)[0] == 0.2
+
+
+CLAIMS = {claim["id"]: claim for claim in load_claims(REPO / "experiments/claims.yaml")}
+
+
+def llama_facts(errors: dict[tuple[str, str], float]) -> dict[str, dict]:
+    """The Llama rows as predicted evidence gives them: each calibration offered, its placement kind,
+    its own published throughput as its only source, and the leave-one-out errors (calibrated on, predicted)."""
+    rows = ["llama-baseline", "llama-qkv-offload-lhs", "llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined"]
+    facts = {
+        row: {
+            "family": "llama",
+            "calibrated_on": "llama-baseline",
+            "placement_kind": "remat" if row == "llama-baseline" else "offload",
+            "published_sources": row,
+            **{f"tflops_per_device@{other}": 1.0 for other in rows},
+        }
+        for row in rows
+    }
+    for (calibrated_on, predicted), error in errors.items():
+        facts[predicted][f"loo_error@{calibrated_on}"] = error
+    return facts
+
+
+def test_a_claims_own_published_values_never_calibrate_it_nor_enter_its_error():
+    """'+2.9%' is exactly 2,746 / 2,669 - 1: neither number calibrates it, and the pairs between them,
+    the claim itself, never measure its error; what is left of its kind (offload against remat) is nothing."""
+    claim = CLAIMS["llama-qkv-lhs-vs-baseline"]
+    assert set(claim["derives_from"]) == {"llama-qkv-offload-lhs", "llama-baseline"}
+    facts = llama_facts(
+        {
+            ("llama-baseline", "llama-qkv-offload-lhs"): -0.081,
+            ("llama-qkv-offload-lhs", "llama-baseline"): 0.093,
+            ("llama-baseline", "llama-qkv-offload-nolhs"): -0.075,
+            ("llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined"): -0.008,
+        }
+    )
+    calibrated_on, _ = judged_by_prediction.choose_calibration(claim, facts)
+    assert calibrated_on in ("llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined")
+    error, why = judged_by_prediction.measured_error(claim, facts, ("llama-qkv-offload-lhs", "llama-baseline"))
+    assert error is None and why.startswith("unmeasured")
+    # the throughput claim of a row it does not derive from is measured on the pairs of its kind
+    value = CLAIMS["llama-qkv-nolhs-throughput"]
+    assert judged_by_prediction.choose_calibration(value, facts)[0] == "llama-baseline"
+    pair = judged_by_prediction.compared_pairs(value, "llama-baseline")[0]
+    assert judged_by_prediction.measured_error(value, facts, pair)[0] == pytest.approx(0.093)
+    # and the ordering of the four published throughputs derives from all four: nothing calibrates it
+    assert judged_by_prediction.choose_calibration(CLAIMS["llama-lhs-off-slowest"], facts)[0] is None
+
+
+@pytest.mark.parametrize("error", [-0.35, -0.081, 0.0, 0.093, 0.35])
+def test_the_published_value_that_produced_an_error_lies_in_its_band(error):
+    """e = predicted / published - 1: the band [predicted / (1 + |e|), predicted / (1 - |e|)] holds the
+    published value that gave e (DeepSeek's 908.2 predicted at 590.4 from remat's calibration: e = -35%)."""
+    published = 908.2
+    predicted = published * (1 + error)
+    check = {"type": "value", "rows": ["a"]}
+    found = judged_by_prediction.band(check, {"a": [predicted]}, {("a", "c"): abs(error)}, [(0.75, "ring")])
+    assert found["low"] <= published * (1 + 1e-12) and published <= found["high"] * (1 + 1e-12)
+    assert judged_by_prediction.verdict(check, found, published, {"relative": 0.1}) != "fail"
+
+
+def test_a_ratio_band_from_a_calibrated_row_is_widened_once():
+    """Calibrated on b, b's prediction is its published value, exact by construction: only a's
+    prediction carries the pair's error, so the quotient is widened once, not both rows."""
+    check = {"type": "ratio", "rows": ["a", "b"]}
+    series = {"a": [1.054 * 2669.0], "b": [2669.0]}
+    found = judged_by_prediction.band(check, series, {("a", "b"): 0.095}, [(0.75, "ring")])
+    assert found["low"] == pytest.approx(1.054 / 1.095 - 1)
+    assert found["high"] == pytest.approx(1.054 / 0.905 - 1)
+
+
+def test_a_setting_where_no_rate_calibrates_leaves_that_side_open():
+    """Predictions that fall as the links slow, and no rate at the slowest link: the band's low side is open."""
+    settings = [(0.75, "ring"), (0.5, "ring"), (1.0, "ring")]
+    check = {"type": "value", "rows": ["a"]}
+    found = judged_by_prediction.band(check, {"a": [100.0, None, 110.0]}, {("a", "c"): 0.01}, settings)
+    assert found["low"] is None and found["high"] == pytest.approx(110.0 / 0.99)
+    assert judged_by_prediction.verdict(check, found, 105.0, {"relative": 0.5}) == "inconclusive"
+    rising = judged_by_prediction.band(check, {"a": [100.0, None, 90.0]}, {("a", "c"): 0.01}, settings)
+    assert rising["high"] is None and rising["low"] == pytest.approx(90.0 / 1.01)
 
 
 @pytest.mark.parametrize("published", [-0.1, 0.0, 0.029, 0.05, 0.5])
@@ -397,10 +490,11 @@ def test_a_predicted_fail_is_impossible_when_the_published_value_lies_in_the_ban
     """Around every published value, bands that contain it, of every width, at every tolerance:
     none fails; a band wholly inside the tolerance passes; one that straddles it is inconclusive."""
     check = {"type": "ratio", "rows": ["a", "b"]}
+    settings = [(0.75, "ring"), (0.5, "ring")]
     for offset in (-0.2, -0.05, 0.0, 0.05, 0.2):
         central = published + offset
         series = {"a": [1 + central, 1 + central * 0.9], "b": [1.0, 1.0]}
-        found = judged_by_prediction.band(check, series, error)
+        found = judged_by_prediction.band(check, series, {("a", "b"): error}, settings)
         for tolerance in ({"absolute": 0.001}, {"absolute": 0.02}, {"absolute": 1.0}):
             verdict = judged_by_prediction.verdict(check, found, published, tolerance)
             if found["low"] <= published <= found["high"]:
@@ -410,15 +504,19 @@ def test_a_predicted_fail_is_impossible_when_the_published_value_lies_in_the_ban
 
 
 def test_an_ordering_is_decided_only_where_the_gaps_exceed_the_error():
+    settings = [(0.75, "ring"), (0.5, "ring")]
     check = {"type": "greater", "rows": ["a", "b"]}
     series = {"a": [110.0, 120.0], "b": [100.0, 100.0]}
-    assert judged_by_prediction.verdict(check, judged_by_prediction.band(check, series, 0.01), None, None) == "pass"
-    wide = judged_by_prediction.band(check, series, 0.06)  # 110 x 0.94 < 100 x 1.06 at the first setting
+    decided = judged_by_prediction.band(check, series, {("a", "b"): 0.01}, settings)
+    assert judged_by_prediction.verdict(check, decided, None, None) == "pass"
+    wide = judged_by_prediction.band(check, series, {("a", "b"): 0.1}, settings)  # 1.1 / 1.1 is not above 1
     assert wide["holds_at"] == 2 and wide["decided_for"] == 1
     assert judged_by_prediction.verdict(check, wide, None, None) == "inconclusive"
     fastest = {"type": "fastest", "rows": ["a", "b", "c"], "expect": "c"}
     slower = {"a": [130.0], "b": [100.0], "c": [110.0]}
-    assert judged_by_prediction.verdict(fastest, judged_by_prediction.band(fastest, slower, 0.05), None, None) == "fail"
+    errors = {("c", "a"): 0.05, ("c", "b"): 0.05}
+    found = judged_by_prediction.band(fastest, slower, errors, [(0.75, "ring")])
+    assert judged_by_prediction.verdict(fastest, found, None, None) == "fail"
 
 
 def test_a_prediction_never_overrides_measured_evidence():

@@ -29,8 +29,8 @@ EVIDENCE = {
         EvidenceClass(
             "predicted",
             "a step time from a stated model over the compiled program (FLOPs with recompute, HBM bytes, host"
-            " copies, collectives, its schedule), calibrated on a published row of its model, its band widened by"
-            " the model's measured error; never overrides measured",
+            " copies, collectives, its schedule), calibrated on a published row of its model, its band widened once by"
+            " the model's measured error on pairs of the claim's kind; never overrides measured",
             "#9467bd",
         ),
     )

@@ -232,7 +232,13 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
             seen.add(metric, values[0], "TFLOPs/s/device", low=min(present), high=max(present))
             for index, value in enumerate(values):
                 seen.add(metric, value, "TFLOPs/s/device", at=float(index))
+        chosen = result.get("settings") or {}
+        links, ends = chosen.get("link_efficiency", []), chosen.get("network_end", [])
+        for index, (link, end) in enumerate(zip(links, ends, strict=True)):
+            seen.add("setting_link_efficiency", link, "fraction", at=float(index))
+            seen.add("setting_network_end", end, at=float(index))
         seen.add("family", row["family"])
+        seen.add("placement_kind", row.get("placement_kind"))
         seen.add("calibrated_on", row["calibrated_on"])
         seen.add("published_tflops", row.get("published_tflops"), "TFLOPs/s/device")
         seen.add("published_sources", " ".join(row.get("published_sources") or []) or None)

@@ -3,17 +3,26 @@ allows, and what it says about why.
 
 Every predicted row carries its throughput under each calibration of its model (`tflops_per_device@<row>`
 at each setting of the stated uncertainties), the published throughput it was compared with where it
-has one, what that number derives from (`published_sources`), and its leave-one-out errors
-(`loo_error@<row>`: predicted from that row's calibration, against its own published number).
+has one, what that number derives from (`published_sources`), its placement kind (`placement_kind`:
+offload, device or remat) and its leave-one-out errors (`loo_error@<row>`: predicted from that row's
+calibration, against its own published number).
 
+- A claim's own published values: the claim itself, its row's throughput for a value claim, and every
+  row throughput or claim it `derives_from` (experiments/claims.yaml). They never calibrate it and
+  never enter its error.
 - Calibration: the model's default calibration row, unless its published throughput derives from
-  the claim's own published value (a value claim's row; the throughput a speedup claim implies);
-  then the next one that does not; none left: not comparable.
-- Error: the model's largest leave-one-out error over the pairs whose published throughputs do not
-  derive from the claim's own value (its model's pairs, else the other models'); none: inconclusive.
-- Band: the prediction at every setting, each row widened by that error.
+  one of the claim's own values; then the next one that does not; none left: not comparable.
+- Error, per pair of rows the claim compares (a value claim: its calibration row and its row): the
+  largest leave-one-out error over the pairs of the same kind (the two rows' placement kinds, in the
+  same model) that leave the claim's own values out. No such pair: the error is unmeasured and the
+  verdict inconclusive, saying so.
+- Band: the leave-one-out error is e = predicted / published - 1, so a published value lies in
+  [predicted / (1 + e), predicted / (1 - e)]; each setting's prediction is widened so, once: a value
+  claim's row, a ratio's or an ordering's quotient of its two rows. A setting where no rate calibrates
+  leaves open the side toward which the prediction moves as that setting is approached (both sides
+  where that cannot be told).
 - Verdict: pass where the whole band lies inside the claim's tolerance, fail where it lies wholly
-  outside, else inconclusive; an ordering is decided only where every setting's gaps exceed the error.
+  outside, else inconclusive; an ordering is decided only where every setting decides it.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ TERMS = (
     ("exposed_collective_s", "exposed collectives"),
     ("exposed_network_s", "network between NVLink domains"),
 )
+Span = tuple[float | None, float | None]  # (low, high); None: that side is open
 
 
 def by_calibration(row: str) -> str:
@@ -41,9 +51,12 @@ def loo_error(row: str) -> str:
 
 
 def own_values(claim: dict[str, Any]) -> set[str]:
-    """What a claim's published value is: a value claim's row's throughput, any other claim itself."""
+    """The published values a claim is: itself, a value claim's row's throughput, and what it derives from."""
     check = claim["check"]
-    return {check["rows"][0]} if check["type"] == "value" else {claim["id"]}
+    found = {claim["id"], *claim.get("derives_from", [])}
+    if check["type"] == "value":
+        found.add(check["rows"][0])
+    return found
 
 
 def sources(facts: dict[str, dict[str, Any]], row: str) -> set[str]:
@@ -62,101 +75,157 @@ def choose_calibration(claim: dict[str, Any], facts: dict[str, dict[str, Any]]) 
     admissible = [row for row in ordered if not sources(facts, row) & excluded]
     if not admissible:
         return None, (
-            "every published throughput of this model derives from this claim's own published value:"
-            " judging it by a calibration on one would judge it by itself"
+            "every published throughput of this model is one of this claim's own published values or derives"
+            " from one: judging it by a calibration on one would judge it by itself"
         )
     chosen = admissible[0]
     why = f"calibrated on {chosen}"
     if default and chosen != default:
-        why += f" (not {default}: its published throughput is this claim's own value)"
+        why += f" (not {default}: its published throughput is, or derives from, this claim's own)"
     return chosen, why
 
 
-def measured_error(claim: dict[str, Any], facts: dict[str, dict[str, Any]]) -> tuple[float | None, str]:
-    """The largest leave-one-out error over the pairs that leave the claim's own value out: its
-    model's pairs, else every model's; (None, why) where there are none."""
+def pair_kind(facts: dict[str, dict[str, Any]], a: str, b: str) -> str:
+    """What a pair of rows compares: their placement kinds, e.g. 'offload ↔ remat' or 'offload ↔ offload'."""
+    kinds = sorted(str(facts.get(row, {}).get("placement_kind")) for row in (a, b))
+    return " ↔ ".join(kinds)
+
+
+def compared_pairs(claim: dict[str, Any], calibrated_on: str) -> list[tuple[str, str]]:
+    """The pairs of rows a claim's band compares, each (numerator, denominator) of its quotient: a
+    value claim's calibration row and its row; a ratio's or ordering's rows, the expected one first."""
+    check = claim["check"]
+    rows = check["rows"]
+    if check["type"] == "value":
+        return [(rows[0], calibrated_on)]
+    if check["type"] in ("ratio", "greater"):
+        return [(rows[0], rows[1])]
+    expect = check["expect"]
+    others = [row for row in rows if row != expect]
+    return [(expect, o) for o in others] if check["type"] == "fastest" else [(o, expect) for o in others]
+
+
+def measured_error(
+    claim: dict[str, Any], facts: dict[str, dict[str, Any]], pair: tuple[str, str]
+) -> tuple[float | None, str]:
+    """The largest leave-one-out error over the pairs of this pair's kind in its model that leave the
+    claim's own values out; (None, why) where there is none: unmeasured."""
     excluded = own_values(claim)
-    family = facts[claim["check"]["rows"][0]].get("family")
-    found: dict[bool, list[float]] = {True: [], False: []}  # same family or not
+    family = facts[pair[0]].get("family")
+    kind = pair_kind(facts, *pair)
+    errors = []
     for row, observed in facts.items():
+        if observed.get("family") != family:
+            continue
         for key, value in observed.items():
             if not key.startswith("loo_error@") or value is None:
                 continue
             calibrated_on = key.split("@", 1)[1]
             if (sources(facts, row) | sources(facts, calibrated_on)) & excluded:
                 continue
-            found[observed.get("family") == family].append(abs(value))
-    for same, errors in ((True, found[True]), (False, found[False])):
-        if errors:
-            where = f"on {family}'s other published throughputs" if same else "on the other model's throughputs"
-            largest = max(errors)
-            pairs = f"{len(errors)} pair{'s' if len(errors) > 1 else ''}"
-            return largest, f"the model's largest leave-one-out error {where}: ±{largest:.1%} ({pairs})"
-    return None, "no leave-one-out error can be measured without this claim's own published value"
+            if pair_kind(facts, row, calibrated_on) == kind:
+                errors.append(abs(value))
+    if not errors:
+        return None, (
+            f"unmeasured: no leave-one-out pair of {family}'s throughputs compares {kind} rows"
+            " without this claim's own published values"
+        )
+    largest = max(errors)
+    count = f"{len(errors)} pair{'s' if len(errors) > 1 else ''}"
+    return largest, f"±{largest:.1%}, the largest leave-one-out error of {family}'s {kind} pairs ({count})"
 
 
-def widened(values: list[float | None], error: float) -> list[tuple[float, float] | None]:
-    return [None if value is None else (value * (1 - error), value * (1 + error)) for value in values]
+def widened(value: float, error: float) -> Span:
+    """Where a published value lies, given a prediction with leave-one-out error up to `error`."""
+    return value / (1 + error), (value / (1 - error) if error < 1 else None)
 
 
-def band(check: dict[str, Any], series: dict[str, list[float | None]], error: float) -> dict[str, Any] | None:
-    """Value and ratio claims: the lowest and highest value over every setting, each row widened by
-    the error. Orderings: at how many settings the ordering holds, and at how many the gaps decide
-    it (exceed the error) one way or the other."""
+def open_sides(values: list[float | None], settings: list[tuple[float, str]]) -> set[str]:
+    """The sides a setting without a prediction leaves open: toward where the predictions at its
+    network end move as its link efficiency is approached; both where fewer than two tell."""
+    opened: set[str] = set()
+    for (link, end), value in zip(settings, values, strict=True):
+        if value is not None:
+            continue
+        known = sorted((lk, v) for (lk, e), v in zip(settings, values, strict=True) if e == end and v is not None)
+        below = [kv for kv in known if kv[0] < link]
+        above = [kv for kv in known if kv[0] > link]
+        if len(above) >= 2 and not below:  # extrapolate down from the two nearest
+            (_, near), (_, far) = above[0], above[1]
+        elif len(below) >= 2 and not above:
+            (_, near), (_, far) = below[-1], below[-2]
+        else:
+            opened |= {"low", "high"}
+            continue
+        opened |= {"low"} if near < far else {"high"} if near > far else {"low", "high"}
+    return opened
+
+
+def band(
+    check: dict[str, Any],
+    series: dict[str, list[float | None]],
+    errors: dict[tuple[str, str], float],
+    settings: list[tuple[float, str]],
+) -> dict[str, Any] | None:
+    """Value and ratio claims: the lowest and highest value over every setting, each setting's
+    prediction (a ratio: its quotient) widened once by its pair's error; None for an open side.
+    Orderings: at how many settings the ordering holds, and at how many every pair's widened
+    quotient decides it one way or the other."""
+    pairs = list(errors)
     rows = check["rows"]
     if any(row not in series for row in rows):
         return None
-    count = min(len(series[row]) for row in rows)
-    spans = {row: widened(series[row][:count], error) for row in rows}
-    usable = [i for i in range(count) if all(spans[row][i] is not None for row in rows)]
-    if not usable:
-        return None
+    count = max(len(values) for values in series.values())
+    if len(settings) != count:
+        settings = []  # not recorded: an unpredicted setting opens both sides
+    values = {row: (list(series[row]) + [None] * count)[:count] for row in rows}
+    largest = max(errors.values())
     if check["type"] in ("value", "ratio"):
-        if check["type"] == "value":
-            lows = [spans[rows[0]][i][0] for i in usable]
-            highs = [spans[rows[0]][i][1] for i in usable]
-        else:
-            lows = [spans[rows[0]][i][0] / spans[rows[1]][i][1] - 1 for i in usable]
-            highs = [spans[rows[0]][i][1] / spans[rows[1]][i][0] - 1 for i in usable]
-        return {"low": min(lows), "high": max(highs), "settings": len(usable), "error": error}
+        quotient = (
+            values[rows[0]]
+            if check["type"] == "value"
+            else [a / b if a is not None and b else None for a, b in zip(values[rows[0]], values[rows[1]], strict=True)]
+        )
+        present = [q for q in quotient if q is not None]
+        if not present:
+            return None
+        error = errors[pairs[0]]
+        spans = [widened(q, error) for q in present]
+        shift = 0.0 if check["type"] == "value" else 1.0
+        opened = open_sides(quotient, settings) if settings else {"low", "high"} if len(present) < count else set()
+        low = None if "low" in opened else min(s[0] for s in spans) - shift
+        highs = [s[1] for s in spans]
+        high = None if "high" in opened or None in highs else max(highs) - shift  # type: ignore[type-var]
+        missing = count - len(present)
+        return {"low": low, "high": high, "settings": count, "unpredicted_settings": missing, "error": largest}
     held = decided_for = decided_against = 0
-    for i in usable:
-        central = {row: series[row][i] for row in rows}
-        low = {row: spans[row][i][0] for row in rows}
-        high = {row: spans[row][i][1] for row in rows}
-        if check["type"] == "greater":
-            first, second = rows
-            held += central[first] > central[second]
-            decided_for += low[first] > high[second]
-            decided_against += high[first] < low[second]
-            continue
-        expect, others = check["expect"], [row for row in rows if row != check["expect"]]
-        if check["type"] == "fastest":
-            held += all(central[expect] > central[o] for o in others)
-            decided_for += all(low[expect] > high[o] for o in others)
-            decided_against += any(high[expect] < low[o] for o in others)
-        else:
-            held += all(central[expect] < central[o] for o in others)
-            decided_for += all(high[expect] < low[o] for o in others)
-            decided_against += any(low[expect] > high[o] for o in others)
+    for i in range(count):
+        quotients = {(a, b): (values[a][i], values[b][i]) for a, b in pairs}
+        if any(a is None or not b for a, b in quotients.values()):
+            continue  # no prediction here: this setting decides nothing
+        spans = {pair: widened(a / b, errors[pair]) for pair, (a, b) in quotients.items()}
+        held += all(a > b for a, b in quotients.values())
+        decided_for += all(low > 1 for low, _ in spans.values())
+        decided_against += any(high is not None and high < 1 for _, high in spans.values())
     return {
         "holds_at": held,
         "decided_for": decided_for,
         "decided_against": decided_against,
-        "settings": len(usable),
-        "error": error,
+        "settings": count,
+        "error": largest,
     }
 
 
 def verdict(check: dict[str, Any], found: dict[str, Any], published: Any, tolerance: dict[str, Any] | None) -> str:
-    """pass / fail only where the whole band decides it, else inconclusive."""
+    """pass / fail only where the whole band decides it, else inconclusive; an open side decides nothing."""
     if "low" in found:
         if tolerance is None or published is None:
             return "inconclusive"
         allowed = tolerance["absolute"] if "absolute" in tolerance else tolerance["relative"] * abs(published)
-        if published - allowed <= found["low"] and found["high"] <= published + allowed:
+        low, high = found["low"], found["high"]
+        if low is not None and high is not None and published - allowed <= low and high <= published + allowed:
             return "pass"
-        if found["high"] < published - allowed or found["low"] > published + allowed:
+        if (high is not None and high < published - allowed) or (low is not None and low > published + allowed):
             return "fail"
         return "inconclusive"
     if found["decided_for"] == found["settings"]:
@@ -173,11 +242,15 @@ def inconclusive_reason(claim: dict[str, Any], found: dict[str, Any], tolerance:
         published = claim.get("published")
         ratio = claim["check"]["type"] == "ratio"
         text = (lambda v: f"{v:+.1%}") if ratio else number
+        low = "open" if found["low"] is None else text(found["low"])
+        high = "open" if found["high"] is None else text(found["high"])
         allowed = 0.0
         if tolerance:
             allowed = tolerance["absolute"] if "absolute" in tolerance else tolerance["relative"] * abs(published)
+        unpredicted = found.get("unpredicted_settings")
+        where = f"; no rate calibrates {unpredicted} of {found['settings']} settings" if unpredicted else ""
         return (
-            f"the band {text(found['low'])} to {text(found['high'])} (the model's measured error of {error} included)"
+            f"the band {low} to {high} (the model's measured error of {error} included{where})"
             f" straddles the tolerance {text(published - allowed)} to {text(published + allowed)}"
         )
     return (

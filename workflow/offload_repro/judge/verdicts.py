@@ -34,7 +34,14 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise DataError(f"{path}: claim ids used twice: {duplicates}")
+    named = set(ids) | {row for claim in data["claims"] for row in claim["check"].get("rows", [])}
     for number, claim in enumerate(data["claims"], 1):
+        unknown = [name for name in claim.get("derives_from", []) if name not in named]
+        if unknown:
+            raise DataError(
+                f"{path}: claim {number} (id '{claim['id']}'), field 'derives_from': {unknown} name no claim"
+                " and no row of any claim's check"
+            )
         for rule in claim["judged_by"]:
             if rule["evidence"] not in EVIDENCE:
                 raise DataError(
@@ -175,13 +182,21 @@ def _judge_predicted(
     judgement = _evaluate(judged, rule, observed_rows)
     if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
         return judgement | {"metric": metric, "note": basis}
-    error, error_basis = prediction_verdicts.measured_error(claim, evidence.rows)
-    note = f"{basis}; {error_basis}"
-    if error is None or error >= 1:
-        reason = error_basis if error is None else f"{error_basis}: a band that wide has no lower end"
+    errors, bases = {}, []
+    for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
+        errors[pair], error_basis = prediction_verdicts.measured_error(claim, evidence.rows, pair)
+        bases.append(f"{pair[0]} against {pair[1]}: {error_basis}" if len(claim["check"]["rows"]) > 2 else error_basis)
+    note = f"{basis}; {'; '.join(dict.fromkeys(bases))}"
+    unmeasured = [basis for pair, basis in zip(errors, bases, strict=True) if errors[pair] is None]
+    if unmeasured:
+        reason = "; ".join(dict.fromkeys(unmeasured))
         return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
+    first = evidence.series.get(claim["check"]["rows"][0], {})
+    settings = list(zip(first.get("setting_link_efficiency", []), first.get("setting_network_end", []), strict=True))
     series = {row: evidence.series.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
-    found = prediction_verdicts.band(judged["check"], {row: values for row, values in series.items() if values}, error)
+    found = prediction_verdicts.band(
+        judged["check"], {row: values for row, values in series.items() if values}, errors, settings
+    )
     if found is None:
         return judgement | {"verdict": "inconclusive", "reason": "no prediction at any setting", "note": note}
     tolerance = rule.get("tolerance") or claim.get("tolerance")

@@ -299,7 +299,8 @@ def predicted_throughput(
     title = titled(
         f"Predicted throughput per row on {machine}, beside the published",
         "The step-time model over each compiled program at its model's default calibration; the line is"
-        " its range over the stated uncertainties, widened by the model's largest leave-one-out error."
+        " its range over the stated uncertainties (link efficiencies, the network's band), before any claim's"
+        " measured error widens it."
         " A published point inside the line is a claim the model cannot decide.",
     )
     return (

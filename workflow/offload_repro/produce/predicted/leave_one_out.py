@@ -32,6 +32,14 @@ MODELS = (
 )
 
 
+class AbovePeak(ValueError):
+    """A calibration that would need a compute rate above the precision's dense peak."""
+
+    def __init__(self, message: str, low_share: float, high_share: float) -> None:
+        super().__init__(message)
+        self.low_share, self.high_share = low_share, high_share
+
+
 def published_throughputs(
     rows: dict[str, Row], speed: dict[str, Any], claims_file: str | Path = CLAIMS_FILE
 ) -> dict[str, dict[str, dict[str, Any]]]:
@@ -76,23 +84,38 @@ def calibrate_row(
     only_central: bool = False,
 ) -> list[float | None]:
     """The GEMM rate at each setting that makes the program's prediction `published`; None at a
-    setting where none can (its transfers alone take longer); ValueError where the central one
-    can't, saying at which settings one can."""
+    setting where none can (its transfers alone take longer) or where it would exceed the
+    precision's dense peak; ValueError where the central one can't, saying why and at which
+    settings one can."""
     found: list[float | None] = []
+    above_peak: list[float] = []
+    peak = peak_flops(target, precision)
     chosen = settings(speed)[:1] if only_central else settings(speed)
     for setting in chosen:
         at = rates(target, 1.0, setting, precision, speed).free(*free)
         try:
-            found.append(
-                step_model.calibrate(program["events"], program["entry"], program["model_flops"], published * 1e12, at)
-            )
+            events, entry = program["events"], program["entry"]
+            rate = step_model.calibrate(events, entry, program["model_flops"], published * 1e12, at)
         except ValueError:
-            found.append(None)
+            rate = None
+        if rate and peak and rate > peak:  # faster than the tensor cores can go: no physical calibration
+            above_peak.append(rate / peak)
+            rate = None
+        found.append(rate)
     if found[0] is None:
         reached = [
             f"link efficiency {link}, network {end}" for (link, end), rate in zip(chosen, found, strict=True) if rate
         ]
         where = f"; it is reached only at {'; '.join(reached)}" if reached else " nor at any other setting"
+        if above_peak:
+            within = f"; within the peak it is reached only at {'; '.join(reached)}" if reached else ""
+            raise AbovePeak(
+                f"ruled out: reaching it needs {min(above_peak):.0%} to {max(above_peak):.0%} of the {precision}"
+                f" dense peak at {len(above_peak)} of {len(chosen)} settings (the others: its transfers alone take"
+                f" longer){within}",
+                min(above_peak),
+                max(above_peak),
+            )
         raise ValueError(
             f"no compute rate reaches it at the central setting (its transfers alone take longer){where}"
             f" ({len(reached)} of {len(chosen)} settings)"
@@ -170,13 +193,19 @@ def model_error(
         pairs = []
         present = [r for r in entries if r in programs]
         calibrated: dict[str, float] = {}
+        ruled_out: list[dict[str, Any]] = []
         for row_id in present:  # each calibration once, for every row it predicts
             try:
-                (calibrated[row_id],) = calibrate_row(
+                (rate,) = calibrate_row(
                     programs[row_id], entries[row_id]["tflops"], target, speed, precision, free, only_central=True
                 )
+            except AbovePeak as err:
+                ruled_out.append({"row": row_id, "share_of_peak": err.low_share})
+                continue
             except ValueError:
                 continue  # this model cannot reach that published throughput: no prediction from it
+            if rate is not None:
+                calibrated[row_id] = rate
         for calibrated_on, predicted in itertools.permutations(present, 2):
             if calibrated_on not in calibrated:
                 continue
@@ -198,7 +227,7 @@ def model_error(
             )
         errors = [abs(pair["error"]) for pair in pairs]
         every += errors
-        families[family] = {"precision": precision, "pairs": pairs, **summarised(errors)}
+        families[family] = {"precision": precision, "pairs": pairs, "ruled_out": ruled_out, **summarised(errors)}
     return {"families": families, **summarised(every), "pairs": len(every)}
 
 

@@ -49,6 +49,12 @@ def network_shape(target: Target, speed: dict[str, Any]) -> tuple[int, int] | No
     return per_domain * hardware["gpus_per_node"], speed["network"]["ring_crossing_nics"]
 
 
+def placement_kind(row: Row) -> str:
+    """What a row does with its named tensors, as leave-one-out pairs are told apart: offload where it
+    offloads any, else device where it saves any on the device, else remat."""
+    return next((kind for kind in ("offload", "device") if row.tensors(kind)), "remat")
+
+
 def read_program(compiled: dict[str, Any], network: tuple[int, int] | None) -> dict[str, Any]:
     """What the step-time model needs from the row's compiled program."""
     program_file = (compiled.get("program") or {}).get("file")
@@ -199,6 +205,7 @@ def predict_row(
     return {
         "row": row.id,
         "family": row.family,
+        "placement_kind": placement_kind(row),
         "status": "ok",
         "message": None,
         "precision": precision,
