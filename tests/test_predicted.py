@@ -26,6 +26,7 @@ from offload_repro.produce.predicted import (
     prediction,
     step_model,
     target_rates,
+    xla_clones,
 )
 from offload_repro.produce.predicted.hlo_schedule import Event, Flops
 
@@ -205,6 +206,8 @@ def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
     return {
         "events": events,
         "entry": "main",
+        "clones": {kind: xla_clones.Clones().record() for kind in xla_clones.KINDS},
+        "rematerialization": xla_clones.limit([]),
         "flops": Flops(total=int(model_flops), gemm=int(model_flops)),
         "unknown_loops": [],
         "transfers": {
@@ -764,3 +767,37 @@ def test_a_fusion_costs_the_bytes_it_touches_not_the_stacked_buffers_it_slices()
     assert read == one_layer + index + one_layer + 4 * 2 * 8192
     # bookkeeping moves nothing
     assert memory_traffic.instruction_bytes(computations, layer, by_name["get-tuple-element.552"]) == 0
+
+
+def test_a_clone_of_xlas_rematerialisation_is_recognised_and_counted_by_kind():
+    """Lines copied from llama-qkv-offload-lhs's GB200 program (tests/fixtures/README.md): the
+    unembedding GEMM and its clone, an all-gather clone in the layer scan, the element-wise clones
+    that feed the GEMM clone. Only the instructions named `.remat` are clones; the GEMM clone does
+    the original's FLOPs again, the all-gather clone gathers a layer's weights again."""
+    computations = hlo_schedule.parse((REPO / "tests/fixtures/xla_clones.hlo").read_text())
+    events = hlo_schedule.schedule(computations)
+    counted = xla_clones.count(computations, set(events))
+    unembedding = 2 * 16384 * 16384 * 128256  # [16384, 16384] x [16384, 128256]
+    assert counted["gemm"]["instructions"] == 1 and counted["gemm"]["flops"] == unembedding
+    flops, _ = hlo_schedule.count_flops(computations)
+    assert flops.gemm == 2 * unembedding  # the original and its clone
+    assert counted["collective"]["instructions"] == 1
+    assert counted["collective"]["collective_bytes"] == 16384 * 128 * 128 * 2  # the gathered bf16 result
+    # the convert, norm, rsqrt and multiply clones that feed it, and two bitcasts and a convert's
+    assert counted["other"]["instructions"] == 7 and counted["other"]["flops"] == 0
+    assert not xla_clones.is_clone("gemm_fusion_dot.60") and xla_clones.is_clone("loop_multiply_fusion.5.remat.1")
+
+
+def test_xlas_rematerialisation_limit_is_read_from_its_warning():
+    """The warning of llama-qkv-offload-lhs's GB200 compile, as XLA wrote it."""
+    warning = (
+        "Can't reduce memory use below 141.85GiB (152306945637 bytes) by rematerialization; only reduced to"
+        " 209.97GiB (225455235284 bytes), down from 212.19GiB (227835569724 bytes) originally"
+    )
+    assert xla_clones.limit([warning]) == {
+        "met": False,
+        "limit_bytes": 152306945637,
+        "reached_bytes": 225455235284,
+        "original_bytes": 227835569724,
+    }
+    assert xla_clones.limit([])["met"] is True

@@ -207,6 +207,20 @@ def copy_observations(seen: Observer, by_direction: dict[str, dict[str, Any]]) -
             seen.add(f"{side}_copy_span_{end}_tflop", None if spanned is None else spanned / 1e12, "TFLOP")
 
 
+def clone_observations(seen: Observer, clones: dict[str, Any] | None, limit: dict[str, Any] | None) -> None:
+    """What XLA's rematerialisation pass cloned, per kind, and its limit (absent from older predictions)."""
+    for kind, counted in (clones or {}).items():
+        seen.add(f"clone_{kind}_instructions", counted["instructions"])
+        seen.add(f"clone_{kind}_tflops_per_step", counted["flops"] / 1e12, "TFLOP/device")
+        seen.add(f"clone_{kind}_hbm_gb_per_step", counted["hbm_bytes"] / memory.GB, "GB")
+        seen.add(f"clone_{kind}_collective_gb_per_step", counted["collective_bytes"] / memory.GB, "GB")
+    if limit:
+        seen.add("remat_limit_met", limit["met"])
+        for name in ("limit", "reached"):
+            value = limit[f"{name}_bytes"]
+            seen.add(f"remat_{name}_gib", memory.gib(value) if value is not None else None, "GiB")
+
+
 def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
     """Per row: the predicted throughput at its default calibration and under each calibration of
     its model (central value, band, and each setting as a series point), the published throughput
@@ -255,6 +269,7 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         for kind, collective in row["collectives"].items():
             seen.add(f"{kind}_gb_per_step", collective["bytes"] / memory.GB, "GB")
         seen.add("collective_gb_per_step", sum(c["bytes"] for c in row["collectives"].values()) / memory.GB, "GB")
+        clone_observations(seen, row.get("clones"), row.get("rematerialization"))
         for name, value in (row.get("breakdown") or {}).items():
             seen.add(name, value, "s")
         seen.add("implied_host_gb_s_per_direction", row.get("implied_host_gb_s_per_direction"), "GB/s")

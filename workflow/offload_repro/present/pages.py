@@ -373,6 +373,8 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
 
 
 COLLECTIVE_KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
+CLONE_KINDS = ("gemm", "collective", "other")  # produce/predicted/xla_clones.KINDS, as the observers name them
+CLONE_MEASURES = ("instructions", "tflops_per_step", "hbm_gb_per_step", "collective_gb_per_step")
 SPEED_COLUMNS = (
     "model_tflops_per_step",
     "counted_tflops_per_step",
@@ -396,6 +398,10 @@ SPEED_COLUMNS = (
     "network_ring_s_per_step",
     "network_floor_s_per_step",
     *(f"{kind}_gb_per_step" for kind in COLLECTIVE_KINDS),
+    *(f"clone_{kind}_{what}" for kind in CLONE_KINDS for what in CLONE_MEASURES),
+    "remat_limit_met",
+    "remat_limit_gib",
+    "remat_reached_gib",
 )
 
 

@@ -27,7 +27,7 @@ from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import SEPARATOR
 from offload_repro.produce.compiled import model_flops
 from offload_repro.produce.compiled.program_cache import compile_overrides, hlo_path
-from offload_repro.produce.predicted import hlo_schedule, step_model
+from offload_repro.produce.predicted import hlo_schedule, step_model, xla_clones
 from offload_repro.produce.predicted.leave_one_out import (
     CLAIMS_FILE,
     calibrations,
@@ -69,6 +69,8 @@ def read_program(compiled: dict[str, Any], network: tuple[int, int] | None) -> d
     events = hlo_schedule.schedule(computations, network)
     return {
         "events": events,
+        "clones": xla_clones.count(computations, set(events), network),
+        "rematerialization": xla_clones.limit(compiled.get("xla_memory_warnings") or []),
         "entry": hlo_schedule.entry_name(computations),
         "flops": flops,
         "unknown_loops": unknown_loops,
@@ -221,6 +223,8 @@ def predict_row(
             "by_direction": {side: copy_summary([c for c in copies if c["direction"] == side]) for side in SIDES},
         },
         "collectives": transfers["collectives"],
+        "clones": program["clones"],
+        "rematerialization": program["rematerialization"],
         "network": network(program, target, published_step_s),
         "published_tflops": published_value if on_calibration_target else None,
         "published_sources": (published or {}).get("sources") if on_calibration_target else None,

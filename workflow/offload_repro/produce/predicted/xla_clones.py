@@ -1,0 +1,91 @@
+"""What XLA's rematerialisation pass added to a compiled program, found and named.
+
+When a program does not fit XLA's memory limit, its rematerialisation pass clones instructions so
+that their results are recomputed near their uses instead of kept alive; each clone is named after
+its original with `.remat` and a number (`gemm_fusion_dot.60.remat2`, `all-gather.16.2.remat2`).
+It counts the buffers about to be offloaded to the host as device memory, so in an offload row it
+misses a limit it cannot meet and clones work that a program compiled without the pass (as
+NVIDIA's MaxText recipes compile) never runs. JAX's own checkpoint recompute is another thing:
+labelled `rematted_computation` in the metadata, never named so.
+
+Per kind of clone (GEMM: compute with FLOPs; collective; other: memory-bound work, bitcasts and
+tuple reads), per step: the instructions, how many times they run, their FLOPs, HBM bytes and
+collective buffer bytes, each computation as many times as it runs. XLA's own warning gives the
+limit it aimed at and how far it got.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from offload_repro.produce.predicted import hlo_schedule
+
+CLONE = re.compile(r"\.remat\d*(?:\.|$)")
+KINDS = ("gemm", "collective", "other")
+# XLA's warning when the pass cannot meet its limit (produce/compiled/aot_compile.MEMORY_WARNING)
+MISSED = re.compile(
+    r"Can't reduce memory use below [\d.]+\w+ \((\d+) bytes\) by rematerialization;"
+    r" only reduced to [\d.]+\w+ \((\d+) bytes\), down from [\d.]+\w+ \((\d+) bytes\) originally"
+)
+
+
+@dataclass
+class Clones:
+    instructions: int = 0
+    runs_per_step: int = 0
+    flops: int = 0
+    hbm_bytes: int = 0
+    collective_bytes: int = 0
+
+    def record(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+def is_clone(name: str) -> bool:
+    return bool(CLONE.search(name))
+
+
+def kind_of(events: list[hlo_schedule.Event]) -> str:
+    if any(event.channel == "collective" for event in events):
+        return "collective"
+    if any(event.kind == "compute" and event.flops for event in events):
+        return "gemm"
+    return "other"
+
+
+def count(
+    computations: dict[str, hlo_schedule.Computation],
+    scheduled: set[str],
+    network: tuple[int, int] | None = None,
+) -> dict[str, dict[str, int]]:
+    """Each kind's clones in the scheduled computations (a fused computation's insides are its
+    fusion's), per step."""
+    runs, _ = hlo_schedule.executions(computations)
+    memo: dict[str, hlo_schedule.FusedFlops] = {}
+    found = {kind: Clones() for kind in KINDS}
+    for name in scheduled:
+        computation = computations[name]
+        times = runs.get(name, 0)
+        for instruction in computation.instructions:
+            if not is_clone(instruction.name):
+                continue
+            events = hlo_schedule.instruction_events(computations, computation, instruction, memo, network)
+            clones = found[kind_of(events)]
+            clones.instructions += 1
+            clones.runs_per_step += times
+            clones.flops += times * sum(e.flops for e in events if e.kind == "compute")
+            clones.hbm_bytes += times * sum(e.bytes for e in events if e.kind == "compute")
+            clones.collective_bytes += times * sum(e.buffer for e in events if e.channel == "collective")
+    return {kind: clones.record() for kind, clones in found.items()}
+
+
+def limit(warnings: list[str]) -> dict[str, Any]:
+    """The pass's limit and whether it was met, from XLA's warning (none: met, or the pass did not run)."""
+    for warning in warnings:
+        missed = MISSED.search(warning)
+        if missed:
+            aimed, reached, original = (int(group) for group in missed.groups())
+            return {"met": False, "limit_bytes": aimed, "reached_bytes": reached, "original_bytes": original}
+    return {"met": True, "limit_bytes": None, "reached_bytes": None, "original_bytes": None}
