@@ -62,6 +62,7 @@ def test_arguments_render_as_key_value_text(tables):
     assert text == ["scan_layers=true", "megablox=false", "steps=10", "dtype=bfloat16"]
 
 
-def test_xla_flags_are_the_rows_flags_verbatim(tables):
+def test_xla_flags_are_the_rows_flags_verbatim_then_the_unstated_ones(tables):
     row = rows(tables)["llama-qkv-offload-lhs-pipelined"]
-    assert maxtext_args.xla_flags(row).split() == row.xla_flags
+    assert maxtext_args.xla_flags(row).split() == [*row.xla_flags, "--xla_disable_hlo_passes=rematerialization"]
+    assert "xla-rematerialization" in row.assumptions

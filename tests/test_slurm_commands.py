@@ -74,7 +74,7 @@ def test_launch_line_of_every_row(tables, target_name, runtime, pinned, tmp_path
         else:
             assert prefix[prefix.index("apptainer") : prefix.index("apptainer") + 3] == ["apptainer", "exec", "--nv"]
             assert f"docker://ghcr.io/{image}" in prefix
-        assert env["XLA_FLAGS"].split() == row.xla_flags
+        assert env["XLA_FLAGS"].split() == [*row.xla_flags, *row.unstated_xla_flags]
         assert env["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"] == limit
         assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.92"
 

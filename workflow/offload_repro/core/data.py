@@ -82,6 +82,8 @@ class Row:
     published: dict[str, Any]
     citation: dict[str, str]
     assumptions: list[str] = field(default_factory=list)  # ids of experiments/assumptions.yaml
+    # XLA flags the source does not list, each stated as an assumption; added after `xla_flags`
+    unstated_xla_flags: list[str] = field(default_factory=list)
     source_file: str = ""
     # MaxText settings applied after the target's own when compiled: an assumption's alternative
     # (core/assumptions.py); empty for every row as published.

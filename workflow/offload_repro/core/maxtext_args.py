@@ -73,7 +73,7 @@ def as_arguments(overrides: dict[str, Any]) -> list[str]:
 
 
 def xla_flags(row: Row, extra: list[str] | None = None) -> str:
-    return " ".join([*row.xla_flags, *(extra or [])])
+    return " ".join([*row.xla_flags, *row.unstated_xla_flags, *(extra or [])])
 
 
 def environment(row: Row, target: Target) -> dict[str, str]:
