@@ -205,6 +205,7 @@ def test_each_directions_host_copies_say_what_their_start_and_done_span():
 def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
     return {
         "events": events,
+        "ideal_events": events,
         "entry": "main",
         "clones": {kind: xla_clones.Clones().record() for kind in xla_clones.KINDS},
         "rematerialization": xla_clones.limit([]),
@@ -801,3 +802,33 @@ def test_xlas_rematerialisation_limit_is_read_from_its_warning():
         "original_bytes": 227835569724,
     }
     assert xla_clones.limit([])["met"] is True
+
+
+def test_the_ideal_overlap_awaits_each_transfer_only_where_its_result_is_first_used():
+    """Lines copied from llama-qkv-offload-nolhs's GB200 program: two gradient GEMMs, then their
+    synchronous combined reduce-scatter. As scheduled it stops the compute stream; in the ideal
+    overlap it starts in place and is awaited where its result is first read (here: nowhere in the
+    body, so at its end)."""
+    computations = hlo_schedule.parse((REPO / "tests/fixtures/collectives_nolhs.hlo").read_text())
+    body = next(name for name in computations if name.startswith("region_10"))
+    scheduled = hlo_schedule.schedule(computations)[body]
+    ideal = hlo_schedule.schedule(computations, ideal=True)[body]
+    assert [e.kind for e in scheduled] == ["compute", "compute", "transfer"]
+    assert [e.kind for e in ideal] == ["compute", "compute", "start", "done"]
+    assert ideal[2].bytes == scheduled[2].bytes and ideal[3].key == ideal[2].key
+    # an async pair's done moves past the instructions that do not read it, through a renaming
+    hand = textwrap.dedent(
+        """
+        ENTRY %main (p: bf16[128,64]) -> bf16[128,64] {
+          %p = bf16[128,64]{1,0} parameter(0)
+          %start = ((bf16[128,64]{1,0}), bf16[256,64]{1,0}) all-gather-start(%p), replica_groups={{0,1}}, dimensions={0}
+          %done = bf16[256,64]{1,0} all-gather-done(%start)
+          %renamed = bf16[256,64]{1,0} bitcast(%done)
+          %other = bf16[128,64]{1,0} add(%p, %p)
+          ROOT %use = bf16[256,64]{1,0} add(%renamed, %renamed)
+        }
+        """
+    )
+    program = hlo_schedule.parse(hand)
+    kinds = [(e.kind, e.bytes > 0) for e in hlo_schedule.schedule(program, ideal=True)["main"]]
+    assert kinds == [("start", True), ("compute", True), ("done", False), ("compute", True)]

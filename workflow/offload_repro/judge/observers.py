@@ -248,9 +248,11 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
                 seen.add(metric, value, "TFLOPs/s/device", at=float(index))
         chosen = result.get("settings") or {}
         links, ends = chosen.get("link_efficiency", []), chosen.get("network_end", [])
-        for index, (link, end) in enumerate(zip(links, ends, strict=True)):
+        overlaps = chosen.get("overlap") or ["scheduled"] * len(links)
+        for index, (link, end, overlap) in enumerate(zip(links, ends, overlaps, strict=True)):
             seen.add("setting_link_efficiency", link, "fraction", at=float(index))
             seen.add("setting_network_end", end, at=float(index))
+            seen.add("setting_overlap", overlap, at=float(index))
         seen.add("family", row["family"])
         seen.add("placement_kind", row.get("placement_kind"))
         seen.add("calibrated_on", row["calibrated_on"])

@@ -140,14 +140,16 @@ def widened(value: float, error: float) -> Span:
     return value / (1 + error), (value / (1 - error) if error < 1 else None)
 
 
-def open_sides(values: list[float | None], settings: list[tuple[float, str]]) -> set[str]:
+def open_sides(values: list[float | None], settings: list[tuple[float, str, str]]) -> set[str]:
     """The sides a setting without a prediction leaves open: toward where the predictions at its
-    network end move as its link efficiency is approached; both where fewer than two tell."""
+    network end and schedule move as its link efficiency is approached; both where fewer than two tell."""
     opened: set[str] = set()
-    for (link, end), value in zip(settings, values, strict=True):
+    for (link, *rest), value in zip(settings, values, strict=True):
         if value is not None:
             continue
-        known = sorted((lk, v) for (lk, e), v in zip(settings, values, strict=True) if e == end and v is not None)
+        known = sorted(
+            (lk, v) for (lk, *others), v in zip(settings, values, strict=True) if others == rest and v is not None
+        )
         below = [kv for kv in known if kv[0] < link]
         above = [kv for kv in known if kv[0] > link]
         if len(above) >= 2 and not below:  # extrapolate down from the two nearest
@@ -165,7 +167,7 @@ def band(
     check: dict[str, Any],
     series: dict[str, list[float | None]],
     errors: dict[tuple[str, str], float],
-    settings: list[tuple[float, str]],
+    settings: list[tuple[float, str, str]],
 ) -> dict[str, Any] | None:
     """Value and ratio claims: the lowest and highest value over every setting, each setting's
     prediction (a ratio: its quotient) widened once by its pair's error; None for an open side.

@@ -192,7 +192,8 @@ def _judge_predicted(
         reason = "; ".join(dict.fromkeys(unmeasured))
         return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
     first = evidence.series.get(claim["check"]["rows"][0], {})
-    settings = list(zip(first.get("setting_link_efficiency", []), first.get("setting_network_end", []), strict=True))
+    links, ends = first.get("setting_link_efficiency", []), first.get("setting_network_end", [])
+    settings = list(zip(links, ends, first.get("setting_overlap") or ["scheduled"] * len(links), strict=True))
     series = {row: evidence.series.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
     found = prediction_verdicts.band(
         judged["check"], {row: values for row, values in series.items() if values}, errors, settings

@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from offload_repro.produce.compiled.host_offload_hlo import ELEMENT_BYTES
@@ -465,10 +465,60 @@ def instruction_events(
     return [Event("compute", flops=found.total, unspent=found.unspent, attention=found.attention, bytes=moved)]
 
 
-def schedule(computations: dict[str, Computation], network: tuple[int, int] | None = None) -> dict[str, list[Event]]:
+# Instructions that only rename a result: its first real use is its users' first use.
+RENAMING = ("bitcast", "get-tuple-element")
+
+
+def first_uses(computation: Computation) -> dict[str, int]:
+    """Per result, the index of the first instruction that reads it for real, looking through
+    renamings; a result nothing reads is needed at the computation's end."""
+    users: dict[str, list[int]] = defaultdict(list)
+    for index, instruction in enumerate(computation.instructions):
+        for operand in instruction.operands:
+            users[operand].append(index)
+    end = len(computation.instructions)
+    found: dict[str, int] = {}
+    for index in reversed(range(end)):  # a renaming is read after it is defined: its users are known
+        instruction = computation.instructions[index]
+        uses = [
+            found[computation.instructions[user].name] if computation.instructions[user].op in RENAMING else user
+            for user in users.get(instruction.name, [])
+        ]
+        found[instruction.name] = min(uses, default=end)
+    return found
+
+
+def ideal_overlap(computation: Computation, timeline: list[list[Event]]) -> list[Event]:
+    """The computation's events with every transfer awaited only where its result is first used:
+    an async pair's done moved there, a synchronous transfer (an async pair XLA scheduled with
+    nothing between, then made synchronous) started in place and awaited there. What a scheduler
+    with a perfect cost model could reach from the same program."""
+    uses = first_uses(computation)
+    awaited: dict[int, list[Event]] = defaultdict(list)
+    moved: list[Event] = []
+    for index, (instruction, events) in enumerate(zip(computation.instructions, timeline, strict=True)):
+        moved.extend(awaited.pop(index, []))
+        for event in events:
+            if event.kind == "done":
+                done = uses.get(instruction.name, len(timeline))
+                awaited[max(done, index + 1)].append(event)
+            elif event.kind == "transfer":
+                moved.append(replace(event, kind="start"))
+                awaited[max(uses.get(instruction.name, len(timeline)), index + 1)].append(Event("done", key=event.key))
+            else:
+                moved.append(event)
+    for index in sorted(awaited):
+        moved.extend(awaited[index])
+    return moved
+
+
+def schedule(
+    computations: dict[str, Computation], network: tuple[int, int] | None = None, ideal: bool = False
+) -> dict[str, list[Event]]:
     """Each scheduled computation (the entry and what it runs in sequence) as events in order;
     `network`: (devices per NVLink domain, NICs a ring's crossings spread over) where the devices
-    span more than one domain."""
+    span more than one domain; `ideal`: every transfer awaited only at its result's first use
+    (`ideal_overlap`)."""
     memo: dict[str, FusedFlops] = {}
     sequenced = {c.name for c in computations.values() if c.entry}
     for computation in reversed(list(computations.values())):
@@ -476,15 +526,17 @@ def schedule(computations: dict[str, Computation], network: tuple[int, int] | No
             for how, name in called(instruction):
                 if how in ("body", "branch_computations") or instruction.op == "call":
                     sequenced.add(name)
-    return {
-        name: [
-            event
-            for instruction in computations[name].instructions
-            for event in instruction_events(computations, computations[name], instruction, memo, network)
+    found = {}
+    for name in computations:  # in printed order, so that everything read from it is in one order
+        if name not in sequenced:
+            continue
+        computation = computations[name]
+        timeline = [
+            instruction_events(computations, computation, instruction, memo, network)
+            for instruction in computation.instructions
         ]
-        for name in computations  # in printed order, so that everything read from it is in one order
-        if name in sequenced
-    }
+        found[name] = ideal_overlap(computation, timeline) if ideal else [e for events in timeline for e in events]
+    return found
 
 
 def entry_name(computations: dict[str, Computation]) -> str:

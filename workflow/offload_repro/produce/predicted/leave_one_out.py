@@ -18,7 +18,7 @@ from typing import Any
 from offload_repro.core.data import DataError, Row, Target
 from offload_repro.core.files import read_yaml
 from offload_repro.produce.predicted import step_model
-from offload_repro.produce.predicted.target_rates import SPEED_FILE, peak_flops, precisions, rates, settings
+from offload_repro.produce.predicted.target_rates import SPEED_FILE, peak_flops, precisions, rates, replayed, settings
 
 CLAIMS_FILE = "experiments/claims.yaml"
 # The step-time model with fewer terms, each made free (step_model.Rates.free), simplest first:
@@ -94,7 +94,7 @@ def calibrate_row(
     for setting in chosen:
         at = rates(target, 1.0, setting, precision, speed).free(*free)
         try:
-            events, entry = program["events"], program["entry"]
+            events, entry = replayed(program, at), program["entry"]
             rate = step_model.calibrate(events, entry, program["model_flops"], published * 1e12, at)
         except ValueError:
             rate = None
@@ -104,7 +104,9 @@ def calibrate_row(
         found.append(rate)
     if found[0] is None:
         reached = [
-            f"link efficiency {link}, network {end}" for (link, end), rate in zip(chosen, found, strict=True) if rate
+            f"link efficiency {link}, network {end}, {overlap} overlap"
+            for (link, end, overlap), rate in zip(chosen, found, strict=True)
+            if rate
         ]
         where = f"; it is reached only at {'; '.join(reached)}" if reached else " nor at any other setting"
         if above_peak:
@@ -153,10 +155,11 @@ def calibrations(
                         {
                             "link_efficiency": link,
                             "network_end": end,
+                            "overlap": overlap,
                             "effective_tflops": rate / 1e12 if rate else None,
                             "share_of_peak": rate / peak if rate and peak else None,
                         }
-                        for (link, end), rate in zip(settings(speed), by_setting, strict=True)
+                        for (link, end, overlap), rate in zip(settings(speed), by_setting, strict=True)
                     ],
                 }
     return found, impossible
@@ -211,7 +214,7 @@ def model_error(
                 continue
             rate = calibrated[calibrated_on]
             at = rates(target, rate, settings(speed)[0], precision, speed).free(*free)
-            step = step_model.step_seconds(programs[predicted]["events"], programs[predicted]["entry"], at)
+            step = step_model.step_seconds(replayed(programs[predicted], at), programs[predicted]["entry"], at)
             if not step:
                 continue  # nothing of the predicted program is left in this model
             value = programs[predicted]["model_flops"] / step / 1e12

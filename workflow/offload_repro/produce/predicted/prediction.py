@@ -35,7 +35,15 @@ from offload_repro.produce.predicted.leave_one_out import (
     published_throughputs,
     rates_from,
 )
-from offload_repro.produce.predicted.target_rates import SPEED_FILE, load_speed, precisions, rates, settings, throughput
+from offload_repro.produce.predicted.target_rates import (
+    SPEED_FILE,
+    load_speed,
+    precisions,
+    rates,
+    replayed,
+    settings,
+    throughput,
+)
 
 SIDES = ("to_host", "from_host")
 
@@ -67,8 +75,10 @@ def read_program(compiled: dict[str, Any], network: tuple[int, int] | None) -> d
         computations = hlo_schedule.parse(handle.read())
     flops, unknown_loops = hlo_schedule.count_flops(computations)
     events = hlo_schedule.schedule(computations, network)
+    ideal_events = hlo_schedule.schedule(computations, network, ideal=True)
     return {
         "events": events,
+        "ideal_events": ideal_events,
         "clones": xla_clones.count(computations, set(events), network),
         "rematerialization": xla_clones.limit(compiled.get("xla_memory_warnings") or []),
         "entry": hlo_schedule.entry_name(computations),
@@ -196,7 +206,7 @@ def predict_row(
     on_calibration_target = calibration_target is not None and target.name == calibration_target.name
     if calibrated_on:
         central = rates(target, central_rates[calibrated_on], settings(speed)[0], precision, speed)
-        breakdown = step_model.breakdown(program["events"], program["entry"], central)
+        breakdown = step_model.breakdown(replayed(program, central), program["entry"], central)
         copies_host = bool(transfers["host_bytes"]["to_host"])
         if published_value and on_calibration_target and copies_host and calibrated_on != row.id:
             implied = implied_host_gb_s(program, central, published_value)
@@ -310,14 +320,21 @@ def predict_programs(
         "ablation": ablation,
         "by_precision": by_precision,
         "settings": {
-            "link_efficiency": [link for link, _ in settings(speed)],
-            "network_end": [end for _, end in settings(speed)],
+            "link_efficiency": [setting.link for setting in settings(speed)],
+            "network_end": [setting.end for setting in settings(speed)],
+            "overlap": [setting.overlap for setting in settings(speed)],
             "order": (
                 "one value per setting: each link efficiency (central, low, high) at each network end"
-                " (ring, then floor); central first"
+                " (ring, then floor), for each schedule (as XLA scheduled it, then the ideal overlap);"
+                " central first"
             ),
         },
-        "assumptions": [speed["link_efficiency"]["reason"], speed["network"]["reason"], *speed["assumptions"]],
+        "assumptions": [
+            speed["link_efficiency"]["reason"],
+            speed["network"]["reason"],
+            *([speed["overlap"]["reason"]] if "overlap" in speed else []),
+            *speed["assumptions"],
+        ],
         "rows": predicted,
         "gains": gains(predicted, speed),
         "cross_checks": cross_checks(rows, predicted, target, speed),

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from offload_repro.produce.predicted.hlo_schedule import Event
 
 NETWORK_ENDS = ("ring", "floor")
+OVERLAPS = ("scheduled", "ideal")  # hlo_schedule.schedule(ideal=False / True)
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Rates:
     network_end: str = "ring"
     attention_share: float = 1.0  # attention's rate as a share of the GEMMs' (BF16 under FP4 weights)
     weight_gather_scale: float = 1.0  # bytes of a gathered weight per bf16 byte (FP4 weights: 0.28)
+    overlap: str = "scheduled"  # which of a program's schedules is replayed: as XLA scheduled it, or "ideal"
 
     def seconds(self, event: Event) -> float:
         if event.channel == "collective":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from offload_repro.core import gpu
 from offload_repro.core.data import Row, Target, validate
@@ -25,11 +25,22 @@ def load_speed(path: str | Path = SPEED_FILE) -> dict[str, Any]:
     return data
 
 
-def settings(speed: dict[str, Any]) -> list[tuple[float, str]]:
-    """(link efficiency, network end) of every prediction, central first: each link efficiency
-    (central, low, high) at the ring end, then at the floor."""
+class Setting(NamedTuple):
+    """One setting of the stated uncertainties: a link efficiency, an end of the network's band, and
+    which of the program's schedules is replayed."""
+
+    link: float
+    end: str
+    overlap: str = "scheduled"
+
+
+def settings(speed: dict[str, Any]) -> list[Setting]:
+    """Every setting of a prediction, central first: each link efficiency (central, low, high) at
+    each network end (ring, then floor), for each schedule (as XLA scheduled it, then the ideal
+    overlap)."""
     links = [speed["link_efficiency"][key] for key in ("central", "low", "high")]
-    return [(link, end) for end in speed["network"]["ends"] for link in links]
+    overlaps = speed.get("overlap", {}).get("ends", ["scheduled"])
+    return [Setting(link, end, overlap) for overlap in overlaps for end in speed["network"]["ends"] for link in links]
 
 
 def peak_flops(target: Target, precision: str) -> float | None:
@@ -45,10 +56,10 @@ def precisions(speed: dict[str, Any], row: Row, target: Target) -> list[str]:
 
 
 def rates(
-    target: Target, flops_per_s: float, setting: tuple[float, str], precision: str, speed: dict[str, Any]
+    target: Target, flops_per_s: float, setting: Setting, precision: str, speed: dict[str, Any]
 ) -> step_model.Rates:
     """The target's rates at one setting, GEMMs at `flops_per_s` in `precision` (attention at BF16)."""
-    link, end = setting
+    link, end, overlap = setting
     host = target.host_link_gb_s_per_direction
     collective = target.link_gb_s_per_direction("collective_link")
     network = target.link_gb_s_per_direction("network_link")
@@ -64,8 +75,14 @@ def rates(
         end,
         attention_share=bf16_peak / gemm_peak if gemm_peak and bf16_peak else 1.0,
         weight_gather_scale=speed["precision"]["gathered_bytes_per_bf16_byte"].get(precision, 1.0),
+        overlap=overlap,
     )
 
 
+def replayed(program: dict[str, Any], at: step_model.Rates) -> dict[str, list[Any]]:
+    """The program's events under the schedule `at` replays."""
+    return program["ideal_events"] if at.overlap == "ideal" else program["events"]
+
+
 def throughput(program: dict[str, Any], at: step_model.Rates) -> float:
-    return program["model_flops"] / step_model.step_seconds(program["events"], program["entry"], at) / 1e12
+    return program["model_flops"] / step_model.step_seconds(replayed(program, at), program["entry"], at) / 1e12
