@@ -106,14 +106,19 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
     floor sends only the other domain's half, over the 4 NICs that receive it."""
     computations = hlo_schedule.parse(HOST_COPIES)
     buffer = 2 * 1024 * 1024
-    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16)))
+    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16, 1)))
     gathered = moved["collectives"]["all-gather"]
     assert gathered["network_ring_bytes"] == int(buffer * 7 / 8 / 4)
     assert gathered["network_floor_bytes"] == int(buffer * 4 / 8 / 4)
-    two_channels = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 2)))
+    two_channels = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 2, 1)))
     assert two_channels["collectives"]["all-gather"]["network_ring_bytes"] == int(buffer * 7 / 8 / 2)
-    one_domain = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(8, 16)))
+    one_domain = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(8, 16, 1)))
     assert one_domain["collectives"]["all-gather"]["network_ring_bytes"] == 0
+    # two NICs per GPU: the floor's share spreads over twice the NICs, and so does a ring's when
+    # its channels outnumber the smaller side's GPUs
+    doubled = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16, 2)))
+    assert doubled["collectives"]["all-gather"]["network_floor_bytes"] == int(buffer * 4 / 8 / 8)
+    assert doubled["collectives"]["all-gather"]["network_ring_bytes"] == int(buffer * 7 / 8 / 8)
     # an all-to-all sends each member's outside share through its own NIC, at both ends
     exchange = collective_traffic.collective("all-to-all-start", ["bf16[1024,1024]"], "replica_groups=[1,8]<=[8]", 4)
     assert exchange.network_ring_bytes == exchange.network_floor_bytes == buffer / 2
@@ -303,7 +308,7 @@ def predicted_result(rows: dict, programs: dict) -> dict:
 def llama_programs() -> dict[str, dict]:
     """Three small stand-ins: the baseline recomputes more; the offload rows copy to the host,
     hidden (LHS) or not (LHS disabled)."""
-    copy = [Event("start", channel="to_host", bytes=int(8e11), key="q")]
+    copy = [Event("start", channel="to_host", bytes=int(4e11), key="q")]
     return {
         "llama-baseline": program({"main": [Event("compute", flops=int(11e15))]}),
         "llama-qkv-offload-lhs": program({"main": [*copy, Event("compute", flops=int(10e15)), Event("done", key="q")]}),

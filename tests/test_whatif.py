@@ -237,12 +237,13 @@ def test_link_bandwidth_per_direction_from_the_target_files():
 
 
 def test_transfer_budget_arithmetic(rows):
-    """QKV offload of Llama on GB200: 70.875 GiB each way at 450 GB/s, against the step the
+    """QKV offload of Llama on GB200: 70.875 GiB each way at 255.5 GB/s (NVLink-C2C's 450 one way, but
+    each GPU's share of its Grace's 511 GB/s when both of its GPUs copy), against the step the
     published 2,746 TFLOPs/s/device gives a step of 1,000 model TFLOP (a round test number)."""
     compiled = {"hlo": {"host_buffer_bytes": 76101451776}, "model_tflops_per_device_per_step": 1000.0}
     gb200 = load_target("gb200-nvl72")
     line = budget_line(rows["llama-qkv-offload-lhs"], compiled, gb200, gb200)
-    assert line["copy_s_per_step"] == pytest.approx(2 * 76101451776 / 450e9)
+    assert line["copy_s_per_step"] == pytest.approx(2 * 76101451776 / 255.5e9)
     assert line["step_s"] == pytest.approx(1000 / 2746)
     assert line["copy_share_of_step"] == pytest.approx(line["copy_s_per_step"] / line["step_s"])
     h200 = budget_line(rows["llama-qkv-offload-lhs"], compiled, load_target("h200-8"), gb200)

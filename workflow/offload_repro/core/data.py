@@ -154,6 +154,18 @@ class Target:
         """The host link's bandwidth one way, GB/s (a bidirectional figure counts both ways)."""
         return self.link_gb_s_per_direction("host_link")
 
+    @property
+    def host_copy_gb_s_per_direction(self) -> float | None:
+        """What one GPU's copies to or from the host get one way, GB/s: its host link, at most its
+        share of its CPU's memory bandwidth, since every GPU of a CPU copies at once (each rank
+        runs the same program)."""
+        link = self.host_link_gb_s_per_direction
+        hardware = self.spec["hardware"]
+        host = hardware.get("host_memory") or {}
+        if not link or not host.get("bandwidth_gb_s_per_cpu"):
+            return link
+        return min(link, host["bandwidth_gb_s_per_cpu"] * host["cpus_per_node"] / hardware["gpus_per_node"])
+
     def link_gb_s_per_direction(self, link_name: str) -> float | None:
         """A link's bandwidth one way, GB/s: `host_link` or `collective_link` of the hardware."""
         link = self.spec["hardware"].get(link_name)

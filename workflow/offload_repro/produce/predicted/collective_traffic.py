@@ -120,7 +120,9 @@ def outside_share(groups: list[list[int]], devices_per_domain: int) -> float:
 
 
 @cache
-def _network_shares(attributes: str, kind: str, devices_per_domain: int, channels: int) -> tuple[float, float]:
+def _network_shares(
+    attributes: str, kind: str, devices_per_domain: int, channels: int, nics_per_gpu: int = 1
+) -> tuple[float, float]:
     """(ring, floor): the bytes per NIC per byte of buffer, for the worst group of a collective."""
     if kind == "collective-permute":
         pairs = PAIRS.search(attributes)
@@ -139,21 +141,26 @@ def _network_shares(attributes: str, kind: str, devices_per_domain: int, channel
             continue  # one domain: NVLink only
         n = len(group)
         if kind == "all-to-all":  # each member sends its outside share through its own NIC
-            share = max((n - inside) / n for inside in members.values())
+            share = max((n - inside) / n for inside in members.values()) / nics_per_gpu
             ring, floor = max(ring, share), max(floor, share)
             continue
         crossings = 2 if kind == "all-reduce" else 1
         # ring: the bus bytes over the NICs that carry crossings (one per channel, at most one
         # per member on the smaller side)
-        nics = max(1, min(channels, min(members.values())))
+        nics = max(1, min(channels, min(members.values()) * nics_per_gpu))
         ring = max(ring, BUS_FACTOR[kind](n) / nics)
         # floor: what a domain lacks (the others' share) over its members' NICs
-        floor = max(floor, max(crossings * (n - inside) / n / inside for inside in members.values()))
+        floor = max(floor, max(crossings * (n - inside) / n / (inside * nics_per_gpu) for inside in members.values()))
     return ring, floor
 
 
 def collective(
-    op: str, operand_shapes: list[str], attributes: str, devices_per_domain: int | None = None, channels: int = 1
+    op: str,
+    operand_shapes: list[str],
+    attributes: str,
+    devices_per_domain: int | None = None,
+    channels: int = 1,
+    nics_per_gpu: int = 1,
 ) -> Collective | None:
     """The collective an instruction is, from its op, its operands' shapes and its attributes;
     `devices_per_domain` None: one NVLink domain (no network)."""
@@ -165,7 +172,7 @@ def collective(
     size = buffer_bytes(kind, operands, group)
     ring = floor = 0.0
     if devices_per_domain:
-        ring_share, floor_share = _network_shares(attributes, kind, devices_per_domain, channels)
+        ring_share, floor_share = _network_shares(attributes, kind, devices_per_domain, channels, nics_per_gpu)
         ring, floor = size * ring_share, size * floor_share
     arrays = [dtype for shape in operand_shapes for dtype, _ in ARRAY.findall(shape)]
     bus = size * BUS_FACTOR[kind](max(group, 2))

@@ -373,18 +373,18 @@ def _copy_bytes(computation: Computation, instruction: Instruction, side: str) -
 
 
 def _collective(
-    computation: Computation, instruction: Instruction, network: tuple[int, int] | None
+    computation: Computation, instruction: Instruction, network: tuple[int, int, int] | None
 ) -> collective_traffic.Collective | None:
     """The collective an instruction is; `network`: (devices per NVLink domain, NICs a ring's
-    crossings spread over), None for one domain."""
+    crossings spread over, NICs per GPU), None for one domain."""
     if collective_traffic.kind_of(instruction.op) is None:
         return None
     if instruction.op.endswith("-start") and instruction.shape.startswith("(("):
         shapes = [instruction.shape[1 : _balanced(instruction.shape, 1)]]  # (operands, results): the operands
     else:
         shapes = [computation.shapes.get(operand, "") for operand in instruction.operands]
-    per_domain, channels = network or (None, 1)
-    return collective_traffic.collective(instruction.op, shapes, instruction.attributes, per_domain, channels)
+    per_domain, channels, nics = network or (None, 1, 1)
+    return collective_traffic.collective(instruction.op, shapes, instruction.attributes, per_domain, channels, nics)
 
 
 @dataclass(frozen=True)
@@ -424,7 +424,7 @@ def instruction_events(
     computation: Computation,
     instruction: Instruction,
     memo: dict,
-    network: tuple[int, int] | None = None,
+    network: tuple[int, int, int] | None = None,
 ) -> list[Event]:
     """What one scheduled instruction is to the step-time model: a loop, a host copy or a
     collective (async start or synchronous), the done an async start waits for, or compute (its
@@ -513,10 +513,10 @@ def ideal_overlap(computation: Computation, timeline: list[list[Event]]) -> list
 
 
 def schedule(
-    computations: dict[str, Computation], network: tuple[int, int] | None = None, ideal: bool = False
+    computations: dict[str, Computation], network: tuple[int, int, int] | None = None, ideal: bool = False
 ) -> dict[str, list[Event]]:
     """Each scheduled computation (the entry and what it runs in sequence) as events in order;
-    `network`: (devices per NVLink domain, NICs a ring's crossings spread over) where the devices
+    `network`: (devices per NVLink domain, NICs a ring's crossings spread over, NICs per GPU) where the devices
     span more than one domain; `ideal`: every transfer awaited only at its result's first use
     (`ideal_overlap`)."""
     memo: dict[str, FusedFlops] = {}

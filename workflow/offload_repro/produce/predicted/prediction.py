@@ -48,13 +48,17 @@ from offload_repro.produce.predicted.target_rates import (
 SIDES = ("to_host", "from_host")
 
 
-def network_shape(target: Target, speed: dict[str, Any]) -> tuple[int, int] | None:
-    """(GPUs per NVLink domain, NICs a ring's crossings spread over); None for one domain."""
+def network_shape(target: Target, speed: dict[str, Any]) -> tuple[int, int, int] | None:
+    """(GPUs per NVLink domain, NICs a ring's crossings spread over, NICs per GPU); None for one domain."""
     hardware = target.spec["hardware"]
     per_domain, nodes = hardware.get("nvlink_domain_nodes"), hardware.get("nodes")
     if not per_domain or not nodes or nodes <= per_domain or not target.link_gb_s_per_direction("network_link"):
         return None
-    return per_domain * hardware["gpus_per_node"], speed["network"]["ring_crossing_nics"]
+    return (
+        per_domain * hardware["gpus_per_node"],
+        speed["network"]["ring_crossing_nics"],
+        hardware.get("nics_per_gpu", 1),
+    )
 
 
 def placement_kind(row: Row) -> str:
@@ -63,7 +67,7 @@ def placement_kind(row: Row) -> str:
     return next((kind for kind in ("offload", "device") if row.tensors(kind)), "remat")
 
 
-def read_program(compiled: dict[str, Any], network: tuple[int, int] | None) -> dict[str, Any]:
+def read_program(compiled: dict[str, Any], network: tuple[int, int, int] | None) -> dict[str, Any]:
     """What the step-time model needs from the row's compiled program."""
     program_file = (compiled.get("program") or {}).get("file")
     if compiled["status"] != "ok" or not program_file:

@@ -60,7 +60,7 @@ def rates(
 ) -> step_model.Rates:
     """The target's rates at one setting, GEMMs at `flops_per_s` in `precision` (attention at BF16)."""
     link, end, overlap = setting
-    host = target.host_link_gb_s_per_direction
+    host = target.host_copy_gb_s_per_direction
     collective = target.link_gb_s_per_direction("collective_link")
     network = target.link_gb_s_per_direction("network_link")
     hbm = gpu.memory_bandwidth(target)

@@ -58,7 +58,7 @@ def kind_of(events: list[hlo_schedule.Event]) -> str:
 def count(
     computations: dict[str, hlo_schedule.Computation],
     scheduled: set[str],
-    network: tuple[int, int] | None = None,
+    network: tuple[int, int, int] | None = None,
 ) -> dict[str, dict[str, int]]:
     """Each kind's clones in the scheduled computations (a fused computation's insides are its
     fusion's), per step."""

@@ -27,7 +27,8 @@ ASSUMPTIONS = [
     "Step time elsewhere: the same model-FLOPs utilisation as on GB200, scaled by the target's peak dense "
     "throughput for the row's dtype (target file, hardware.peak_dense_tflops, cited).",
     "Copies: every offloaded byte goes to the host once (forward) and back once (backward) per step, at the "
-    "link's bandwidth per direction, one direction at a time; no copy overlaps another.",
+    "link's bandwidth per direction (at most each GPU's share of its CPU's memory bandwidth, where the target"
+    " file cites it: every GPU of a CPU copies at once), one direction at a time; no copy overlaps another.",
     "Share of the step: copy time over step time. Under 1 the copies can hide under compute if the schedule "
     "overlaps them; over 1 they cannot, whatever the schedule.",
 ]
@@ -39,7 +40,7 @@ def peak(target: Target, dtype: str) -> float | None:
 
 def budget_line(row: Row, compiled: dict[str, Any], target: Target, source: Target) -> dict[str, Any]:
     host = compiled["hlo"]["host_buffer_bytes"]
-    bandwidth = target.host_link_gb_s_per_direction
+    bandwidth = target.host_copy_gb_s_per_direction
     copy_s = 2 * host / (bandwidth * GB) if bandwidth else None
     published = row.published["tflops_per_device"]
     model_tflops = compiled.get("model_tflops_per_device_per_step")
