@@ -837,3 +837,15 @@ def test_the_ideal_overlap_awaits_each_transfer_only_where_its_result_is_first_u
     program = hlo_schedule.parse(hand)
     kinds = [(e.kind, e.bytes > 0) for e in hlo_schedule.schedule(program, ideal=True)["main"]]
     assert kinds == [("start", True), ("compute", True), ("done", False), ("compute", True)]
+
+
+def test_a_calibration_above_its_precisions_dense_peak_is_ruled_out_with_the_number():
+    """Llama's published 2,669 TFLOPs/s/device from a program that counts twice the model's FLOPs
+    would need 5,338 TFLOP/s of BF16 GEMMs: 214% of GB200's 2,500 dense BF16 peak, not a rate."""
+    target = load_target("gb200-nvl72")
+    doubled = program({"main": [Event("compute", flops=int(2e16))]}, model_flops=1e16)
+    with pytest.raises(leave_one_out.AbovePeak, match=r"ruled out: reaching it needs 214% to 214% of the bfloat16"):
+        leave_one_out.calibrate_row(doubled, 2669.0, target, SPEED, "bfloat16")
+    # at FP4's 10,000 it is a rate: 53% of that peak
+    (rate, *_) = leave_one_out.calibrate_row(doubled, 2669.0, target, SPEED, "nvfp4")
+    assert rate == pytest.approx(2 * 2669e12, rel=1e-9)
