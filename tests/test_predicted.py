@@ -809,7 +809,7 @@ def test_xlas_rematerialisation_limit_is_read_from_its_warning():
     assert xla_clones.limit([])["met"] is True
 
 
-def test_the_ideal_overlap_awaits_each_transfer_only_where_its_result_is_first_used():
+def test_the_ideal_overlap_starts_each_transfer_when_ready_and_awaits_it_at_first_use():
     """Lines copied from llama-qkv-offload-nolhs's GB200 program: two gradient GEMMs, then their
     synchronous combined reduce-scatter. As scheduled it stops the compute stream; in the ideal
     overlap it starts in place and is awaited where its result is first read (here: nowhere in the
@@ -821,11 +821,13 @@ def test_the_ideal_overlap_awaits_each_transfer_only_where_its_result_is_first_u
     assert [e.kind for e in scheduled] == ["compute", "compute", "transfer"]
     assert [e.kind for e in ideal] == ["compute", "compute", "start", "done"]
     assert ideal[2].bytes == scheduled[2].bytes and ideal[3].key == ideal[2].key
-    # an async pair's done moves past the instructions that do not read it, through a renaming
+    # an async pair starts as soon as its operand is ready (before work it does not read) and is
+    # awaited past the instructions that do not read its result, through a renaming
     hand = textwrap.dedent(
         """
         ENTRY %main (p: bf16[128,64]) -> bf16[128,64] {
           %p = bf16[128,64]{1,0} parameter(0)
+          %first = bf16[128,64]{1,0} add(%p, %p)
           %start = ((bf16[128,64]{1,0}), bf16[256,64]{1,0}) all-gather-start(%p), replica_groups={{0,1}}, dimensions={0}
           %done = bf16[256,64]{1,0} all-gather-done(%start)
           %renamed = bf16[256,64]{1,0} bitcast(%done)
@@ -836,7 +838,9 @@ def test_the_ideal_overlap_awaits_each_transfer_only_where_its_result_is_first_u
     )
     program = hlo_schedule.parse(hand)
     kinds = [(e.kind, e.bytes > 0) for e in hlo_schedule.schedule(program, ideal=True)["main"]]
-    assert kinds == [("start", True), ("compute", True), ("done", False), ("compute", True)]
+    assert kinds == [("start", True), ("compute", True), ("compute", True), ("done", False), ("compute", True)]
+    as_scheduled = [e.kind for e in hlo_schedule.schedule(program)["main"]]
+    assert as_scheduled == ["compute", "start", "done", "compute", "compute"]
 
 
 def test_a_calibration_above_its_precisions_dense_peak_is_ruled_out_with_the_number():

@@ -488,28 +488,45 @@ def first_uses(computation: Computation) -> dict[str, int]:
     return found
 
 
+def availability(computation: Computation) -> dict[str, int]:
+    """Per result, the index of the first instruction that may follow it: just after the
+    instruction that computes it, looking through renamings; a parameter's, the start."""
+    found: dict[str, int] = {}
+    for index, instruction in enumerate(computation.instructions):
+        if instruction.op == "parameter":
+            found[instruction.name] = 0
+        elif instruction.op in RENAMING:
+            found[instruction.name] = max((found.get(op, 0) for op in instruction.operands), default=0)
+        else:
+            found[instruction.name] = index + 1
+    return found
+
+
 def ideal_overlap(computation: Computation, timeline: list[list[Event]]) -> list[Event]:
-    """The computation's events with every transfer awaited only where its result is first used:
-    an async pair's done moved there, a synchronous transfer (an async pair XLA scheduled with
-    nothing between, then made synchronous) started in place and awaited there. What a scheduler
-    with a perfect cost model could reach from the same program."""
-    uses = first_uses(computation)
-    awaited: dict[int, list[Event]] = defaultdict(list)
-    moved: list[Event] = []
+    """The computation's events with every transfer started as soon as its operands are ready and
+    awaited only where its result is first used (a synchronous one, an async pair XLA scheduled
+    with nothing between and then made synchronous, made async): what a scheduler with a perfect
+    cost model and no memory limit could reach from the same program, its instructions in their
+    order."""
+    uses, ready = first_uses(computation), availability(computation)
+    end = len(timeline)
+    starts: dict[int, list[Event]] = defaultdict(list)
+    dones: dict[int, list[Event]] = defaultdict(list)
+    stay: dict[int, list[Event]] = defaultdict(list)
     for index, (instruction, events) in enumerate(zip(computation.instructions, timeline, strict=True)):
-        moved.extend(awaited.pop(index, []))
+        earliest = min(index, max((ready.get(op, 0) for op in instruction.operands), default=0))
+        awaited = max(uses.get(instruction.name, end), index + 1)
         for event in events:
             if event.kind == "done":
-                done = uses.get(instruction.name, len(timeline))
-                awaited[max(done, index + 1)].append(event)
+                dones[awaited].append(event)
+            elif event.kind == "start":
+                starts[earliest].append(event)
             elif event.kind == "transfer":
-                moved.append(replace(event, kind="start"))
-                awaited[max(uses.get(instruction.name, len(timeline)), index + 1)].append(Event("done", key=event.key))
+                starts[earliest].append(replace(event, kind="start"))
+                dones[awaited].append(Event("done", key=event.key))
             else:
-                moved.append(event)
-    for index in sorted(awaited):
-        moved.extend(awaited[index])
-    return moved
+                stay[index].append(event)
+    return [e for index in range(end + 1) for e in (*starts[index], *dones[index], *stay[index])]
 
 
 def schedule(
