@@ -111,10 +111,11 @@ def calibrate_row(
         where = f"; it is reached only at {'; '.join(reached)}" if reached else " nor at any other setting"
         if above_peak:
             within = f"; within the peak it is reached only at {'; '.join(reached)}" if reached else ""
+            unreached = len(above_peak) + len(reached) < len(chosen)
+            others = " (at the others its transfers alone take longer)" if unreached else ""
             raise AbovePeak(
                 f"ruled out: reaching it needs {min(above_peak):.0%} to {max(above_peak):.0%} of the {precision}"
-                f" dense peak at {len(above_peak)} of {len(chosen)} settings (the others: its transfers alone take"
-                f" longer){within}",
+                f" dense peak at {len(above_peak)} of {len(chosen)} settings{others}{within}",
                 min(above_peak),
                 max(above_peak),
             )
