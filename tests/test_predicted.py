@@ -664,6 +664,12 @@ def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies
         "from the host", "3 (378)", "3", "0", "3", "0",
     ]  # fmt: skip
     assert cells("copies-llama-qkv-offload-nolhs")[4::6] == ["3", "3"]
+    # the fixture's programs were compiled with XLA's rematerialisation pass on: its missed limit
+    # and its clones (5 GEMMs, 1 all-gather, 52 others in llama-qkv-offload-lhs), the baseline none
+    assert cells("clones-llama-qkv-offload-lhs")[1:] == [
+        "141.8", "210", "5", "7,410.6", "1", "67.65", "52", "3,777.2",
+    ]  # fmt: skip
+    assert cells("clones-llama-baseline")[1:3] == ["met (no warning)", "0"]
     assert raw_placeholders(html) == []
 
 
@@ -807,6 +813,8 @@ def test_xlas_rematerialisation_limit_is_read_from_its_warning():
         "original_bytes": 227835569724,
     }
     assert xla_clones.limit([])["met"] is True
+    off = "--xla_gpu_enable_latency_hiding_scheduler=true --xla_disable_hlo_passes=rematerialization"
+    assert xla_clones.limit([], off)["met"] is None  # the pass did not run: no limit to meet
 
 
 def test_the_ideal_overlap_starts_each_transfer_when_ready_and_awaits_it_at_first_use():

@@ -215,6 +215,7 @@ def clone_observations(seen: Observer, clones: dict[str, Any] | None, limit: dic
         seen.add(f"clone_{kind}_hbm_gb_per_step", counted["hbm_bytes"] / memory.GB, "GB")
         seen.add(f"clone_{kind}_collective_gb_per_step", counted["collective_bytes"] / memory.GB, "GB")
     if limit:
+        seen.add("remat_pass", "off" if limit["met"] is None else "on")
         seen.add("remat_limit_met", limit["met"])
         for name in ("limit", "reached"):
             value = limit[f"{name}_bytes"]

@@ -403,6 +403,7 @@ SPEED_COLUMNS = (
     "network_floor_s_per_step",
     *(f"{kind}_gb_per_step" for kind in COLLECTIVE_KINDS),
     *(f"clone_{kind}_{what}" for kind in CLONE_KINDS for what in CLONE_MEASURES),
+    "remat_pass",
     "remat_limit_met",
     "remat_limit_gib",
     "remat_reached_gib",

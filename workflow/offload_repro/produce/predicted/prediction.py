@@ -84,7 +84,9 @@ def read_program(compiled: dict[str, Any], network: tuple[int, int, int] | None)
         "events": events,
         "ideal_events": ideal_events,
         "clones": xla_clones.count(computations, set(events), network),
-        "rematerialization": xla_clones.limit(compiled.get("xla_memory_warnings") or []),
+        "rematerialization": xla_clones.limit(
+            compiled.get("xla_memory_warnings") or [], (compiled.get("provenance") or {}).get("xla_flags") or ""
+        ),
         "entry": hlo_schedule.entry_name(computations),
         "flops": flops,
         "unknown_loops": unknown_loops,

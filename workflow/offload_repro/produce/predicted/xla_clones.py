@@ -81,8 +81,14 @@ def count(
     return {kind: clones.record() for kind, clones in found.items()}
 
 
-def limit(warnings: list[str]) -> dict[str, Any]:
-    """The pass's limit and whether it was met, from XLA's warning (none: met, or the pass did not run)."""
+DISABLED = "--xla_disable_hlo_passes=rematerialization"
+
+
+def limit(warnings: list[str], xla_flags: str = "") -> dict[str, Any]:
+    """The pass's limit and whether it was met, from XLA's warning (none: met); `met` is None where
+    the compile's flags turned the pass off."""
+    if DISABLED in xla_flags.split():
+        return {"met": None, "limit_bytes": None, "reached_bytes": None, "original_bytes": None}
     for warning in warnings:
         missed = MISSED.search(warning)
         if missed:
