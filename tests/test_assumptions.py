@@ -156,6 +156,7 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
     compiled = [str(path) for path in sorted(fixtures.glob("*.json"))]
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *compiled]) == 0
     check = ["check", "--evidence", str(evidence), "--claims", str(REPO / "experiments/claims.yaml")]
+    check += ["--compile-target", "gb200-nvl72"]
     assert main([*check, "--out", str(verdicts), "--assumptions", str(sensitivity), "--tables", *tables]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page), "--assumptions", str(sensitivity)]) == 0

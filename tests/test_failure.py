@@ -228,7 +228,8 @@ def page_and_console(tmp_path: Path, tables: list[str], case: str, capsys) -> tu
     results = failed_results(tmp_path, tables, case)
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
     claims = str(REPO_ROOT / "experiments/claims.yaml")
-    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
+    checked = ["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]
+    assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
     capsys.readouterr()

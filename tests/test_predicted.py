@@ -539,7 +539,9 @@ def test_a_prediction_never_overrides_measured_evidence():
     assert checked["counts_by_evidence"] == {}
 
 
-def rendered_page(tmp_path: Path, tables: list[str], target: str, inputs: list) -> str:
+def rendered_page(
+    tmp_path: Path, tables: list[str], target: str, inputs: list, compile_target: str = "gb200-nvl72"
+) -> str:
     """The target's page from result files, through the commands the main job runs: evidence,
     check, report."""
     from offload_repro.cli import main
@@ -547,7 +549,8 @@ def rendered_page(tmp_path: Path, tables: list[str], target: str, inputs: list) 
     evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / f"{target}.html"
     assert main(["evidence", "--target", target, "--out", str(evidence), *map(str, inputs)]) == 0
     claims = str(REPO / "experiments/claims.yaml")
-    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
+    checked = ["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]
+    assert main([*checked, "--compile-target", compile_target]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
     return page.read_text()
@@ -749,7 +752,7 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     paths = [tmp_path / "run.json", tmp_path / "compiled.json", tmp_path / "predicted.json"]
     for path, kind, data in zip(paths, ("run", "compile", "predicted"), (run, compiled, predicted), strict=True):
         write_result(path, kind, {key: value for key, value in data.items() if key not in ("kind", "schema_version")})
-    html = rendered_page(tmp_path, tables, "h200-1", paths)
+    html = rendered_page(tmp_path, tables, "h200-1", paths, compile_target="h200-1")
     speed = html[html.index('<section id="speed">') :]
     assert "measured</span> here" in speed and 'id="error-on-hardware"' in speed
     error = row["tflops_per_device"][0] / run["tflops_per_device"] - 1
@@ -861,3 +864,32 @@ def test_a_calibration_above_its_precisions_dense_peak_is_ruled_out_with_the_num
     # at FP4's 10,000 it is a rate: 53% of that peak
     (rate, *_) = leave_one_out.calibrate_row(doubled, 2669.0, target, SPEED, "nvfp4")
     assert rate == pytest.approx(2 * 2669e12, rel=1e-9)
+
+
+def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_path, tables):
+    """With the what-if, every GPU target has a prediction: a page built for compile_target
+    gb300-nvl72 shows GB300's, never the alphabetically first target's (GB200's)."""
+    import json
+
+    fixtures = REPO / "tests/fixtures/results"
+    gb200 = json.loads((fixtures / "predicted/gb200-nvl72.json").read_text())
+    gb300 = {**gb200, "target": "gb300-nvl72"}
+    gb300["rows"] = [
+        {**row, "tflops_per_device": [1234.5] * len(row["tflops_per_device"])} if row.get("tflops_per_device") else row
+        for row in gb200["rows"]
+    ]
+    (tmp_path / "gb300.json").write_text(json.dumps(gb300))
+    inputs = [fixtures / "predicted/gb200-nvl72.json", tmp_path / "gb300.json"]
+    from offload_repro.cli import main
+
+    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
+    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, inputs)]) == 0
+    claims = str(REPO / "experiments/claims.yaml")
+    checked = ["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]
+    assert main([*checked, "--compile-target", "gb300-nvl72"]) == 0
+    assert json.loads(verdicts.read_text())["compile_target"] == "gb300-nvl72"
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(page)]) == 0
+    html = page.read_text()
+    assert "compiled for <strong>NVIDIA GB300" in html
+    assert "1,234.5" in html  # GB300's prediction in the speed table

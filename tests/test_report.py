@@ -56,7 +56,8 @@ def build_page(work: Path, tables: list[str]) -> tuple[Path, str, dict]:
     ]
     evidence, verdicts, page = work / "evidence.json", work / "verdicts.json", work / "cpu.html"
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
-    assert main(["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]) == 0
+    checked = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]
+    assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
     return page, page.read_text(), read_result(verdicts, "verdicts")
@@ -230,7 +231,8 @@ def repeated_evidence(path: Path) -> None:
 def test_observed_values_show_the_spread_of_their_repeats(tmp_path, tables):
     evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "gb200.html"
     repeated_evidence(evidence)
-    assert main(["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]) == 0
+    checked = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]
+    assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
     html = page.read_text()
@@ -281,7 +283,8 @@ def test_the_new_hardware_section_from_real_whatif_results(tmp_path, tables):
     ]
     evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
-    assert main(["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]) == 0
+    checked = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]
+    assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
     html = page.read_text()
@@ -302,6 +305,7 @@ def test_check_can_gate_ci_on_the_verdicts(built, tmp_path, capsys):
     page, _, verdicts = built
     evidence = page.parent / "evidence.json"
     common = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(tmp_path / "v.json")]
+    common += ["--compile-target", "gb200-nvl72"]
     assert verdicts["counts"]["fail"] == verdicts["counts"]["error"] == 0
     assert main([*common, "--fail-on", "fail,error"]) == 0
     assert main([*common, "--fail-on", "not-comparable"]) == 3

@@ -47,7 +47,7 @@ rule check_claims:
         ),
     shell:
         f"{CLI} check --evidence {{input.evidence}} --claims {{input.claims}} --out {{output}}"
-        f" {{params.assumptions}} {LOGGED}"
+        f" --compile-target {COMPILE_TARGET.name} {{params.assumptions}} {LOGGED}"
 
 
 rule report:

@@ -23,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evidence", required=True, type=Path, help="the target's evidence table")
     parser.add_argument("--claims", required=True, type=Path, help="the claims (experiments/claims.yaml)")
     parser.add_argument(
+        "--compile-target",
+        help="the GPU target whose compiled programs and prediction the page shows (the run's compile_target)",
+    )
+    parser.add_argument(
         "--assumptions", type=Path, help="the sensitivity stage's result: mark each claim robust or not (with --tables)"
     )
     parser.add_argument("--frontier", type=Path, default=Path("experiments/frontier.yaml"), help="(with --assumptions)")
@@ -62,13 +66,12 @@ def run(args: argparse.Namespace) -> int:
     verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying)
     if args.assumptions:
         _mark_robustness(args, claims, evidence, verdicts, targets, qualifying)
-    compiled = sorted({obs["target"] for obs in evidence["observations"] if obs["evidence"] == "compiled"})
     write_result(
         args.out,
         "verdicts",
         {
             "target": evidence["target"],
-            "compile_target": compiled[0] if compiled else None,
+            "compile_target": args.compile_target,
             "built_from": {
                 "evidence": str(args.evidence),
                 "claims": str(args.claims),
