@@ -691,7 +691,13 @@ def test_a_calibration_row_that_cannot_reach_its_published_throughput_is_said_so
 
 def test_a_target_without_an_fp4_peak_predicts_llama_at_bf16():
     llama = load_rows([REPO / "experiments/rows/llama3.1-405b.yaml"])[0]
-    assert target_rates.precisions(SPEED, llama, load_target("gb200-nvl72")) == ["nvfp4", "bfloat16"]
+    gb200 = load_target("gb200-nvl72")
+    assert target_rates.precisions(SPEED, llama, gb200) == ["nvfp4", "nvfp4-bf16-gathers", "bfloat16"]
+    # FP4 GEMMs with bf16 gathers: FP4's peak, bf16's bytes per gathered weight
+    central = target_rates.settings(SPEED)[0]
+    bf16_gathers = target_rates.rates(gb200, 1e15, central, "nvfp4-bf16-gathers", SPEED)
+    assert target_rates.peak_flops(gb200, "nvfp4-bf16-gathers", SPEED) == 10000e12
+    assert bf16_gathers.weight_gather_scale == 1.0 and bf16_gathers.attention_share == 0.25
     assert target_rates.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
 
 

@@ -89,7 +89,7 @@ def calibrate_row(
     settings one can."""
     found: list[float | None] = []
     above_peak: list[float] = []
-    peak = peak_flops(target, precision)
+    peak = peak_flops(target, precision, speed)
     chosen = settings(speed)[:1] if only_central else settings(speed)
     for setting in chosen:
         at = rates(target, 1.0, setting, precision, speed).free(*free)
@@ -147,7 +147,7 @@ def calibrations(
                 except ValueError as err:
                     impossible[f"{row_id}/{precision}"] = {"row": row_id, "reason": f"{row_id} ({precision}): {err}"}
                     continue
-                peak = peak_flops(target, precision)
+                peak = peak_flops(target, precision, speed)
                 found.setdefault(family, {}).setdefault(precision, {})[row_id] = {
                     "published_tflops": entry["tflops"],
                     "sources": entry["sources"],
@@ -167,13 +167,13 @@ def calibrations(
 
 
 def rates_from(
-    calibration: dict[str, Any], target: Target, calibration_target: Target, precision: str
+    calibration: dict[str, Any], target: Target, calibration_target: Target, precision: str, speed: dict[str, Any]
 ) -> list[float | None] | None:
     """One calibration's GEMM rates on `target` (None at a setting it cannot reach): its own on the
     calibration target, else its share of this target's peak."""
     if target.name == calibration_target.name:
         return [entry["effective_tflops"] and entry["effective_tflops"] * 1e12 for entry in calibration["by_setting"]]
-    peak = peak_flops(target, precision)
+    peak = peak_flops(target, precision, speed)
     if not peak:
         return None
     return [entry["share_of_peak"] and entry["share_of_peak"] * peak for entry in calibration["by_setting"]]

@@ -198,7 +198,7 @@ def predict_row(
     for calibrated_on, calibration in (
         (family_calibrations.get(source_precision) or {}).items() if calibration_target else ()
     ):
-        found = rates_from(calibration, target, calibration_target, precision)
+        found = rates_from(calibration, target, calibration_target, precision, speed)
         if found and found[0]:
             by_calibration[calibrated_on] = [
                 throughput(program, rates(target, rate, setting, precision, speed)) if rate else None

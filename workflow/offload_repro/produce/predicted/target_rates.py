@@ -43,8 +43,11 @@ def settings(speed: dict[str, Any]) -> list[Setting]:
     return [Setting(link, end, overlap) for overlap in overlaps for end in speed["network"]["ends"] for link in links]
 
 
-def peak_flops(target: Target, precision: str) -> float | None:
-    tflops = (target.spec["hardware"].get("peak_dense_tflops") or {}).get(precision)
+def peak_flops(target: Target, precision: str, speed: dict[str, Any] | None = None) -> float | None:
+    """The target's dense peak for a precision; with `speed`, a choice of experiments/speed.yaml
+    named apart from its GEMMs' precision (precision.gemm) takes that precision's."""
+    gemm = ((speed or {}).get("precision", {}).get("gemm") or {}).get(precision, precision)
+    tflops = (target.spec["hardware"].get("peak_dense_tflops") or {}).get(gemm)
     return tflops * 1e12 if tflops else None
 
 
@@ -52,7 +55,7 @@ def precisions(speed: dict[str, Any], row: Row, target: Target) -> list[str]:
     """The GEMM precisions a row is predicted at on a target, its default first: those of its
     family that the target has a cited peak for (an H200 has no FP4), else the row's dtype."""
     listed = speed["precision"]["families"].get(row.family, [row.dtype])
-    return [precision for precision in listed if peak_flops(target, precision)] or [row.dtype]
+    return [precision for precision in listed if peak_flops(target, precision, speed)] or [row.dtype]
 
 
 def rates(
@@ -64,7 +67,7 @@ def rates(
     collective = target.link_gb_s_per_direction("collective_link")
     network = target.link_gb_s_per_direction("network_link")
     hbm = gpu.memory_bandwidth(target)
-    gemm_peak, bf16_peak = peak_flops(target, precision), peak_flops(target, "bfloat16")
+    gemm_peak, bf16_peak = peak_flops(target, precision, speed), peak_flops(target, "bfloat16")
     return step_model.Rates(
         flops_per_s,
         host * GB * link if host else math.inf,
