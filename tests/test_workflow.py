@@ -242,7 +242,8 @@ def replanned(rules: set[str]) -> set[str]:
 @pytest.mark.parametrize(
     "edited",
     [
-        "workflow/offload_repro/produce/measured/launch.py",  # imported by the compile's aot, not listed by hand before
+        "workflow/offload_repro/produce/measured/launch.py",  # how a row is launched: the runs, never a compile
+        "workflow/offload_repro/core/memory_analysis.py",  # read back from every program: runs and compiles
         "workflow/offload_repro/core/forkserver.py",  # runs every CPU row and compile
         "experiments/tensors.yaml",  # the offload a compile is expected to make: judged, not compiled
         "workflow/offload_repro/produce/compiled/compiled_row.py",

@@ -27,9 +27,9 @@ from typing import Any
 
 from offload_repro.core import gpu
 from offload_repro.core.files import write_json
+from offload_repro.core.memory_analysis import memory_analysis_dict
 from offload_repro.produce.compiled.host_offload_hlo import canonical, summarize_hlo
 from offload_repro.produce.compiled.model_flops import components
-from offload_repro.produce.measured.launch import memory_analysis_dict
 
 # XLA's own warnings while fitting the program into device memory (hlo_rematerialization).
 HLO_FILE = "program.hlo.txt.gz"  # beside the stats file

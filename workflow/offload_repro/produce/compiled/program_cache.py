@@ -46,7 +46,7 @@ PROGRAM_CODE = (
     "produce/compiled/program_cache.py",
     "produce/compiled/aot_compile.py",
     "produce/compiled/host_offload_hlo.py",
-    "produce/measured/launch.py",
+    "core/memory_analysis.py",
     "produce/compiled/model_flops.py",
     "core/gpu.py",
 )

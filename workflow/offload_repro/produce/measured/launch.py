@@ -20,22 +20,7 @@ from typing import Any
 
 from offload_repro.core import provenance
 from offload_repro.core.files import write_json
-
-MEMORY_FIELDS = (
-    "argument_size_in_bytes",
-    "output_size_in_bytes",
-    "alias_size_in_bytes",
-    "temp_size_in_bytes",
-    "generated_code_size_in_bytes",
-    "host_argument_size_in_bytes",
-    "host_output_size_in_bytes",
-    "host_alias_size_in_bytes",
-    "host_temp_size_in_bytes",
-)
-
-
-def memory_analysis_dict(stats: Any) -> dict[str, int]:
-    return {name: int(getattr(stats, name)) for name in MEMORY_FIELDS if hasattr(stats, name)}
+from offload_repro.core.memory_analysis import memory_analysis_dict
 
 
 def device_memory_stats() -> dict[str, Any] | None:
