@@ -244,6 +244,7 @@ def replanned(rules: set[str]) -> set[str]:
     [
         "workflow/offload_repro/produce/measured/launch.py",  # how a row is launched: the runs, never a compile
         "workflow/offload_repro/core/memory_analysis.py",  # read back from every program: runs and compiles
+        "workflow/offload_repro/core/checkout_copy.py",  # a helper of the tests and the benchmark: no rule
         "workflow/offload_repro/core/forkserver.py",  # runs every CPU row and compile
         "experiments/tensors.yaml",  # the offload a compile is expected to make: judged, not compiled
         "workflow/offload_repro/produce/compiled/compiled_row.py",

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 SNAKEMAKE = [PYTHON, "-m", "snakemake"]
 sys.path.insert(0, str(REPO / "workflow"))
-from offload_repro.core.files import copy_workflow  # noqa: E402
+from offload_repro.core.checkout_copy import copy_workflow  # noqa: E402
 
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$")
 JOB = re.compile(r"^(?:local)?rule (\w+):$")

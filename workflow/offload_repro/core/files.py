@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -13,8 +12,6 @@ from typing import Any
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-# What a copy of the workflow needs to run anywhere (tests and the benchmark run on such copies).
-WORKFLOW_FILES = ("Snakefile", "workflow", "experiments", "envs", "report")
 _UMASK_LOCK = threading.Lock()
 
 
@@ -64,14 +61,3 @@ def write_json(path: str | Path, data: Any) -> None:
 def read_json(path: str | Path) -> Any:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
-
-
-def copy_workflow(destination: Path, root: Path = REPO_ROOT) -> Path:
-    """The workflow's files from `root` (this checkout by default) into `destination`."""
-    for name in WORKFLOW_FILES:
-        source = root / name
-        if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif source.exists():
-            shutil.copy2(source, destination / name)
-    return destination
