@@ -18,7 +18,7 @@ resolve = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(resolve)
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
-REFERENCE = "ghcr.io/nvidia/jax:maxtext"
+REFERENCE = "nvcr.io/nvidia/jax:25.01-maxtext-py3"
 ANSWER = f"echo '{json.dumps({'Name': 'ghcr.io/nvidia/jax', 'Digest': DIGEST})}'"
 
 
@@ -85,7 +85,7 @@ def test_recording_a_digest_keeps_comments_and_other_entries(containers_copy, sk
 def test_a_failed_resolve_stops_the_command_and_leaves_the_file_as_it_was(containers_copy, skopeo):
     original = containers_copy.read_text()
     skopeo("echo 'requested access to the resource is denied' >&2; exit 1")
-    failed = "container 'jax-maxtext': ghcr.io/nvidia/jax:maxtext: skopeo inspect failed: requested access"
+    failed = "container 'jax-maxtext': nvcr.io/nvidia/jax:25.01-maxtext-py3: skopeo inspect failed: requested access"
     with pytest.raises(SystemExit, match=re.escape(failed)):
         resolve.main([])
     assert containers_copy.read_text() == original

@@ -66,14 +66,15 @@ def test_launch_line_of_every_row(tables, target_name, runtime, pinned, tmp_path
         assert line.startswith("srun ") and prefix[-1] == "python3"
         assert "--nodes=32" in prefix and "--ntasks-per-node=4" in prefix and "--gpus-per-node=4" in prefix
         digest = DIGESTS[FAMILY_IMAGE[row.family]]
+        registry = {"llama": "nvcr.io", "deepseek": "ghcr.io"}[row.family]
         image = "nvidia/jax@" + digest
         assert image in line and container["digest"] == digest and container["runtime"] == runtime
         assert container["name"] == FAMILY_IMAGE[row.family]
         if runtime == "pyxis":
-            assert f"--container-image=ghcr.io#{image}" in prefix
+            assert f"--container-image={registry}#{image}" in prefix
         else:
             assert prefix[prefix.index("apptainer") : prefix.index("apptainer") + 3] == ["apptainer", "exec", "--nv"]
-            assert f"docker://ghcr.io/{image}" in prefix
+            assert f"docker://{registry}/{image}" in prefix
         assert env["XLA_FLAGS"].split() == [*row.xla_flags, *row.unstated_xla_flags]
         assert env["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"] == limit
         assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.92"
@@ -95,16 +96,16 @@ def test_an_unpinned_image_whose_digest_cannot_be_resolved_runs_by_tag_and_recor
     why = "pinging container registry ghcr.io: dial tcp: no route to host"
     skopeo(f"echo '{why}' >&2; exit 1")
     _, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=True)
-    assert container["digest"] is None and container["image"] == "ghcr.io#nvidia/jax:maxtext"
+    assert container["digest"] is None and container["image"] == "nvcr.io#nvidia/jax:25.01-maxtext-py3"
     assert container["digest_at_run_time"] is None
-    assert container["digest_error"] == f"ghcr.io/nvidia/jax:maxtext: skopeo inspect failed: {why}"
+    assert container["digest_error"] == f"nvcr.io/nvidia/jax:25.01-maxtext-py3: skopeo inspect failed: {why}"
 
 
 def test_without_skopeo_an_unpinned_image_runs_by_tag_and_records_that(tables, tmp_path, monkeypatch):
     row = next(row for row in load_rows(tables) if row.family == "llama")
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no skopeo, wherever this runs
     _, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=True)
-    assert container["image"] == "ghcr.io#nvidia/jax:maxtext" and container["digest_at_run_time"] is None
+    assert container["image"] == "nvcr.io#nvidia/jax:25.01-maxtext-py3" and container["digest_at_run_time"] is None
     assert "skopeo is not installed" in container["digest_error"]
 
 
@@ -113,8 +114,8 @@ def test_an_unpinned_image_runs_by_the_digest_its_tag_has_at_run_time(tables, tm
     digest = "sha256:" + "ab" * 32
     args = skopeo(f'echo \'{{"Digest": "{digest}"}}\'')
     prefix, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "py", "pyxis", allow_unpinned=True)
-    assert args.read_text().splitlines() == ["inspect", "--no-tags", "docker://ghcr.io/nvidia/jax:maxtext"]
-    assert f"--container-image=ghcr.io#nvidia/jax@{digest}" in prefix
+    assert args.read_text().splitlines() == ["inspect", "--no-tags", "docker://nvcr.io/nvidia/jax:25.01-maxtext-py3"]
+    assert f"--container-image=nvcr.io#nvidia/jax@{digest}" in prefix
     assert container["digest"] is None and container["digest_at_run_time"] == digest
     assert container["digest_error"] is None
 
