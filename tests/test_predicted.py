@@ -899,3 +899,21 @@ def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_pat
     html = page.read_text()
     assert "compiled for <strong>NVIDIA GB300" in html
     assert "1,234.5" in html  # GB300's prediction in the speed table
+
+
+def test_the_comparison_shows_the_throughputs_published_speedups_imply(tmp_path, tables):
+    """DeepSeek's remat and plain offload rows have no published throughput; the 57% and 67.7%
+    speedups over 908.2 imply 578.5 and 541.6, which the comparison shows as implied, as the
+    target page does."""
+    from offload_repro.present.pages import render_index
+
+    fixtures = REPO / "tests/fixtures/results"
+    rendered_page(tmp_path, tables, "cpu", [fixtures / "predicted/gb200-nvl72.json"])
+    page, compare = tmp_path / "cpu.html", tmp_path / "compare.html"
+    rows = load_rows(tables)
+    render_index(rows, [page], [tmp_path / "verdicts.json"], [tmp_path / "evidence.json"], tmp_path / "i.html", compare)
+    html = compare.read_text()
+    line = re.search(r'<tr id="compare-deepseek-offload-plain">(.*?)</tr>', html, re.S).group(1)
+    assert "541.6" in line and "implied by a published speedup" in line
+    baseline = re.search(r'<tr id="compare-llama-baseline">(.*?)</tr>', html, re.S).group(1)
+    assert "2,669" in baseline and "implied" not in baseline

@@ -691,6 +691,25 @@ def render_index(
     write_atomically(
         compare,
         env.get_template("compare.html.j2").render(
-            rows=rows, columns=columns, current_commit=current, flag_summary=flag_summary
+            rows=rows,
+            columns=columns,
+            current_commit=current,
+            flag_summary=flag_summary,
+            implied=implied_throughputs(rows, columns),
         ),
     )
+
+
+def implied_throughputs(rows: list[Row], columns: list[dict[str, Any]]) -> dict[str, float]:
+    """The throughputs a published speedup implies for rows the source gives none (DeepSeek's remat
+    and plain offload), as the predictions of any target recorded them beside their sources."""
+    found: dict[str, float] = {}
+    for row in rows:
+        for column in columns:
+            lookup = column["lookup"]
+            value = lookup.value(row.id, "predicted", "published_tflops")
+            sources = str(lookup.value(row.id, "predicted", "published_sources") or "").split()
+            if value is not None and len(sources) > 1:
+                found[row.id] = value
+                break
+    return found
