@@ -71,3 +71,16 @@ wildcard_constraints:
     # the calibration target too: another target's prediction scales from its calibration
     gpu_target="|".join(dict.fromkeys([*PLAN.grid_targets, PLAN.calibration_target])),
     policy="|".join(PLAN.policies),
+
+
+# Steps that only read JSON (and the predictions, which replay programs already compiled): on a
+# cluster they run where Snakemake runs, never as jobs of their own.
+localrules:
+    collect_runs,
+    analytic,
+    budget,
+    predict,
+    evidence_table,
+    check_claims,
+    report,
+    index,

@@ -2,17 +2,6 @@
 # and a comparison. These steps only read JSON: on a cluster they run where Snakemake runs.
 
 
-localrules:
-    collect_runs,
-    analytic,
-    budget,
-    predict,
-    evidence_table,
-    check_claims,
-    report,
-    index,
-
-
 rule evidence_table:
     input:
         results=[path for paths in PLAN.evidence_files.values() for path in paths],
