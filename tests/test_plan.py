@@ -155,16 +155,16 @@ def test_a_cycle_would_be_found(monkeypatch):
     assert plan.cycles() == [["offload_repro.a", "offload_repro.b"]]
 
 
-def test_the_readme_table_is_the_graph():
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert plan.readme_with_table(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+def test_the_edit_table_is_the_graph():
+    page = plan.EDIT_PAGE.read_text()
+    assert plan.readme_with_table(page) == page, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
 
 
-def test_the_readme_configuration_table_is_the_schema_and_the_defaults():
-    from offload_repro.plan.configuration import readme_with_config_table
+def test_the_configuration_table_is_the_schema_and_the_defaults():
+    from offload_repro.plan.configuration import CONFIG_PAGE, readme_with_config_table
 
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert readme_with_config_table(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+    page = CONFIG_PAGE.read_text()
+    assert readme_with_config_table(page) == page, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
 
 
 def test_every_key_of_the_config_is_described_and_has_a_default():
@@ -189,11 +189,11 @@ def test_reads_that_match_nothing_are_refused(monkeypatch):
         plan.stage_code("summary")
 
 
-def test_the_readme_layout_is_the_tree():
-    from offload_repro.plan.layout import readme_with_layout
+def test_the_layout_page_is_the_tree():
+    from offload_repro.plan.layout import LAYOUT_PAGE, readme_with_layout
 
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert readme_with_layout(readme) == readme, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+    page = LAYOUT_PAGE.read_text()
+    assert readme_with_layout(page) == page, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
 
 
 def test_the_layout_lists_every_module_under_its_folder(tmp_path, monkeypatch):

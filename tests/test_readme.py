@@ -1,4 +1,5 @@
-"""Every `snakemake` command line in the README plans without error (`-n`), as written."""
+"""Every `snakemake` command line in the README and the docs plans without error (`-n`), as
+written; the README stays a front door."""
 
 from __future__ import annotations
 
@@ -16,15 +17,28 @@ from workflow_copy import REPO, copy_workflow, snakemake
 BLOCK = re.compile(r"```bash\n(.*?)```", re.S)
 
 
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
 def readme_commands() -> list[str]:
-    """The snakemake parts of every bash line of the README (continuations joined, comments cut)."""
+    """The snakemake parts of every bash line of the README and the docs (continuations joined,
+    comments cut)."""
     commands = []
-    for block in BLOCK.findall((REPO / "README.md").read_text()):
+    for block in BLOCK.findall("\n".join(page.read_text() for page in PAGES)):
         for line in block.replace("\\\n", " ").splitlines():
             for part in line.split("#", 1)[0].split("&&"):
                 if "snakemake" in part:
                     commands.append(" ".join(part.split()))
     return commands
+
+
+def test_the_readme_is_a_front_door_and_links_to_pages_that_exist():
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    assert readme.index("## Quick start") < readme.index("## Layout and flow")
+    links = re.findall(r"\]\((docs/[^)]+)\)", readme)
+    assert links and all((REPO / link).exists() for link in links)
+    assert {f"docs/{page.name}" for page in PAGES[1:] if page.suffix == ".md"} <= set(links)
 
 
 def test_the_readme_has_the_main_job_and_a_cluster_command():
