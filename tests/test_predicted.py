@@ -917,3 +917,15 @@ def test_the_comparison_shows_the_throughputs_published_speedups_imply(tmp_path,
     assert "541.6" in line and "implied by a published speedup" in line
     baseline = re.search(r'<tr id="compare-llama-baseline">(.*?)</tr>', html, re.S).group(1)
     assert "2,669" in baseline and "implied" not in baseline
+
+
+def test_a_precision_every_calibration_rules_out_is_no_alternative():
+    """The stand-ins count 10% more FLOPs than the model's: Llama's published throughputs would
+    need BF16 GEMMs at about 2.9 PFLOP/s, above GB200's 2.5 dense peak. BF16 is then ruled out
+    with its numbers, and no combination of precisions offers it."""
+    result = predicted_result(llama_rows(2669), llama_programs())
+    (ruled_out,) = result["ruled_out_precisions"]
+    assert (ruled_out["family"], ruled_out["precision"]) == ("llama", "bfloat16")
+    assert 1 < ruled_out["low_share"] <= ruled_out["high_share"]
+    offered = [combination["precision"]["llama"] for combination in result["by_precision"]]
+    assert offered == ["nvfp4", "nvfp4-bf16-gathers"]

@@ -18,7 +18,15 @@ SOURCE_FIELDS = ("row", "target", "status", "message", "failure")
 # Facts of a whole result that the report shows as they are (predicted evidence: its calibration,
 # its measured error and that of simpler models and other precisions, its cross-checks by
 # construction); absent from other kinds.
-DETAIL_FIELDS = ("calibration", "uncalibrated", "model_error", "ablation", "by_precision", "cross_checks")
+DETAIL_FIELDS = (
+    "calibration",
+    "uncalibrated",
+    "model_error",
+    "ablation",
+    "by_precision",
+    "ruled_out_precisions",
+    "cross_checks",
+)
 
 
 def observe_files(paths: list[str | Path]) -> tuple[list[Observation], list[dict[str, Any]]]:

@@ -525,6 +525,7 @@ def speed(
         "error": source.get("model_error"),
         "ablation": source.get("ablation") or [],
         "by_precision": source.get("by_precision") or [],
+        "ruled_out_precisions": source.get("ruled_out_precisions") or [],
         "cross_checks": source.get("cross_checks") or [],
         "assumptions": source["assumptions"],
         "file": source["file"],

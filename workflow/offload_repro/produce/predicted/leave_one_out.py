@@ -191,7 +191,6 @@ def model_error(
     at the central setting, which predicts the others of its family; every error, the mean
     absolute and the largest per family and in all."""
     families: dict[str, Any] = {}
-    every: list[float] = []
     for family, entries in published.items():
         precision = precision_of[family]
         pairs = []
@@ -230,8 +229,14 @@ def model_error(
                 }
             )
         errors = [abs(pair["error"]) for pair in pairs]
-        every += errors
         families[family] = {"precision": precision, "pairs": pairs, "ruled_out": ruled_out, **summarised(errors)}
+    return assembled(families)
+
+
+def assembled(families: dict[str, Any]) -> dict[str, Any]:
+    """Several families' leave-one-out errors as one table: theirs, and the mean absolute and the
+    largest over all their pairs."""
+    every = [abs(pair["error"]) for family in families.values() for pair in family["pairs"]]
     return {"families": families, **summarised(every), "pairs": len(every)}
 
 
@@ -246,9 +251,10 @@ def error_tables(
     target: Target,
     speed: dict[str, Any],
     published: dict[str, dict[str, dict[str, Any]]],
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The full model's leave-one-out error at each family's default precision; the same for each
-    simpler model; and for each combination of the families' precisions."""
+    simpler model; for each combination of the families' precisions that are not ruled out; and
+    the precisions ruled out, where every calibration would need more than the dense peak."""
     choices = {family: precisions(speed, rows[next(iter(entries))], target) for family, entries in published.items()}
     default = {family: listed[0] for family, listed in choices.items()}
     # the full model at the default precisions is computed once: the ablation's last line and the
@@ -262,9 +268,28 @@ def error_tables(
         }
         for name, free in MODELS
     ]
-    by_precision = []
-    for combination in itertools.product(*choices.values()):
-        chosen = dict(zip(choices, combination, strict=True))
-        error = full if chosen == default else model_error(programs, target, speed, published, chosen)
-        by_precision.append({"precision": chosen, **error})
-    return full, ablation, by_precision
+    # each family at each precision once: a combination only sets families' errors side by side
+    by_family = {
+        (family, precision): full["families"][family]
+        if precision == default[family]
+        else model_error(programs, target, speed, {family: published[family]}, {family: precision})["families"][family]
+        for family, listed in choices.items()
+        for precision in listed
+    }
+    ruled_out = [
+        {
+            "family": family,
+            "precision": precision,
+            "low_share": min(entry["share_of_peak"] for entry in error["ruled_out"]),
+            "high_share": max(entry["share_of_peak"] for entry in error["ruled_out"]),
+        }
+        for (family, precision), error in by_family.items()
+        if error["ruled_out"] and not error["pairs"]
+    ]
+    excluded = {(entry["family"], entry["precision"]) for entry in ruled_out}
+    admissible = {family: [p for p in listed if (family, p) not in excluded] for family, listed in choices.items()}
+    by_precision = [
+        {"precision": chosen, **assembled({family: by_family[(family, p)] for family, p in chosen.items()})}
+        for chosen in (dict(zip(admissible, c, strict=True)) for c in itertools.product(*admissible.values()))
+    ]
+    return full, ablation, by_precision, ruled_out

@@ -292,10 +292,10 @@ def predict_programs(
 ) -> dict[str, Any]:
     """Calibrated (and its error measured) here when this is the calibration target, else from the
     calibration target's own prediction (`source_prediction`)."""
-    error = ablation = by_precision = None
+    error = ablation = by_precision = ruled_out = None
     if calibration_target and target.name == calibration_target.name:
         calibration, uncalibrated = calibrations(rows, programs, target, speed, published)
-        error, ablation, by_precision = error_tables(rows, programs, target, speed, published)
+        error, ablation, by_precision, ruled_out = error_tables(rows, programs, target, speed, published)
     else:
         calibration = (source_prediction or {}).get("calibration", {})
         uncalibrated = (source_prediction or {}).get("uncalibrated", {})
@@ -325,6 +325,7 @@ def predict_programs(
         "model_error": error,
         "ablation": ablation,
         "by_precision": by_precision,
+        "ruled_out_precisions": ruled_out,
         "settings": {
             "link_efficiency": [setting.link for setting in settings(speed)],
             "network_end": [setting.end for setting in settings(speed)],
