@@ -796,8 +796,7 @@ def test_a_clone_of_xlas_rematerialisation_is_recognised_and_counted_by_kind():
     that feed the GEMM clone. Only the instructions named `.remat` are clones; the GEMM clone does
     the original's FLOPs again, the all-gather clone gathers a layer's weights again."""
     computations = hlo_schedule.parse((REPO / "tests/fixtures/xla_clones.hlo").read_text())
-    events = hlo_schedule.schedule(computations)
-    counted = xla_clones.count(computations, set(events))
+    counted = xla_clones.count(computations, hlo_schedule.timelines(computations))
     unembedding = 2 * 16384 * 16384 * 128256  # [16384, 16384] x [16384, 128256]
     assert counted["gemm"]["instructions"] == 1 and counted["gemm"]["flops"] == unembedding
     flops, _ = hlo_schedule.count_flops(computations)

@@ -159,12 +159,8 @@ class Target:
         """What one GPU's copies to or from the host get one way, GB/s: its host link, at most its
         share of its CPU's memory bandwidth, since every GPU of a CPU copies at once (each rank
         runs the same program)."""
-        link = self.host_link_gb_s_per_direction
-        hardware = self.spec["hardware"]
-        host = hardware.get("host_memory") or {}
-        if not link or not host.get("bandwidth_gb_s_per_cpu"):
-            return link
-        return min(link, host["bandwidth_gb_s_per_cpu"] * host["cpus_per_node"] / hardware["gpus_per_node"])
+        link, share = self.host_link_gb_s_per_direction, self.spec["hardware"].get("host_memory_gb_s_per_gpu")
+        return min(link, share) if link and share else link
 
     def link_gb_s_per_direction(self, link_name: str) -> float | None:
         """A link's bandwidth one way, GB/s: `host_link` or `collective_link` of the hardware."""
@@ -241,6 +237,13 @@ def _derived(spec: dict[str, Any], path: Path) -> dict[str, Any]:
             f"hardware.host_memory ({host['gb_per_cpu']} GB per CPU x {host['cpus_per_node']} CPUs per node"
             f" / {per_node} GPUs per node)"
         )
+        if host.get("bandwidth_gb_s_per_cpu"):  # every GPU of a CPU copies at once: each gets its share
+            share = host["bandwidth_gb_s_per_cpu"] * host["cpus_per_node"] / per_node
+            derived[("hardware", "host_memory_gb_s_per_gpu")] = share
+            why[("hardware", "host_memory_gb_s_per_gpu")] = (
+                f"hardware.host_memory ({host['bandwidth_gb_s_per_cpu']} GB/s per CPU x {host['cpus_per_node']}"
+                f" CPUs per node / {per_node} GPUs per node)"
+            )
     for (section, key), value in derived.items():
         if not isinstance(spec.get(section), dict):
             continue

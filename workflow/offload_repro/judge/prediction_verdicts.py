@@ -142,7 +142,10 @@ def widened(value: float, error: float) -> Span:
 
 def open_sides(values: list[float | None], settings: list[tuple[float, str, str]]) -> set[str]:
     """The sides a setting without a prediction leaves open: toward where the predictions at its
-    network end and schedule move as its link efficiency is approached; both where fewer than two tell."""
+    network end and schedule move as its link efficiency is approached; both where fewer than two
+    tell, or where the settings were not recorded."""
+    if not settings:
+        return {"low", "high"} if None in values else set()
     opened: set[str] = set()
     for (link, *rest), value in zip(settings, values, strict=True):
         if value is not None:
@@ -194,7 +197,7 @@ def band(
         error = errors[pairs[0]]
         spans = [widened(q, error) for q in present]
         shift = 0.0 if check["type"] == "value" else 1.0
-        opened = open_sides(quotient, settings) if settings else {"low", "high"} if len(present) < count else set()
+        opened = open_sides(quotient, settings)
         low = None if "low" in opened else min(s[0] for s in spans) - shift
         highs = [s[1] for s in spans]
         high = None if "high" in opened or None in highs else max(highs) - shift  # type: ignore[type-var]

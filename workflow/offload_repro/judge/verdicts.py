@@ -182,18 +182,18 @@ def _judge_predicted(
     judgement = _evaluate(judged, rule, observed_rows)
     if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
         return judgement | {"metric": metric, "note": basis}
-    errors, bases = {}, []
+    errors, whys = {}, {}
     for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
-        errors[pair], error_basis = prediction_verdicts.measured_error(claim, evidence.rows, pair)
-        bases.append(f"{pair[0]} against {pair[1]}: {error_basis}" if len(claim["check"]["rows"]) > 2 else error_basis)
-    note = f"{basis}; {'; '.join(dict.fromkeys(bases))}"
-    unmeasured = [basis for pair, basis in zip(errors, bases, strict=True) if errors[pair] is None]
+        errors[pair], why = prediction_verdicts.measured_error(claim, evidence.rows, pair)
+        whys[pair] = f"{pair[0]} against {pair[1]}: {why}" if len(claim["check"]["rows"]) > 2 else why
+    note = f"{basis}; {'; '.join(dict.fromkeys(whys.values()))}"
+    unmeasured = [whys[pair] for pair, error in errors.items() if error is None]
     if unmeasured:
         reason = "; ".join(dict.fromkeys(unmeasured))
         return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
     first = evidence.series.get(claim["check"]["rows"][0], {})
     links, ends = first.get("setting_link_efficiency", []), first.get("setting_network_end", [])
-    settings = list(zip(links, ends, first.get("setting_overlap") or ["scheduled"] * len(links), strict=True))
+    settings = list(zip(links, ends, first.get("setting_overlap", []), strict=True))
     series = {row: evidence.series.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
     found = prediction_verdicts.band(
         judged["check"], {row: values for row, values in series.items() if values}, errors, settings

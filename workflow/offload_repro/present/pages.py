@@ -111,9 +111,9 @@ def hardware_text(hardware: dict[str, Any]) -> str:
         parts.append(f"host link {link['name']}, {fmt(link['bandwidth_gb_s'])} GB/s {link['direction']}")
     if hardware.get("host_memory_gb_per_gpu"):
         parts.append(f"{fmt(hardware['host_memory_gb_per_gpu'])} GB host memory per GPU")
-    shared = (hardware.get("host_memory") or {}).get("bandwidth_gb_s_per_cpu")
-    if shared:
-        per_gpu = shared * hardware["host_memory"]["cpus_per_node"] / hardware["gpus_per_node"]
+    if hardware.get("host_memory_gb_s_per_gpu"):
+        shared = hardware["host_memory"]["bandwidth_gb_s_per_cpu"]
+        per_gpu = hardware["host_memory_gb_s_per_gpu"]
         parts.append(f"host memory {fmt(shared)} GB/s per CPU, {fmt(per_gpu)} GB/s per GPU when all copy at once")
     for dtype, tflops in (hardware.get("peak_dense_tflops") or {}).items():
         parts.append(f"peak dense {dtype} {fmt(tflops)} TFLOPs/s per GPU")

@@ -529,13 +529,12 @@ def ideal_overlap(computation: Computation, timeline: list[list[Event]]) -> list
     return [e for index in range(end + 1) for e in (*starts[index], *dones[index], *stay[index])]
 
 
-def schedule(
-    computations: dict[str, Computation], network: tuple[int, int, int] | None = None, ideal: bool = False
-) -> dict[str, list[Event]]:
-    """Each scheduled computation (the entry and what it runs in sequence) as events in order;
-    `network`: (devices per NVLink domain, NICs a ring's crossings spread over, NICs per GPU) where the devices
-    span more than one domain; `ideal`: every transfer awaited only at its result's first use
-    (`ideal_overlap`)."""
+def timelines(
+    computations: dict[str, Computation], network: tuple[int, int, int] | None = None
+) -> dict[str, list[list[Event]]]:
+    """Each scheduled computation (the entry and what it runs in sequence), as the events of each of
+    its instructions in order; `network`: (devices per NVLink domain, NICs a ring's crossings spread
+    over, NICs per GPU) where the devices span more than one domain."""
     memo: dict[str, FusedFlops] = {}
     sequenced = {c.name for c in computations.values() if c.entry}
     for computation in reversed(list(computations.values())):
@@ -543,17 +542,31 @@ def schedule(
             for how, name in called(instruction):
                 if how in ("body", "branch_computations") or instruction.op == "call":
                     sequenced.add(name)
-    found = {}
-    for name in computations:  # in printed order, so that everything read from it is in one order
-        if name not in sequenced:
-            continue
-        computation = computations[name]
-        timeline = [
-            instruction_events(computations, computation, instruction, memo, network)
-            for instruction in computation.instructions
+    return {
+        name: [
+            instruction_events(computations, computations[name], instruction, memo, network)
+            for instruction in computations[name].instructions
         ]
-        found[name] = ideal_overlap(computation, timeline) if ideal else [e for events in timeline for e in events]
-    return found
+        for name in computations  # in printed order, so that everything read from it is in one order
+        if name in sequenced
+    }
+
+
+def schedules(
+    computations: dict[str, Computation], timeline: dict[str, list[list[Event]]]
+) -> tuple[dict[str, list[Event]], dict[str, list[Event]]]:
+    """The events of each scheduled computation in order, as XLA scheduled them and in the ideal
+    overlap (`ideal_overlap`), from its instructions' events (`timelines`)."""
+    scheduled = {name: [event for events in per for event in events] for name, per in timeline.items()}
+    ideal = {name: ideal_overlap(computations[name], per) for name, per in timeline.items()}
+    return scheduled, ideal
+
+
+def schedule(
+    computations: dict[str, Computation], network: tuple[int, int, int] | None = None, ideal: bool = False
+) -> dict[str, list[Event]]:
+    """The events of each scheduled computation in order (`timelines`); `ideal`: in the ideal overlap."""
+    return schedules(computations, timelines(computations, network))[1 if ideal else 0]
 
 
 def entry_name(computations: dict[str, Computation]) -> str:

@@ -78,12 +78,12 @@ def read_program(compiled: dict[str, Any], network: tuple[int, int, int] | None)
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         computations = hlo_schedule.parse(handle.read())
     flops, unknown_loops = hlo_schedule.count_flops(computations)
-    events = hlo_schedule.schedule(computations, network)
-    ideal_events = hlo_schedule.schedule(computations, network, ideal=True)
+    timeline = hlo_schedule.timelines(computations, network)
+    events, ideal_events = hlo_schedule.schedules(computations, timeline)
     return {
         "events": events,
         "ideal_events": ideal_events,
-        "clones": xla_clones.count(computations, set(events), network),
+        "clones": xla_clones.count(computations, timeline),
         "rematerialization": xla_clones.limit(
             compiled.get("xla_memory_warnings") or [], (compiled.get("provenance") or {}).get("xla_flags") or ""
         ),

@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 from offload_repro.produce.predicted.hlo_schedule import Event
 
 NETWORK_ENDS = ("ring", "floor")
-OVERLAPS = ("scheduled", "ideal")  # hlo_schedule.schedule(ideal=False / True)
 
 
 @dataclass(frozen=True)

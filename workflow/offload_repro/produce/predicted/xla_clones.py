@@ -56,22 +56,17 @@ def kind_of(events: list[hlo_schedule.Event]) -> str:
 
 
 def count(
-    computations: dict[str, hlo_schedule.Computation],
-    scheduled: set[str],
-    network: tuple[int, int, int] | None = None,
+    computations: dict[str, hlo_schedule.Computation], timeline: dict[str, list[list[hlo_schedule.Event]]]
 ) -> dict[str, dict[str, int]]:
     """Each kind's clones in the scheduled computations (a fused computation's insides are its
-    fusion's), per step."""
+    fusion's), per step, from their instructions' events (`hlo_schedule.timelines`)."""
     runs, _ = hlo_schedule.executions(computations)
-    memo: dict[str, hlo_schedule.FusedFlops] = {}
     found = {kind: Clones() for kind in KINDS}
-    for name in scheduled:
-        computation = computations[name]
+    for name, per_instruction in timeline.items():
         times = runs.get(name, 0)
-        for instruction in computation.instructions:
+        for instruction, events in zip(computations[name].instructions, per_instruction, strict=True):
             if not is_clone(instruction.name):
                 continue
-            events = hlo_schedule.instruction_events(computations, computation, instruction, memo, network)
             clones = found[kind_of(events)]
             clones.instructions += 1
             clones.runs_per_step += times
