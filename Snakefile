@@ -16,6 +16,7 @@ include: "workflow/rules/compiled.smk"
 include: "workflow/rules/predicted.smk"
 include: "workflow/rules/whatif.smk"
 include: "workflow/rules/assumptions.smk"
+include: "workflow/rules/validation.smk"
 include: "workflow/rules/report.smk"
 
 

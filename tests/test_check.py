@@ -398,3 +398,25 @@ def test_views_keep_the_spread_of_repeated_values_and_the_summary_shows_it(claim
     summary = check_claims([claim], [view], QUALIFYING)["claims"][0]["summary"]
     assert summary["observed"] == 2746.3 and summary["observed_spread"] == {"low": 2590.0, "high": 2905.0, "n": 3}
     assert "is wider than the tolerance" in summary["note"]
+
+
+def test_a_predicted_band_takes_the_larger_of_the_source_rows_error_and_that_of_real_hardware():
+    from offload_repro.judge.prediction_verdicts import larger_error, real_hardware_error
+
+    kinds = {"llama": {"families": ["llama"], "what": "dense"}, "deepseek": {"families": ["deepseek"], "what": "MoE"}}
+    runs = {
+        "a": {"family": "llama", "every_run_largest_abs_error": 0.2, "same_model_largest_abs_error": 0.04},
+        "b": {"family": "llama", "every_run_largest_abs_error": 0.3, "same_model_largest_abs_error": 0.07},
+    }
+    real = real_hardware_error("llama", runs, kinds)
+    assert real[0] == 0.07 and "2 dense runs measured on real GPUs" in real[1]
+    chosen, why = larger_error((0.03, "±3.0%, own"), real)
+    assert chosen == 0.07 and why.startswith("±7.0%") and "larger than the source rows': ±3.0%, own" in why
+    chosen, why = larger_error((0.09, "±9.0%, own"), real)
+    assert chosen == 0.09 and "larger than on real hardware" in why
+    # no run of a MoE kind was predicted: the source rows' own error stands, and the page says so
+    none = real_hardware_error("deepseek", runs, kinds)
+    assert none[0] is None and "unmeasured on real hardware" in none[1]
+    assert larger_error((0.2, "own"), none) == (0.2, f"own; {none[1]}")
+    # an unmeasured own error stays unmeasured: real hardware never stands in for it
+    assert larger_error((None, "unmeasured"), real) == (None, "unmeasured")

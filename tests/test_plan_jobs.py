@@ -30,7 +30,7 @@ def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
 def test_the_what_if_grid_takes_every_cluster_gpu_target_with_a_compile_section():
     plan = planned(whatif=True)
     assert plan.grid_targets[0] == "gb200-nvl72"
-    assert set(plan.grid_targets) == {"gb200-nvl72", "gb300-nvl72", "h200-8", "vr-nvl144"}
+    assert set(plan.grid_targets) == {"gb200-nvl72", "gb300-nvl72", "h100-sxm", "h200-8", "vr-nvl144"}
     assert "results/whatif/vr-nvl144/frontier-deepseek-offload.json" in plan.evidence_files["frontier"]
     assert plan.calibration_source("gb300-nvl72") == ["results/predicted/gb200-nvl72.json"]
 
@@ -48,10 +48,11 @@ def test_a_frontier_targets_rows_compile_first_and_its_searches_before_any_row()
 
 def test_results_on_disk_keep_their_stage_and_the_plan_says_why():
     plan = planned(nothing_on_disk=False)
-    assert plan.whatif and plan.sensitivity
+    assert plan.whatif and plan.sensitivity and plan.validation
     assert plan.kept == {
         "whatif": "results/whatif/budget.json exists",
         "assumptions": "results/whatif/assumptions.json exists",
+        "validation": "results/validation/model.json exists",
     }
     assert len(plan.variant_files) >= 6 and set(plan.varied_rows) <= set(plan.row_ids)
 

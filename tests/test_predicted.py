@@ -928,3 +928,22 @@ def test_a_precision_every_calibration_rules_out_is_no_alternative():
     assert 1 < ruled_out["low_share"] <= ruled_out["high_share"]
     offered = [combination["precision"]["llama"] for combination in result["by_precision"]]
     assert offered == ["nvfp4", "nvfp4-bf16-gathers"]
+
+
+def test_a_measured_runs_gradient_reduce_scatters_move_the_bf16_bytes_of_its_weights():
+    """llama2-70b-bf16-128gpu (NVIDIA's published H100 run, compiled here as it ran): its
+    reduce-scatters, copied with their operands and the loops that run them
+    (tests/fixtures/reduce_scatter_h100_llama2.hlo), move each step the bf16 gradient of every
+    weight before sharding: Llama 2 70B's 68,976,648,192 parameters by hand from its MaxText config
+    (80 layers of 3 MLP matrices 8192 x 28672, Q and O 8192 x 64 x 128, K and V 8192 x 8 x 128 and
+    two norms; embedding and unembedding 32000 x 8192; the final norm). On 16 nodes of 8 GPUs the
+    ring's crossings spread over the 8 NICs of a node."""
+    computations = hlo_schedule.parse((REPO / "tests/fixtures/reduce_scatter_h100_llama2.hlo").read_text())
+    layer = 3 * 8192 * 28672 + 2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 2 * 8192
+    weights = 80 * layer + 2 * 32000 * 8192 + 8192
+    assert weights == 68_976_648_192
+    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, (8, 16, 1)))["collectives"]
+    scatter = moved["reduce-scatter"]
+    assert scatter["bytes"] == 2 * weights and scatter["groups"] == [128] and scatter["count"] == 80
+    assert scatter["bus_bytes"] == pytest.approx(2 * weights * 127 / 128, rel=1e-6)
+    assert scatter["network_ring_bytes"] == pytest.approx(scatter["bus_bytes"] / 8, rel=1e-6)

@@ -29,6 +29,8 @@ COMMANDS = (
     "budget",
     "sensitivity",
     "predict",
+    "compile_measured",
+    "validate_model",
     "collect",
     "evidence",
     "check",

@@ -71,6 +71,7 @@ wildcard_constraints:
     # the calibration target too: another target's prediction scales from its calibration
     gpu_target="|".join(dict.fromkeys([*PLAN.grid_targets, PLAN.calibration_target])),
     policy="|".join(PLAN.policies),
+    measured_run="|".join(re.escape(name) for name in PLAN.measured_runs) or "no-run",
 
 
 # Steps that only read JSON (and the predictions, which replay programs already compiled): on a
@@ -80,6 +81,7 @@ localrules:
     analytic,
     budget,
     predict,
+    validate_model,
     evidence_table,
     check_claims,
     report,

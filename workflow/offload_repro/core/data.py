@@ -32,7 +32,7 @@ def _where(data: Any, path: list[Any]) -> str:
     """ "row 3 (id 'x'), field 'a.b'" for a jsonschema error path (rows and claims by number and id)."""
     parts: list[str] = []
     rest = list(path)
-    if len(rest) >= 2 and rest[0] in ("rows", "claims") and isinstance(rest[1], int):
+    if len(rest) >= 2 and rest[0] in ("rows", "claims", "runs") and isinstance(rest[1], int):
         items = data.get(rest[0]) if isinstance(data, dict) else None
         item = items[rest[1]] if isinstance(items, list) else None
         item_id = item.get("id") if isinstance(item, dict) else None
@@ -257,9 +257,14 @@ def _derived(spec: dict[str, Any], path: Path) -> dict[str, Any]:
     return spec
 
 
-def load_target(name: str, directory: Path = TARGET_DIR) -> Target:
+def load_target(name: str, directory: Path = TARGET_DIR, nodes: int | None = None) -> Target:
+    """The target of the file `name`; `nodes`: on that many nodes instead of the file's (a published
+    run elsewhere states its own)."""
     path = directory / f"{name}.yaml"
-    spec = _derived(_target_spec(name, directory), path)
+    spec = _target_spec(name, directory)
+    if nodes is not None and isinstance(spec.get("hardware"), dict):
+        spec["hardware"]["nodes"] = nodes
+    spec = _derived(spec, path)
     validate(spec, "target", path)
     if spec["name"] != name:
         raise DataError(f"{path}: field 'name': '{spec['name']}' differs from the file name '{name}'")

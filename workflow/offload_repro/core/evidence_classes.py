@@ -33,6 +33,13 @@ EVIDENCE = {
             " the model's measured error on pairs of the claim's kind; never overrides measured",
             "#9467bd",
         ),
+        EvidenceClass(
+            "validation",
+            "the step-time model against published runs measured elsewhere (NVIDIA's H100 MaxText runs), each"
+            " predicted from its program compiled here as it ran; judges no claim, but its error widens predicted"
+            " bands",
+            "#8c564b",
+        ),
     )
 }
 PUBLISHED_COLOUR = "#4c4c4c"

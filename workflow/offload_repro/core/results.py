@@ -26,6 +26,7 @@ KINDS = (
     "evidence",
     "verdicts",
     "preflight",
+    "validation",
 )
 
 

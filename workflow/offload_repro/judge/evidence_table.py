@@ -17,7 +17,8 @@ from offload_repro.judge.result_kinds import RESULT_KINDS
 SOURCE_FIELDS = ("row", "target", "status", "message", "failure")
 # Facts of a whole result that the report shows as they are (predicted evidence: its calibration,
 # its measured error and that of simpler models and other precisions, its cross-checks by
-# construction); absent from other kinds.
+# construction; validation evidence: its error tables, weak scaling, where the model is off, its
+# calibrations and how the runs were compiled); absent from other kinds.
 DETAIL_FIELDS = (
     "calibration",
     "uncalibrated",
@@ -26,6 +27,11 @@ DETAIL_FIELDS = (
     "by_precision",
     "ruled_out_precisions",
     "cross_checks",
+    "errors",
+    "weak_scaling",
+    "where_off",
+    "calibrations",
+    "compile",
 )
 
 

@@ -287,3 +287,40 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         seen.add("offload_gain", gain["gain"], "fraction", low=gain["low"], high=gain["high"], message=gain["by"])
         found += seen.observations
     return found
+
+
+def validation_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """Per published run measured elsewhere: its measured step, the step predicted under each
+    calibration (one run of its GPU and precision: central value, band and each setting as a series
+    point; every run in turn: its errors; across hardware), the simple model's beside it, and the
+    step's terms."""
+    found: list[Observation] = []
+    simple = result["errors"]["simple_model"]
+    for run in result["runs"]:
+        seen = Observer(run, source, "validation", run["run"], run["target"])
+        seen.status_line()
+        for name in ("source", "family", "model", "precision"):
+            seen.add(name, run.get(name))
+        seen.add("gpus", run["gpus"])
+        seen.add("measured_step_s", run["measured_step_s"], "s")
+        if run["status"] == "ok":
+            smallest = run["smallest"]
+            steps = smallest["step_s"]
+            present = [step for step in steps if step is not None]
+            if present:
+                seen.add("predicted_step_s", steps[0], "s", low=min(present), high=max(present))
+            for index, step in enumerate(steps):
+                seen.add("predicted_step_s", step, "s", at=float(index))
+            seen.add("calibrated_on", smallest["calibrated_on"])
+            seen.add("error", smallest["error"], "fraction")
+            seen.add("simple_model_error", smallest["by_model"].get(simple), "fraction")
+            seen.add("every_run_mean_abs_error", run["every_run"]["mean_abs"], "fraction")
+            seen.add("every_run_largest_abs_error", run["every_run"]["largest_abs"], "fraction")
+            seen.add("same_model_largest_abs_error", (run.get("same_model") or {}).get("largest_abs"), "fraction")
+            across = run.get("across_hardware") or {}
+            seen.add("across_hardware_step_s", (across.get("step_s") or [None])[0], "s")
+            seen.add("across_hardware_error", across.get("error"), "fraction")
+            for name, value in (run.get("breakdown") or {}).items():
+                seen.add(name, value, "s")
+        found += seen.observations
+    return found

@@ -135,6 +135,42 @@ def measured_error(
     return largest, f"±{largest:.1%}, the largest leave-one-out error of {family}'s {kind} pairs ({count})"
 
 
+def real_hardware_error(
+    family: str | None, runs: dict[str, dict[str, Any]], kinds: dict[str, Any]
+) -> tuple[float | None, str]:
+    """The largest error of the model calibrated on one measured run predicting another of the same
+    model and precision (the analogue of the source's rows, which compare settings of one model), over
+    the runs measured elsewhere of the kind experiments/validation.yaml states for the family; (None,
+    why) where none was predicted."""
+    kind = kinds.get(str(family))
+    if kind is None:
+        return None, f"no kind of measured run is stated for {family} (experiments/validation.yaml)"
+    errors = [
+        run["same_model_largest_abs_error"]
+        for run in runs.values()
+        if run.get("family") in kind["families"] and run.get("same_model_largest_abs_error") is not None
+    ]
+    if not errors:
+        return None, f"unmeasured on real hardware: no {kind['what']} run measured elsewhere was predicted"
+    largest = max(errors)
+    return largest, (
+        f"±{largest:.1%}, the largest error over {len(errors)} {kind['what']} runs measured on real GPUs, each"
+        " predicted from every other run of its model and precision"
+    )
+
+
+def larger_error(own: tuple[float | None, str], real: tuple[float | None, str]) -> tuple[float | None, str]:
+    """The error a band takes: the larger of the source rows' own and that of real hardware, saying which."""
+    (mine, my_why), (theirs, their_why) = own, real
+    if mine is None:  # unmeasured stays unmeasured: real hardware never stands in for the source rows' pairs
+        return mine, my_why
+    if theirs is None:  # no run of its kind measured elsewhere: its own, saying so where validation ran
+        return mine, f"{my_why}; {their_why}" if their_why else my_why
+    if theirs <= mine:
+        return mine, f"{my_why} (larger than on real hardware: {their_why})"
+    return theirs, f"{their_why} (larger than the source rows': {my_why})"
+
+
 def widened(value: float, error: float) -> Span:
     """Where a published value lies, given a prediction with leave-one-out error up to `error`."""
     return value / (1 + error), (value / (1 - error) if error < 1 else None)

@@ -34,5 +34,6 @@ RESULT_KINDS = {
         ResultKind("frontier", "compiled", observers.frontier_observations),
         ResultKind("budget", "compiled", observers.budget_observations),
         ResultKind("predicted", "predicted", observers.predicted_observations),
+        ResultKind("validation", "validation", observers.validation_observations),
     )
 }

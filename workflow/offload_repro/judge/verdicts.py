@@ -20,6 +20,7 @@ from typing import Any
 from offload_repro.core.data import DataError, Target, validate
 from offload_repro.core.evidence_classes import EVIDENCE
 from offload_repro.core.files import read_yaml
+from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.judge import prediction_verdicts, spread
 
 VERDICTS = ("pass", "fail", "inconclusive", "not-comparable", "error")
@@ -132,8 +133,12 @@ def judge_one(
     rule: dict[str, Any],
     candidates: list[EvidenceView],
     qualifying: dict[str, list[str]],
+    validation: EvidenceView | None = None,
+    kinds: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets."""
+    """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets;
+    `validation`: the runs measured elsewhere, whose error of the kinds `kinds` (experiments/validation.yaml)
+    a predicted band also takes."""
     check, kind = claim["check"], rule["evidence"]
     hardware = rule.get("hardware", "any")
     base: dict[str, Any] = {"evidence": kind, "hardware": hardware, "target": None, "source": None}
@@ -159,7 +164,7 @@ def judge_one(
     if errors:
         return base | {"verdict": "error", "reason": "; ".join(errors)}
     if kind == "predicted":
-        return base | _judge_predicted(claim, rule, evidence, observed_rows)
+        return base | _judge_predicted(claim, rule, evidence, observed_rows, validation, kinds or {})
     judgement = _evaluate(claim, rule, observed_rows)
     metric = check.get("metric")
     spreads = {
@@ -169,10 +174,16 @@ def judge_one(
 
 
 def _judge_predicted(
-    claim: dict[str, Any], rule: dict[str, Any], evidence: EvidenceView, observed_rows: dict[str, dict[str, Any]]
+    claim: dict[str, Any],
+    rule: dict[str, Any],
+    evidence: EvidenceView,
+    observed_rows: dict[str, dict[str, Any]],
+    validation: EvidenceView | None,
+    kinds: dict[str, Any],
 ) -> dict[str, Any]:
     """A speed claim by prediction: a calibration that is not the claim's own value, the band that
-    the model's measured error gives, and a verdict no stronger than that band
+    the model's measured error gives (the larger of the source rows' and, where runs measured
+    elsewhere were predicted, that of runs of its kind), and a verdict no stronger than that band
     (judge/prediction_verdicts.py)."""
     calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows)
     if calibrated_on is None:
@@ -183,8 +194,12 @@ def _judge_predicted(
     if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
         return judgement | {"metric": metric, "note": basis}
     errors, whys = {}, {}
+    runs = validation.rows if validation else {}
     for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
-        errors[pair], why = prediction_verdicts.measured_error(claim, evidence.rows, pair)
+        own = prediction_verdicts.measured_error(claim, evidence.rows, pair)
+        family = evidence.rows[pair[0]].get("family")
+        real = prediction_verdicts.real_hardware_error(family, runs, kinds) if runs else (None, "")
+        errors[pair], why = prediction_verdicts.larger_error(own, real)
         whys[pair] = f"{pair[0]} against {pair[1]}: {why}" if len(claim["check"]["rows"]) > 2 else why
     note = f"{basis}; {'; '.join(dict.fromkeys(whys.values()))}"
     unmeasured = [whys[pair] for pair, error in errors.items() if error is None]
@@ -301,9 +316,13 @@ def check_claims(
     qualifying: dict[str, list[str]],
 ) -> dict[str, Any]:
     results = []
+    validation = next((view for view in candidates if view.evidence == "validation"), None)
+    kinds = load_validation()["kinds"] if validation else {}
     for claim in claims:
         judgements = [
-            judge_one(claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying)
+            judge_one(
+                claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying, validation, kinds
+            )
             for rule in claim["judged_by"]
         ]
         verdict = overall(judgements)

@@ -18,12 +18,17 @@ from offload_repro.cluster.slurm import container_for, job_resources, preflight_
 from offload_repro.core.assumptions import check_ids, variants
 from offload_repro.core.data import DataError, Row, Target, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.measured_elsewhere import load_measured
 from offload_repro.core.variants import variant_id
 
 READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
 TARGETS_DIR = "experiments/targets"
 # Once written, these keep their stage in every later run (see the module's docstring).
-KEPT_BY = {"whatif": "results/whatif/budget.json", "assumptions": "results/whatif/assumptions.json"}
+KEPT_BY = {
+    "whatif": "results/whatif/budget.json",
+    "assumptions": "results/whatif/assumptions.json",
+    "validation": "results/validation/model.json",
+}
 
 
 def as_bool(value: Any) -> bool:
@@ -54,6 +59,8 @@ class Plan:
     target_files: list[str]  # every target file: the hardware classes claims are judged by come from them
     whatif: bool  # the what-if grid and capacity frontier
     sensitivity: bool  # each alternative assumption compiled
+    validation: bool  # the step-time model against published runs measured elsewhere
+    measured_runs: dict[str, str]  # run id -> its target (experiments/measured-elsewhere/), with validation
     kept: dict[str, str] = field(default_factory=dict)  # stage -> the result that keeps it on
 
     @property
@@ -192,6 +199,8 @@ def make_plan(
     kept = {stage: f"{path} exists" for stage, path in KEPT_BY.items() if exists(path) and not as_bool(config[stage])}
     whatif = as_bool(config["whatif"]) or "whatif" in kept
     sensitivity = as_bool(config["assumptions"]) or "assumptions" in kept
+    validation = as_bool(config["validation"]) or "validation" in kept
+    measured = {run.id: run.target for run in load_measured()} if validation else {}
     found_whatif = whatif_targets(config["frontier_targets"]) if whatif else []
     grid = [compile_target.name, *[name for name in found_whatif if name != compile_target.name]]
     slurm_gpu = target.kind == "gpu" and target.launcher == "slurm"
@@ -209,6 +218,8 @@ def make_plan(
     if whatif:
         evidence["frontier"] = [f"results/whatif/{name}/frontier-{p}.json" for name in frontiers for p in policies]
         evidence["budget"] = ["results/whatif/budget.json"]
+    if validation:
+        evidence["validation"] = ["results/validation/model.json"]
     if target.kind == "gpu" and target.launcher == "local":  # a single local GPU also measures its host link
         evidence["probe"] = [f"results/{target.name}/probe.json"]
 
@@ -231,5 +242,7 @@ def make_plan(
         target_files=sorted(f"{TARGETS_DIR}/{path.name}" for path in (REPO_ROOT / TARGETS_DIR).glob("*.yaml")),
         whatif=whatif,
         sensitivity=sensitivity,
+        validation=validation,
+        measured_runs=measured,
         kept=kept,
     )

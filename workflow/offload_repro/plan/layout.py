@@ -24,6 +24,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("produce", "produce/measured"),
     ("produce/compiled",),
     ("produce/predicted", "produce/whatif"),
+    ("produce/validation",),
     ("judge",),
     ("present",),
     ("commands",),

@@ -351,3 +351,48 @@ def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str)
         .facet(row=alt.Row("table:N", title=None), title=title)
         .resolve_scale(y="independent")
     )
+
+
+def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
+    """Each run measured elsewhere: its predicted step (one run of its GPU and precision calibrating)
+    against its measured step, with the line y = x."""
+    records = [
+        {
+            "run": line["run"],
+            "measured": line["measured_step_s"],
+            "predicted": line["predicted_step_s"],
+            "precision": line["precision"],
+            "model": line["model"],
+            "error": line["error"],
+        }
+        for line in lines
+        if line.get("predicted_step_s") is not None
+    ]
+    if not records:
+        return None
+    data = pd.DataFrame(records)
+    top = max(max(data["measured"]), max(data["predicted"])) * 1.05
+    diagonal = alt.Chart(pd.DataFrame({"x": [0.0, top], "y": [0.0, top]})).mark_line(color="#999", strokeDash=[4, 4])
+    diagonal = diagonal.encode(x="x:Q", y="y:Q")
+    points = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=70)
+        .encode(
+            x=alt.X("measured:Q", title="measured step, s", scale=alt.Scale(domain=[0, top])),
+            y=alt.Y("predicted:Q", title="predicted step, s", scale=alt.Scale(domain=[0, top])),
+            color=alt.Color("precision:N", title="precision"),
+            shape=alt.Shape("model:N", title="model"),
+            tooltip=[
+                "run",
+                alt.Tooltip("measured:Q", format=".3f"),
+                alt.Tooltip("predicted:Q", format=".3f"),
+                alt.Tooltip("error:Q", format="+.1%"),
+            ],
+        )
+    )
+    title = titled(
+        "The step-time model against published runs measured elsewhere",
+        "Each run's step predicted from its program compiled here, the model calibrated on one run (the smallest) of"
+        " its GPU and precision; on the dashed line the prediction is the measurement.",
+    )
+    return alt.layer(diagonal, points).properties(width=360, height=360, title=title)

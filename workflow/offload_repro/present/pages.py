@@ -26,7 +26,7 @@ from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.observation import Observation
 from offload_repro.core.results import read_result
 from offload_repro.judge.spread import range_text, tolerance_text
-from offload_repro.present import charts
+from offload_repro.present import charts, measured_runs
 from offload_repro.present.target_command import snakemake_command
 
 TEMPLATE_DIR = REPO_ROOT / "report"
@@ -620,6 +620,9 @@ def render_target(
     prediction = next(
         (s for s in sources if s["kind"] == "predicted" and s["target"] == verdicts["compile_target"]), None
     )
+    measured = measured_runs.section(observations, sources)
+    chart = charts.measured_against_predicted(measured["runs"]) if measured else None
+    measured_chart = inline_spec("measured-runs", chart) if chart is not None else None
     families = ((prediction or {}).get("model_error") or {}).get("families") or {}
     errors = {family: f["largest_abs"] for family, f in families.items() if f["largest_abs"] is not None}
     html = (
@@ -637,6 +640,8 @@ def render_target(
             speed=speed(
                 rows, lookup, verdicts, sources, verdicts["compile_target"], target.name == verdicts["compile_target"]
             ),
+            measured_runs=measured,
+            measured_chart=measured_chart,
             assumptions=assumptions_section(
                 read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts
             ),

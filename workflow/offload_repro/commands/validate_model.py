@@ -1,0 +1,44 @@
+"""The step-time model against every published run measured elsewhere: predicted from each run's
+compiled program, calibrated three ways, against its measured step."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from offload_repro.commands import arguments
+from offload_repro.core.data import load_target
+from offload_repro.core.measured_elsewhere import load_measured, load_validation
+from offload_repro.core.results import read_result, write_result
+from offload_repro.produce.predicted.target_rates import load_speed
+from offload_repro.produce.validation.against_measured import validate_model
+
+PARENTS = (arguments.OUT,)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--calibrated-by", type=Path, help="the source's prediction on its own hardware (calibration (c))"
+    )
+    parser.add_argument("compiled", nargs="+", type=Path, help="each run's compiled result")
+
+
+def run(args: argparse.Namespace) -> int:
+    speed = load_speed()
+    compiled = {}
+    for path in args.compiled:
+        result = read_result(path, "compile")
+        compiled[result["row"]] = result
+    source = read_result(args.calibrated_by, "predicted") if args.calibrated_by else None
+    calibration_target = load_target(speed["calibration"]["target"])
+    found = validate_model(load_measured(), compiled, speed, load_validation(), source, calibration_target)
+    written = write_result(args.out, "validation", found)
+    model = written["errors"]["by_model"][written["errors"]["model"]]["smallest"]
+    simple = written["errors"]["by_model"][written["errors"]["simple_model"]]["smallest"]
+    predicted = sum(1 for r in written["runs"] if r["status"] == "ok")
+    print(
+        f"validation: {predicted} of {len(written['runs'])} runs predicted; one run per GPU and precision calibrating:"
+        f" mean {model['mean_abs']:.1%}, largest {model['largest_abs']:.1%}"
+        f" (counted FLOPs over one rate: {simple['mean_abs']:.1%}, {simple['largest_abs']:.1%})"
+    )
+    return 0

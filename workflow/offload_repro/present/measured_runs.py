@@ -1,0 +1,60 @@
+"""The page's section on the step-time model against published runs measured elsewhere: each run's
+measured and predicted step, the error tables, the weak scaling and where the model is off, as the
+validation stage recorded them (nothing is computed here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+RUN_METRICS = (
+    "source",
+    "model",
+    "precision",
+    "gpus",
+    "measured_step_s",
+    "predicted_step_s",
+    "calibrated_on",
+    "error",
+    "simple_model_error",
+    "every_run_mean_abs_error",
+    "every_run_largest_abs_error",
+    "across_hardware_step_s",
+    "across_hardware_error",
+    "step_s",
+    "compute_s",
+    "memory_bound_s",
+    "exposed_collective_s",
+    "exposed_network_s",
+)
+
+
+def runs(observations: pd.DataFrame) -> list[dict[str, Any]]:
+    """One line per run: its metrics, its status and the band of its predicted step."""
+    chosen = observations[(observations["evidence"] == "validation") & observations["at"].isna()]
+    lines: dict[str, dict[str, Any]] = {}
+    for o in chosen.itertuples():
+        line = lines.setdefault(o.row, {"run": o.row, "target": o.target, **dict.fromkeys(RUN_METRICS)})
+        if o.metric == "status":
+            line["status"], line["message"] = o.value, o.message
+        elif o.metric in RUN_METRICS:
+            line[o.metric] = o.value
+            if o.metric == "predicted_step_s":
+                line["low"], line["high"] = o.low, o.high
+    return sorted(lines.values(), key=lambda line: (str(line["source"]), str(line["precision"]), line["gpus"] or 0))
+
+
+def section(observations: pd.DataFrame, sources: list[dict[str, Any]]) -> dict[str, Any] | None:
+    source = next((s for s in sources if s["kind"] == "validation"), None)
+    if source is None:
+        return None
+    return {
+        "runs": runs(observations),
+        "errors": source["errors"],
+        "weak_scaling": source["weak_scaling"],
+        "where_off": source["where_off"],
+        "calibrations": source["calibrations"],
+        "compile": source["compile"],
+        "file": source["file"],
+    }

@@ -1,0 +1,395 @@
+"""The step-time model against runs measured elsewhere: each run's compiled program replayed by the
+same model and code as the source's rows (produce/predicted/), its step predicted and set against
+the step it measured.
+
+Calibrated as a user would, with no parameter per run: one compute rate per GPU and precision,
+- (a) fitted on one run, the smallest of its GPU and precision, predicting every other;
+- (b) every run of a GPU and precision in turn calibrating, predicting the others (every pair);
+- (c) across hardware: the source's own calibration (its share of the dense peak on the source's
+  hardware) carried to the runs' GPU by the targets' cited peaks and bandwidths.
+Beside the full model, the simpler models of its ablation (leave_one_out.MODELS), each calibrated
+the same ways, so that each term shows what it earns on real hardware; the simplest, counted FLOPs
+over one rate, is the model to beat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from offload_repro.core.data import DataError, Target
+from offload_repro.core.measured_elsewhere import MeasuredRun, target_for
+from offload_repro.produce.predicted import step_model
+from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
+from offload_repro.produce.predicted.prediction import network_shape, read_program
+from offload_repro.produce.predicted.target_rates import peak_flops, rates, replayed, settings
+
+CALIBRATIONS = ("smallest", "every_run", "across_hardware")
+SIMPLE = MODELS[0][0]  # counted FLOPs over one rate
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A run with its program, ready to replay."""
+
+    run: MeasuredRun
+    target: Target
+    program: dict[str, Any]
+
+    @property
+    def group(self) -> tuple[str, str]:
+        """GPU and precision: what one rate is fitted for."""
+        return self.run.target, self.run.precision
+
+    def step_s(self, rate: float, setting: Any, speed: dict[str, Any], free: tuple[str, ...] = ()) -> float:
+        at = rates(self.target, rate, setting, self.run.precision, speed).free(*free)
+        return step_model.step_seconds(replayed(self.program, at), self.program["entry"], at)
+
+    def calibrate(self, setting: Any, speed: dict[str, Any], free: tuple[str, ...] = ()) -> float | None:
+        """The compute rate at which this run's predicted step is its measured one; None where no rate
+        within the precision's dense peak reaches it."""
+        at = rates(self.target, 1.0, setting, self.run.precision, speed).free(*free)
+        measured = self.program["model_flops"] / self.run.step_seconds
+        try:
+            rate = step_model.calibrate(
+                replayed(self.program, at), self.program["entry"], self.program["model_flops"], measured, at
+            )
+        except ValueError:
+            return None
+        peak = peak_flops(self.target, self.run.precision, speed)
+        return None if peak and rate > peak else rate
+
+
+def read_measured(
+    runs: list[MeasuredRun], compiled: dict[str, dict[str, Any]], speed: dict[str, Any]
+) -> tuple[dict[str, Measured], dict[str, dict[str, Any]]]:
+    """(run id -> run with its program, run id -> why it has no prediction); a program shared by
+    several runs is read once."""
+    found: dict[str, Measured] = {}
+    failed: dict[str, dict[str, Any]] = {}
+    programs: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        result = compiled.get(run.id)
+        if result is None:
+            failed[run.id] = {"status": "error", "message": "not compiled"}
+        elif result["status"] != "ok":
+            failed[run.id] = {"status": "error", "message": f"no compiled program: {result.get('message')}"}
+        elif not result["fits"]:
+            failed[run.id] = {
+                "status": "oom",
+                "message": f"out of memory as compiled ({-result['margin_gib']:.1f} GiB over)",
+            }
+        else:
+            target = target_for(run)
+            key = result["program"]["key"]
+            if key not in programs:
+                programs[key] = read_program(result, network_shape(target, speed))
+            found[run.id] = Measured(run, target, programs[key])
+    return found, failed
+
+
+def error(predicted_s: float, measured_s: float) -> float:
+    return predicted_s / measured_s - 1
+
+
+def smallest_of(group: list[Measured]) -> Measured:
+    return min(group, key=lambda entry: (entry.run.gpus, entry.run.id))
+
+
+def groups(measured: dict[str, Measured]) -> dict[tuple[str, str], list[Measured]]:
+    found: dict[tuple[str, str], list[Measured]] = {}
+    for entry in measured.values():
+        found.setdefault(entry.group, []).append(entry)
+    return found
+
+
+def calibrated_pairs(
+    group: list[Measured], speed: dict[str, Any], free: tuple[str, ...], calibrators: list[Measured]
+) -> list[dict[str, Any]]:
+    """Each of `calibrators` fitted at the central setting (with `free` terms left out), predicting
+    every other run of its group."""
+    central = settings(speed)[0]
+    pairs = []
+    for calibrating in calibrators:
+        rate = calibrating.calibrate(central, speed, free)
+        if rate is None:
+            continue
+        for predicted in group:
+            if predicted is calibrating:
+                continue
+            step = predicted.step_s(rate, central, speed, free)
+            pairs.append(
+                {
+                    "calibrated_on": calibrating.run.id,
+                    "predicted": predicted.run.id,
+                    "measured_step_s": predicted.run.step_seconds,
+                    "predicted_step_s": step,
+                    "error": error(step, predicted.run.step_seconds),
+                }
+            )
+    return pairs
+
+
+def by_calibration(
+    measured: dict[str, Measured], speed: dict[str, Any], free: tuple[str, ...] = ()
+) -> dict[str, list[dict[str, Any]]]:
+    """The pairs of calibrations (a) and (b) for one model (its `free` terms left out)."""
+    found: dict[str, list[dict[str, Any]]] = {"smallest": [], "every_run": []}
+    for group in groups(measured).values():
+        found["smallest"] += calibrated_pairs(group, speed, free, [smallest_of(group)])
+        found["every_run"] += calibrated_pairs(group, speed, free, group)
+    return found
+
+
+def summary(pairs: list[dict[str, Any]], key: Callable[[dict[str, Any]], str] | None = None) -> dict[str, Any]:
+    """Mean absolute and largest error over the pairs, in all and, with `key`, per key."""
+    found: dict[str, Any] = {**summarised([abs(p["error"]) for p in pairs]), "pairs": len(pairs)}
+    if key:
+        keys = sorted({key(p) for p in pairs})
+        found["by"] = {
+            k: {
+                **summarised([abs(p["error"]) for p in pairs if key(p) == k]),
+                "pairs": sum(1 for p in pairs if key(p) == k),
+            }
+            for k in keys
+        }
+    return found
+
+
+def across_hardware(
+    measured: dict[str, Measured], speed: dict[str, Any], source: dict[str, Any], calibration_target: Target
+) -> dict[str, dict[str, Any]]:
+    """(c) Each run at the source's default calibration of its family, carried by share of peak:
+    its step at every setting (None where the calibration reaches no rate there)."""
+    found = {}
+    for run_id, entry in measured.items():
+        family = entry.run.family
+        row = speed["calibration"]["rows"].get(family)
+        by_precision = (source.get("calibration") or {}).get(family) or {}
+        # the source's default precision for the family: its first listed
+        precision = next(iter(speed["precision"]["families"].get(family, [])), None)
+        calibration = (by_precision.get(precision) or {}).get(row)
+        if calibration is None:
+            continue
+        carried = rates_from(calibration, entry.target, calibration_target, entry.run.precision, speed)
+        if not carried:
+            continue
+        steps = [
+            entry.step_s(rate, setting, speed) if rate else None
+            for rate, setting in zip(carried, settings(speed), strict=True)
+        ]
+        found[run_id] = {
+            "calibrated_on": f"{calibration_target.name}/{row}",
+            "calibration_precision": precision,
+            "share_of_peak": calibration["by_setting"][0]["share_of_peak"],
+            "step_s": steps,
+        }
+    return found
+
+
+def band(entry: Measured, calibrating: Measured, speed: dict[str, Any]) -> list[float | None]:
+    """`entry`'s step at every setting, the model calibrated on `calibrating` at that setting."""
+    steps = []
+    for setting in settings(speed):
+        rate = calibrating.calibrate(setting, speed)
+        steps.append(entry.step_s(rate, setting, speed) if rate else None)
+    return steps
+
+
+def weak_scaling(
+    measured: dict[str, Measured], pairs_of: dict[str, dict[str, list[dict[str, Any]]]]
+) -> list[dict[str, Any]]:
+    """Per source and precision: the measured rise of the step from the fewest to the most GPUs, and
+    the rise each model predicts under calibration (a)."""
+    found = []
+    by_source: dict[tuple[str, str], list[Measured]] = {}
+    for entry in measured.values():
+        by_source.setdefault((entry.run.source, entry.run.precision), []).append(entry)
+    for (source, precision), entries in sorted(by_source.items()):
+        first = min(entries, key=lambda e: e.run.gpus)
+        last = max(entries, key=lambda e: e.run.gpus)
+        if first is last:
+            continue
+        rise: dict[str, float | None] = {}
+        for model, pairs in pairs_of.items():
+            steps = {p["predicted"]: p["predicted_step_s"] for p in pairs["smallest"]}
+            for p in pairs["smallest"]:  # the calibrating run's own step is its measured one, by construction
+                steps.setdefault(p["calibrated_on"], measured[p["calibrated_on"]].run.step_seconds)
+            a, b = steps.get(first.run.id), steps.get(last.run.id)
+            rise[model] = b / a - 1 if a and b else None
+        found.append(
+            {
+                "source": source,
+                "precision": precision,
+                "from": {"run": first.run.id, "gpus": first.run.gpus, "measured_step_s": first.run.step_seconds},
+                "to": {"run": last.run.id, "gpus": last.run.gpus, "measured_step_s": last.run.step_seconds},
+                "measured_rise": last.run.step_seconds / first.run.step_seconds - 1,
+                "predicted_rise": rise,
+            }
+        )
+    return found
+
+
+def where_off(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per GPU and precision, the run calibration (a) predicts worst, and the term of the step beside
+    compute whose share differs most from that in the run it was calibrated on: where the model is
+    off, and which term carries it."""
+    by_id = {row["run"]: row for row in rows if row["status"] == "ok"}
+    worst: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in by_id.values():
+        key = (row["target"], row["precision"])
+        if row["smallest"]["error"] is not None and abs(row["smallest"]["error"]) > abs(
+            worst.get(key, {}).get("smallest", {}).get("error") or 0
+        ):
+            worst[key] = row
+    found = []
+    for (target, precision), row in sorted(worst.items()):
+        calibrating = by_id[row["smallest"]["calibrated_on"]]
+        mine, theirs = row["breakdown"], calibrating["breakdown"]
+        if not mine or not theirs:
+            continue
+        # compute's share is what the others leave: the term is the one beside it that moved most
+        term = max(step_model.TERMS[1:], key=lambda t: abs(mine[t] / mine["step_s"] - theirs[t] / theirs["step_s"]))
+        found.append(
+            {
+                "target": target,
+                "precision": precision,
+                "run": row["run"],
+                "error": row["smallest"]["error"],
+                "calibrated_on": calibrating["run"],
+                "term": term,
+                "term_s": mine[term],
+                "step_s": mine["step_s"],
+                "calibrating_term_s": theirs[term],
+                "calibrating_step_s": theirs["step_s"],
+            }
+        )
+    return found
+
+
+def identity(run: MeasuredRun) -> dict[str, Any]:
+    """What a run's line says of the run itself, predicted or not."""
+    return {
+        "run": run.id,
+        "source": run.source,
+        "target": run.target,
+        "family": run.family,
+        "model": run.model,
+        "precision": run.precision,
+        "gpus": run.gpus,
+        "nodes": run.nodes,
+        "measured_step_s": run.step_seconds,
+        "citation": run.citation,
+    }
+
+
+def run_line(
+    entry: Measured,
+    calibrating: Measured,
+    pairs_of: dict[str, dict[str, list[dict[str, Any]]]],
+    across: dict[str, Any] | None,
+    speed: dict[str, Any],
+    models: dict[str, str],
+) -> dict[str, Any]:
+    """A predicted run: its step under calibration (a) at every setting and by every model of the
+    ablation, its errors under (b) (from every run, and from runs of its own model: `models`, run id
+    -> model) and (c), and its step's terms at the central setting."""
+    run = entry.run
+    own = {name: [p for p in pairs["smallest"] if p["predicted"] == run.id] for name, pairs in pairs_of.items()}
+    every = [p for p in pairs_of[MODELS[-1][0]]["every_run"] if p["predicted"] == run.id]
+    mine = [p for p in every if models[p["calibrated_on"]] == run.model]
+    steps = band(entry, calibrating, speed)
+    central = calibrating.calibrate(settings(speed)[0], speed)
+    at = rates(entry.target, central, settings(speed)[0], run.precision, speed) if central else None
+    return {
+        **identity(run),
+        "status": "ok",
+        "message": None,
+        "model_tflops": entry.program["model_flops"] / 1e12,
+        "counted_tflops": (entry.program["flops"].total - entry.program["flops"].unspent) / 1e12,
+        "smallest": {
+            "calibrated_on": calibrating.run.id,
+            "step_s": steps,
+            "error": error(steps[0], run.step_seconds) if steps[0] else None,
+            # the calibrating run predicts itself exactly, by construction
+            "by_model": {
+                name: found[0]["error"] if found else (0.0 if calibrating is entry else None)
+                for name, found in own.items()
+            },
+        },
+        "every_run": {"pairs": len(every), **summarised([abs(p["error"]) for p in every])},
+        # calibrated on a run of its own model (and precision): the analogue of the source's rows,
+        # which compare settings of one model
+        "same_model": {"pairs": len(mine), **summarised([abs(p["error"]) for p in mine])},
+        "across_hardware": across
+        and {**across, "error": error(across["step_s"][0], run.step_seconds) if across["step_s"][0] else None},
+        "breakdown": step_model.breakdown(replayed(entry.program, at), entry.program["entry"], at) if at else None,
+    }
+
+
+def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How the runs were compiled here, and the flags of theirs this XLA no longer knows."""
+    dropped = {
+        flag
+        for result in compiled.values()
+        for flag in (result.get("measured_elsewhere") or {}).get("dropped_unknown_flags", [])
+    }
+    return {
+        **{key: validation["compile"][key] for key in ("substitutions", "compile_only_flags", "one_slice")},
+        "dropped_unknown_flags": sorted(dropped),
+    }
+
+
+def validate_model(
+    runs: list[MeasuredRun],
+    compiled: dict[str, dict[str, Any]],
+    speed: dict[str, Any],
+    validation: dict[str, Any],
+    source: dict[str, Any] | None,
+    calibration_target: Target | None,
+) -> dict[str, Any]:
+    measured, failed = read_measured(runs, compiled, speed)
+    if not measured:
+        raise DataError("no measured run compiled and fits: nothing to validate the model against")
+    full = MODELS[-1][0]
+    pairs_of = {name: by_calibration(measured, speed, free) for name, free in MODELS}
+    carried = across_hardware(measured, speed, source, calibration_target) if source and calibration_target else {}
+    smallest = {group: smallest_of(entries) for group, entries in groups(measured).items()}
+    models = {run.id: run.model for run in runs}
+    rows = [
+        run_line(measured[run.id], smallest[measured[run.id].group], pairs_of, carried.get(run.id), speed, models)
+        if run.id in measured
+        else {**identity(run), **failed[run.id]}
+        for run in runs
+    ]
+
+    def kind(pair: dict[str, Any]) -> str:
+        return f"{measured[pair['predicted']].run.precision} {measured[pair['predicted']].run.model}"
+
+    across_pairs = [
+        {"predicted": run_id, "error": error(found["step_s"][0], measured[run_id].run.step_seconds)}
+        for run_id, found in carried.items()
+        if found["step_s"][0]
+    ]
+    return {
+        "evidence": "validation",
+        "status": "ok",
+        "message": None,
+        "runs": rows,
+        "calibrations": {name: dict(validation["calibrations"][name]) for name in CALIBRATIONS},
+        "errors": {
+            "model": full,
+            "simple_model": SIMPLE,
+            "by_model": {
+                name: {calibration: summary(pairs[calibration], key=kind) for calibration in ("smallest", "every_run")}
+                for name, pairs in pairs_of.items()
+            },
+            "across_hardware": summary(across_pairs, key=kind),
+        },
+        "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
+        "weak_scaling": weak_scaling(measured, pairs_of),
+        "where_off": where_off(rows),
+        "settings": [list(setting) for setting in settings(speed)],
+        "compile": compile_record(validation, compiled),
+    }
