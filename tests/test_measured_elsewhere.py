@@ -99,3 +99,74 @@ def test_the_validation_stage_dry_runs_with_a_job_per_published_run(tmp_path):
     assert done.stdout.count("rule compile_measured:") == 22
     assert "results/validation/compiled/llama3-70b-fp8-2048gpu.json" in done.stdout
     assert "rule validate_model:" in done.stdout or "localrule validate_model:" in done.stdout
+
+
+def synthetic(run_id: str, gpus: int, step_s: float, flops: float, collective_bytes: int):
+    """A run whose program is one compute event and one synchronous collective (its bus bytes)."""
+    from types import SimpleNamespace
+
+    from offload_repro.core.measured_elsewhere import MeasuredRun
+    from offload_repro.produce.predicted.step_model import Event
+    from offload_repro.produce.validation.against_measured import Measured
+
+    run = MeasuredRun(
+        id=run_id,
+        source="someone-llama",
+        source_file="x.yaml",
+        target="h100-sxm",
+        family="llama",
+        model="llama3-70b",
+        precision="bfloat16",
+        gpus=gpus,
+        nodes=gpus // 8,
+        maxtext={},
+        xla_flags=[],
+        environment={},
+        not_compiled=[],
+        step_seconds=step_s,
+        citation={},
+        container="",
+    )
+    events = {
+        "main": [
+            Event("compute", flops=int(flops)),
+            Event("transfer", channel="collective", bytes=collective_bytes, what="all-gather", key="ag"),
+        ]
+    }
+    program = {
+        "events": events,
+        "ideal_events": events,
+        "entry": "main",
+        "model_flops": flops,
+        "flops": SimpleNamespace(total=flops, unspent=0),
+    }
+    return Measured(run, target_for(run), program)
+
+
+def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_by_hand():
+    """Calibration (a): the run with the fewest GPUs fits the rate; a run whose collective is larger
+    is predicted slower by exactly that collective's time at NVLink's cited rate x the central link
+    efficiency (no network: one NVLink domain is all a synchronous transfer event names here)."""
+    from offload_repro.produce.predicted.target_rates import load_speed, settings
+    from offload_repro.produce.validation.against_measured import calibrated_pairs, smallest_of, weak_scaling
+
+    speed = load_speed()
+    link = speed["link_efficiency"]["central"] * 450e9  # NVLink 4: 900 GB/s both ways
+    small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
+    large = synthetic("a-512gpu", 512, step_s=11.0, flops=5e15, collective_bytes=int(90e9))
+    group = [large, small]
+    assert smallest_of(group) is small
+    rate = small.calibrate(settings(speed)[0], speed)
+    assert rate == pytest.approx(5e15 / (10.0 - 45e9 / link), rel=1e-9)
+    (pair,) = calibrated_pairs(group, speed, (), [small])
+    expected = 5e15 / rate + 90e9 / link
+    assert pair["predicted"] == "a-512gpu" and pair["predicted_step_s"] == pytest.approx(expected, rel=1e-9)
+    assert pair["error"] == pytest.approx(expected / 11.0 - 1, rel=1e-9)
+    # counted FLOPs over one rate (every transfer free) predicts the same step at every scale
+    (flat,) = calibrated_pairs(group, speed, ("hbm", "host", "collective"), [small])
+    assert flat["predicted_step_s"] == pytest.approx(10.0, rel=1e-9)
+    pairs = {"full": {"smallest": [pair]}, "flat": {"smallest": [flat]}}
+    (scaling,) = weak_scaling({m.run.id: m for m in group}, pairs)
+    assert scaling["measured_rise"] == pytest.approx(0.1)
+    assert scaling["predicted_rise"]["flat"] == pytest.approx(0.0, abs=1e-12)
+    assert scaling["predicted_rise"]["full"] == pytest.approx(expected / 10.0 - 1, rel=1e-9)

@@ -358,11 +358,13 @@ def test_every_maxtext_process_of_the_main_job_forked_from_the_server(main_job):
 def test_the_fork_server_setting_reaches_exactly_the_maxtext_commands(tmp_path):
     """config fork_server -> a parameter of the rules that start MaxText processes -> their
     command lines' --fork-server (no environment variable carries it)."""
-    done = snakemake(copy_workflow(tmp_path), "-n", "-p", "--config", "whatif=True", "assumptions=True")
+    done = snakemake(
+        copy_workflow(tmp_path), "-n", "-p", "--config", "whatif=True", "assumptions=True", "validation=True"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     commands = re.findall(r"-m offload_repro\.cli (\w+)(.*)", done.stdout + done.stderr)
     forked = {command for command, rest in commands if "--fork-server" in rest}
-    assert forked == {"run", "compile", "frontier", "sensitivity"}
+    assert forked == {"run", "compile", "frontier", "sensitivity", "compile_measured"}
     assert all("--fork-server" in rest for command, rest in commands if command in forked)
 
 

@@ -30,7 +30,7 @@ TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
 COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
 CLAIMS_FILE = "experiments/claims.yaml"
 
-# The MaxText processes of run_row (CPU rows), compile_row, compile_variant, frontier and
+# The MaxText processes of run_row (CPU rows), compile_row, compile_variant, compile_measured, frontier and
 # sensitivity fork from one server per machine that imported MaxText once
 # (workflow/offload_repro/core/forkserver.py; a plain process wherever it cannot), or each start
 # on their own: a parameter of those rules, given to their command lines. It changes how a

@@ -18,8 +18,9 @@ rule compile_measured:
         mem_mb=3000,
     params:
         programs=lambda wildcards: f"results/programs/{PLAN.measured_runs[wildcards.measured_run]}",
+        fork_server=fork_server,
     shell:
-        f"{CLI} compile_measured --run {{wildcards.measured_run}} --out {{output}}"
+        f"{CLI} compile_measured {{params.fork_server}} --run {{wildcards.measured_run}} --out {{output}}"
         f" --work-dir results/validation/work/{{wildcards.measured_run}} --programs {{params.programs}} {LOGGED}"
 
 

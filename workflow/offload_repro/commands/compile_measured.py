@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offload_repro.commands import arguments
+from offload_repro.commands import arguments, fork_server_option
 from offload_repro.core.data import DataError
 from offload_repro.core.measured_elsewhere import load_measured
 from offload_repro.produce.validation.compile_run import compile_measured
 
-PARENTS = (arguments.OUT, arguments.WORK_DIR)
+PARENTS = (arguments.OUT, arguments.WORK_DIR, fork_server_option.FORK_SERVER)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +22,9 @@ def run(args: argparse.Namespace) -> int:
     found = [run for run in load_measured() if run.id == args.run]
     if not found:
         raise DataError(f"experiments/measured-elsewhere/: no run '{args.run}'")
-    result = compile_measured(found[0], args.out, args.work_dir, args.programs)
+    result = compile_measured(
+        found[0], args.out, args.work_dir, args.programs, launcher=fork_server_option.launcher(args)
+    )
     verdict = "fits" if result.get("fits") else "out of memory"
     dropped = result["measured_elsewhere"]["dropped_unknown_flags"]
     print(

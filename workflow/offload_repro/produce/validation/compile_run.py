@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core.measured_elsewhere import MeasuredRun, compiled_as, load_validation, target_for
+from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
 from offload_repro.produce.compiled.compiled_row import compile_result
 from offload_repro.produce.compiled.program_cache import compile_overrides, program_for
@@ -16,14 +17,23 @@ from offload_repro.produce.validation.xla_flags import unknown_flags
 
 
 def compile_measured(
-    run: MeasuredRun, out_json: Path, work_dir: Path, programs: Path | None, python: str = sys.executable
+    run: MeasuredRun,
+    out_json: Path,
+    work_dir: Path,
+    programs: Path | None,
+    python: str = sys.executable,
+    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
+    """Compile the run (or take its program from the cache `programs`) and write its result;
+    `launcher`: how the compile's process starts."""
     validation = load_validation()
     target = target_for(run)
     unknown = unknown_flags(run.xla_flags, python)
     compiled = compiled_as(run, target, validation, unknown)
     overrides = compile_overrides(compiled.row, target)
-    program, program_file, cached = program_for(compiled.row, target, work_dir, programs, python, overrides=overrides)
+    program, program_file, cached = program_for(
+        compiled.row, target, work_dir, programs, python, launcher=launcher, overrides=overrides
+    )
     result = compile_result(compiled.row, target, program, program_file, cached, overrides)
     result["measured_elsewhere"] = {
         "source": run.source,
