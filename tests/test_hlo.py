@@ -1,8 +1,12 @@
-"""Reading host offload out of compiled HLO text (a trimmed excerpt of a real GB200 compile)."""
+"""Reading compiled HLO text: the bytes of its arrays, and host offload (a trimmed excerpt of a real
+GB200 compile)."""
 
 from __future__ import annotations
 
-from offload_repro.produce.compiled.host_offload_hlo import array_bytes, summarize_hlo
+import pytest
+
+from offload_repro.produce.compiled.hlo_text import array_bytes, device_shape_bytes, parse_dims, shape_bytes
+from offload_repro.produce.compiled.host_offload_hlo import summarize_hlo
 
 # Lines of real compiled HLO, long by nature.
 EXCERPT = """
@@ -34,8 +38,20 @@ def test_async_pairs_by_kind():
 
 
 def test_array_bytes():
-    assert array_bytes("bf16", "2,8192,128,128") == 512 * 1024**2
-    assert array_bytes("f32", "") == 4
+    assert array_bytes("bf16", parse_dims("2,8192,128,128")) == 512 * 1024**2
+    assert array_bytes("f32", parse_dims("")) == 4
+
+
+def test_a_shapes_bytes_are_all_its_arrays_and_its_device_bytes_those_not_in_host_memory():
+    shape = "(bf16[126,2,8192]{2,1,0:S(5)}, f32[2,8192]{1,0}, s32[], token[])"
+    assert shape_bytes(shape) == 2 * 126 * 2 * 8192 + 4 * 2 * 8192 + 4  # a token has no bytes
+    assert device_shape_bytes(shape) == 4 * 2 * 8192 + 4
+
+
+def test_a_host_buffer_of_an_element_type_of_unknown_size_is_refused():
+    unknown = '  %custom-call.1 = s4[8,128]{1,0:S(5)} custom-call(), custom_call_target="AllocateBuffer"'
+    with pytest.raises(KeyError, match="s4"):
+        summarize_hlo(unknown)
 
 
 def test_digest_ignores_debug_information_but_not_the_program():

@@ -17,18 +17,22 @@ from offload_repro.core.data import load_rows, load_target
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.observers import predicted_observations
 from offload_repro.judge.verdicts import check_claims, judge_one, load_claims, overall, views
+from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
 from offload_repro.produce.predicted import (
     collective_traffic,
+    hlo_flops,
     hlo_schedule,
     leave_one_out,
     memory_traffic,
     prediction,
     step_model,
+    step_traffic,
     target_rates,
     xla_clones,
 )
-from offload_repro.produce.predicted.hlo_schedule import Event, Flops
+from offload_repro.produce.predicted.hlo_flops import Flops
+from offload_repro.produce.predicted.hlo_schedule import Event
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,13 +69,13 @@ def test_flops_of_a_compiled_scan_are_the_hand_count_with_its_trip_count(tmp_pat
     description = REPO / "envs/gpu-targets/NVIDIA_GB200.txtpb"
     done = subprocess.run([sys.executable, str(script), str(description), str(hlo)], env=env, capture_output=True)
     assert done.returncode == 0, done.stderr.decode()[-3000:]
-    computations = hlo_schedule.parse(hlo.read_text())
-    flops, unknown = hlo_schedule.count_flops(computations)
+    computations = hlo_text.parse(hlo.read_text())
+    flops, unknown = hlo_flops.count_flops(computations)
     one_matmul = 2 * 64 * 256 * 256
     assert unknown == []
     assert flops.total == flops.gemm == (33 + 1) * one_matmul
     loops = [i for c in computations.values() for i in c.instructions if i.op == "while"]
-    assert [hlo_schedule.trip_count(loop) for loop in loops] == [33]
+    assert [hlo_text.trip_count(loop) for loop in loops] == [33]
 
 
 # A scheduled program by hand: an async copy to the host around a GEMM, and an all-gather.
@@ -79,8 +83,8 @@ HOST_COPIES = (REPO / "tests/fixtures/host_copies.hlo").read_text()
 
 
 def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedule():
-    computations = hlo_schedule.parse(HOST_COPIES)
-    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations))
+    computations = hlo_text.parse(HOST_COPIES)
+    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations))
     assert moved["host_bytes"] == {"to_host": 2 * 1024, "from_host": 0}  # the update, not the host buffer
     (copy,) = moved["host_copies"]  # the wrapped dynamic-update-slice is the copy itself, not a second one
     assert copy["asynchronous"] and copy["direction"] == "to_host"
@@ -96,7 +100,7 @@ def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedul
             "groups": [8],
         }
     }
-    flops, _ = hlo_schedule.count_flops(computations)
+    flops, _ = hlo_flops.count_flops(computations)
     assert flops.rematted == flops.total == 2 * 1024**3
 
 
@@ -104,19 +108,19 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
     """8 devices, 4 per domain, gathering a 2 MiB buffer: a ring's crossing carries the bus bytes
     (7/8 of it) over the NICs of the smaller side (4 of them here, fewer channels than 16); the
     floor sends only the other domain's half, over the 4 NICs that receive it."""
-    computations = hlo_schedule.parse(HOST_COPIES)
+    computations = hlo_text.parse(HOST_COPIES)
     buffer = 2 * 1024 * 1024
-    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16, 1)))
+    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16, 1)))
     gathered = moved["collectives"]["all-gather"]
     assert gathered["network_ring_bytes"] == int(buffer * 7 / 8 / 4)
     assert gathered["network_floor_bytes"] == int(buffer * 4 / 8 / 4)
-    two_channels = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 2, 1)))
+    two_channels = step_traffic.transfers(computations, hlo_schedule.schedule(computations, network=(4, 2, 1)))
     assert two_channels["collectives"]["all-gather"]["network_ring_bytes"] == int(buffer * 7 / 8 / 2)
-    one_domain = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(8, 16, 1)))
+    one_domain = step_traffic.transfers(computations, hlo_schedule.schedule(computations, network=(8, 16, 1)))
     assert one_domain["collectives"]["all-gather"]["network_ring_bytes"] == 0
     # two NICs per GPU: the floor's share spreads over twice the NICs, and so does a ring's when
     # its channels outnumber the smaller side's GPUs
-    doubled = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16, 2)))
+    doubled = step_traffic.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16, 2)))
     assert doubled["collectives"]["all-gather"]["network_floor_bytes"] == int(buffer * 4 / 8 / 8)
     assert doubled["collectives"]["all-gather"]["network_ring_bytes"] == int(buffer * 7 / 8 / 8)
     # an all-to-all sends each member's outside share through its own NIC, at both ends
@@ -142,8 +146,8 @@ def test_a_combined_reduce_scatter_moves_every_operand_of_every_layer():
     """llama-qkv-offload-lhs: one `reduce-scatter-start` per layer takes five gradients (the MLP
     input [16384,53248] and four attention projections); an `all-gather-start` in the same layer
     gathers one [128,53248] shard into [16384,53248]."""
-    computations = hlo_schedule.parse(LHS_LAYER)
-    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
+    computations = hlo_text.parse(LHS_LAYER)
+    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
     gradients = 2 * (16384 * 53248 + 2 * 16384 * 128 * 8 + 2 * 16384 * 128 * 128)
     assert moved["reduce-scatter"]["bytes"] == 126 * gradients
     assert moved["reduce-scatter"]["bus_bytes"] == 126 * int(gradients * 127 / 128)
@@ -156,8 +160,8 @@ def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
     """Without LHS the same gradients are reduce-scattered synchronously: its shape is only the
     result shard ([128,53248] twice here), its operands two [16384,53248] gradients. DeepSeek's
     expert gate gradient, likewise: a [1024,4096,8] operand, an [8,4096,8] result."""
-    computations = hlo_schedule.parse(NOLHS_LAYER)
-    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
+    computations = hlo_text.parse(NOLHS_LAYER)
+    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
     assert moved["reduce-scatter"]["bytes"] == 126 * 2 * 2 * 16384 * 53248
     deepseek = [
         "  %loop_select_fusion = bf16[1024,4096,8]{2,1,0} fusion(%input_concatenate_fusion.10.remat3), kind=kLoop",
@@ -165,8 +169,8 @@ def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
         " replica_groups=mesh['diloco'=1,'data'=1,'stage'=1,'fsdp'=128,'fsdp_transpose'=1,'context'=1] {'fsdp'},"
         " use_global_device_ids=true, dimensions={0}, to_apply=%add.1.clone",
     ]
-    operand, scatter = (hlo_schedule.parse_instruction(line) for line in deepseek)
-    layer = hlo_schedule.Computation("layer", True, [operand, scatter], {i.name: i.shape for i in (operand, scatter)})
+    operand, scatter = (hlo_text.parse_instruction(line) for line in deepseek)
+    layer = hlo_text.Computation("layer", True, [operand, scatter], {i.name: i.shape for i in (operand, scatter)})
     found = hlo_schedule.instruction_events({"layer": layer}, layer, scatter, {})
     assert [(e.what, e.buffer, e.group) for e in found] == [("reduce-scatter", 2 * 1024 * 4096 * 8, 128)]
 
@@ -182,7 +186,7 @@ def test_cudnn_attention_forward_is_maxtexts_formula_and_backward_recomputes_qk(
     (query-key + value head dim) / 2); the backward pass is twice that and one more QK^T, which
     cuDNN recomputes instead of storing the scores."""
     llama_forward, llama_backward, mla_forward, mla_backward = (
-        hlo_schedule.attention_flops(hlo_schedule.parse_instruction(line)) for line in ATTENTION
+        hlo_flops.attention_flops(hlo_text.parse_instruction(line)) for line in ATTENTION
     )
     qk = 2 * 2 * 128 * 8192 * 8192 * 128 // 2  # one causal matmul, head dim 128
     assert llama_forward == 2 * qk == 4 * 2 * 8192**2 * 128 * 128 // 2  # MaxText: 4 B S^2 H D / 2
@@ -776,7 +780,7 @@ def test_a_fusion_costs_the_bytes_it_touches_not_the_stacked_buffers_it_slices()
     """Hand counts: the in-place update reads the bf16 [128,53248] gradient and writes it as f32,
     never the [126,128,53248] stack (1/126 of it); the slice reads and writes one layer of the
     bf16 [126,2,8192,16384] activations and writes a [2,8192] f32 sum of squares."""
-    computations = hlo_schedule.parse(MEMORY_FUSIONS)
+    computations = hlo_text.parse(MEMORY_FUSIONS)
     layer = computations["layer"]
     by_name = {i.name: i for i in layer.instructions}
     update = memory_traffic.instruction_bytes(computations, layer, by_name["loop_dynamic_update_slice_fusion.4"])
@@ -795,11 +799,11 @@ def test_a_clone_of_xlas_rematerialisation_is_recognised_and_counted_by_kind():
     unembedding GEMM and its clone, an all-gather clone in the layer scan, the element-wise clones
     that feed the GEMM clone. Only the instructions named `.remat` are clones; the GEMM clone does
     the original's FLOPs again, the all-gather clone gathers a layer's weights again."""
-    computations = hlo_schedule.parse((REPO / "tests/fixtures/xla_clones.hlo").read_text())
+    computations = hlo_text.parse((REPO / "tests/fixtures/xla_clones.hlo").read_text())
     counted = xla_clones.count(computations, hlo_schedule.timelines(computations))
     unembedding = 2 * 16384 * 16384 * 128256  # [16384, 16384] x [16384, 128256]
     assert counted["gemm"]["instructions"] == 1 and counted["gemm"]["flops"] == unembedding
-    flops, _ = hlo_schedule.count_flops(computations)
+    flops, _ = hlo_flops.count_flops(computations)
     assert flops.gemm == 2 * unembedding  # the original and its clone
     assert counted["collective"]["instructions"] == 1
     assert counted["collective"]["collective_bytes"] == 16384 * 128 * 128 * 2  # the gathered bf16 result
@@ -830,7 +834,7 @@ def test_the_ideal_overlap_starts_each_transfer_when_ready_and_awaits_it_at_firs
     synchronous combined reduce-scatter. As scheduled it stops the compute stream; in the ideal
     overlap it starts in place and is awaited where its result is first read (here: nowhere in the
     body, so at its end)."""
-    computations = hlo_schedule.parse((REPO / "tests/fixtures/collectives_nolhs.hlo").read_text())
+    computations = hlo_text.parse((REPO / "tests/fixtures/collectives_nolhs.hlo").read_text())
     body = next(name for name in computations if name.startswith("region_10"))
     scheduled = hlo_schedule.schedule(computations)[body]
     ideal = hlo_schedule.schedule(computations, ideal=True)[body]
@@ -852,7 +856,7 @@ def test_the_ideal_overlap_starts_each_transfer_when_ready_and_awaits_it_at_firs
         }
         """
     )
-    program = hlo_schedule.parse(hand)
+    program = hlo_text.parse(hand)
     kinds = [(e.kind, e.bytes > 0) for e in hlo_schedule.schedule(program, ideal=True)["main"]]
     assert kinds == [("start", True), ("compute", True), ("compute", True), ("done", False), ("compute", True)]
     as_scheduled = [e.kind for e in hlo_schedule.schedule(program)["main"]]
@@ -938,11 +942,11 @@ def test_a_measured_runs_gradient_reduce_scatters_move_the_bf16_bytes_of_its_wei
     (80 layers of 3 MLP matrices 8192 x 28672, Q and O 8192 x 64 x 128, K and V 8192 x 8 x 128 and
     two norms; embedding and unembedding 32000 x 8192; the final norm). On 16 nodes of 8 GPUs the
     ring's crossings spread over the 8 NICs of a node."""
-    computations = hlo_schedule.parse((REPO / "tests/fixtures/reduce_scatter_h100_llama2.hlo").read_text())
+    computations = hlo_text.parse((REPO / "tests/fixtures/reduce_scatter_h100_llama2.hlo").read_text())
     layer = 3 * 8192 * 28672 + 2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 2 * 8192
     weights = 80 * layer + 2 * 32000 * 8192 + 8192
     assert weights == 68_976_648_192
-    moved = hlo_schedule.transfers(computations, hlo_schedule.schedule(computations, (8, 16, 1)))["collectives"]
+    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations, (8, 16, 1)))["collectives"]
     scatter = moved["reduce-scatter"]
     assert scatter["bytes"] == 2 * weights and scatter["groups"] == [128] and scatter["count"] == 80
     assert scatter["bus_bytes"] == pytest.approx(2 * weights * 127 / 128, rel=1e-6)

@@ -8,28 +8,12 @@ dynamic-slices. Async work of every kind appears as `*-start` / `*-done` pairs.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from typing import Any
 
-ELEMENT_BYTES = {
-    "pred": 1,
-    "s8": 1,
-    "u8": 1,
-    "f8e4m3fn": 1,
-    "f8e5m2": 1,
-    "s16": 2,
-    "u16": 2,
-    "f16": 2,
-    "bf16": 2,
-    "s32": 4,
-    "u32": 4,
-    "f32": 4,
-    "s64": 8,
-    "u64": 8,
-    "f64": 8,
-}
+from offload_repro.produce.compiled.hlo_text import ELEMENT_BYTES, HOST_MEMORY, array_bytes, parse_dims
+
 HOST_ARRAY = re.compile(r"(\w+)\[([\d,]*)\]\{[^}]*:S\(5\)\}")
 INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>.*?)\s(?P<op>[a-z][\w\-]*)\(", re.M)
 
@@ -45,10 +29,6 @@ def canonical(text: str) -> str:
     return "\n".join([lines[0], *(METADATA.sub("", line) for line in lines[body_start:])]) if lines else ""
 
 
-def array_bytes(dtype: str, dims: str) -> int:
-    return ELEMENT_BYTES[dtype] * math.prod(int(d) for d in dims.split(",") if d)
-
-
 def summarize_hlo(text: str) -> dict[str, Any]:
     host_buffers: list[str] = []
     host_buffer_bytes = 0
@@ -58,15 +38,17 @@ def summarize_hlo(text: str) -> dict[str, Any]:
         name, shape, op = match["name"], match["shape"], match["op"]
         if op.endswith("-start"):
             async_starts[op] += 1
-        if "S(5)" not in shape:
+        if HOST_MEMORY not in shape:
             continue
         line_end = text.find("\n", match.end())
         line = text[match.end() : line_end if line_end >= 0 else None]
         if op == "custom-call" and 'custom_call_target="AllocateBuffer"' in line:
             found = HOST_ARRAY.search(shape)
             if found:
+                if found.group(1) not in ELEMENT_BYTES:  # a host buffer's size is never taken as 0
+                    raise KeyError(f"{found.group(0)}: element type {found.group(1)} of unknown size")
                 host_buffers.append(found.group(0))
-                host_buffer_bytes += array_bytes(found.group(1), found.group(2))
+                host_buffer_bytes += array_bytes(found.group(1), parse_dims(found.group(2)))
         elif op in ("dynamic-update-slice", "fusion-start") and name.startswith("dynamic-update-slice"):
             host_writes += 1
         elif op in ("dynamic-slice", "fusion-start") and name.startswith("dynamic-slice"):

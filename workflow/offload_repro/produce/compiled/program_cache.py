@@ -46,6 +46,7 @@ PROGRAM_CODE = (
     "produce/compiled/program_cache.py",
     "produce/compiled/aot_compile.py",
     "produce/compiled/host_offload_hlo.py",
+    "produce/compiled/hlo_text.py",
     "core/memory_analysis.py",
     "produce/compiled/model_flops.py",
     "core/gpu.py",

@@ -33,9 +33,8 @@ from functools import cache
 
 import numpy as np
 
-from offload_repro.produce.compiled.host_offload_hlo import ELEMENT_BYTES
+from offload_repro.produce.compiled.hlo_text import ARRAY, parse_dims, shape_bytes
 
-ARRAY = re.compile(r"(\w+)\[([\d,]*)\]")
 REPLICA_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
 REPLICA_LISTS = re.compile(r"replica_groups=\{((?:\{[\d,]*\},?)+)\}")
 REPLICA_MESH = re.compile(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}")
@@ -49,10 +48,6 @@ BUS_FACTOR = {
     "all-to-all": lambda n: (n - 1) / n,
     "collective-permute": lambda n: 1.0,
 }
-
-
-def _dims(text: str) -> list[int]:
-    return [int(d) for d in text.split(",") if d]
 
 
 @dataclass(frozen=True)
@@ -93,12 +88,12 @@ def replica_groups(attributes: str) -> list[list[int]] | None:
         return devices.transpose(outer + inner).reshape(-1, size).tolist()
     if iota := REPLICA_IOTA.search(attributes):
         count, size = int(iota.group(1)), int(iota.group(2))
-        devices = np.arange(count * size).reshape(_dims(iota.group(3)))
+        devices = np.arange(count * size).reshape(parse_dims(iota.group(3)))
         if iota.group(4):
-            devices = devices.transpose(_dims(iota.group(4)))
+            devices = devices.transpose(parse_dims(iota.group(4)))
         return devices.reshape(count, size).tolist()
     if listed := REPLICA_LISTS.search(attributes):
-        return [_dims(group) for group in re.findall(r"\{([\d,]*)\}", listed.group(1))]
+        return [parse_dims(group) for group in re.findall(r"\{([\d,]*)\}", listed.group(1))]
     return None
 
 
@@ -168,16 +163,12 @@ def collective(
     if kind is None:
         return None
     group = group_size(attributes)
-    operands = sum(_shape_bytes(shape) for shape in operand_shapes)
+    operands = sum(shape_bytes(shape) for shape in operand_shapes)
     size = buffer_bytes(kind, operands, group)
     ring = floor = 0.0
     if devices_per_domain:
         ring_share, floor_share = _network_shares(attributes, kind, devices_per_domain, channels, nics_per_gpu)
         ring, floor = size * ring_share, size * floor_share
-    arrays = [dtype for shape in operand_shapes for dtype, _ in ARRAY.findall(shape)]
+    arrays = [dtype for shape in operand_shapes for dtype, _, _ in ARRAY.findall(shape)]
     bus = size * BUS_FACTOR[kind](max(group, 2))
     return Collective(kind, size, group, bus, ring, floor, arrays[0] if arrays else "")
-
-
-def _shape_bytes(shape: str) -> int:
-    return sum(ELEMENT_BYTES.get(dtype, 0) * math.prod(_dims(dims)) for dtype, dims in ARRAY.findall(shape))

@@ -12,13 +12,10 @@ Bookkeeping instructions (parameters, tuples, bitcasts, constants) move nothing.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Any
 
-from offload_repro.produce.compiled.host_offload_hlo import ELEMENT_BYTES
+from offload_repro.produce.compiled.hlo_text import Computation, Instruction, device_shape_bytes
 
-ARRAY = re.compile(r"(\w+)\[([\d,]*)\](\{[^}]*\})?")
 NO_TRAFFIC = frozenset(
     {
         "parameter",
@@ -40,29 +37,20 @@ SLICING = ("dynamic-slice", "gather", "slice")
 PASS_THROUGH = ("bitcast",)
 
 
-def shape_bytes(shape: str) -> int:
-    """Bytes of the arrays of a shape that live in device memory (host memory is space S(5))."""
-    return sum(
-        ELEMENT_BYTES.get(dtype, 0) * math.prod(int(d) for d in dims.split(",") if d)
-        for dtype, dims, layout in ARRAY.findall(shape)
-        if "S(5)" not in layout
-    )
-
-
-def _users(computation: Any) -> dict[str, list[tuple[Any, int]]]:
-    found: dict[str, list[tuple[Any, int]]] = {}
+def _users(computation: Computation) -> dict[str, list[tuple[Instruction, int]]]:
+    found: dict[str, list[tuple[Instruction, int]]] = {}
     for instruction in computation.instructions:
         for position, operand in enumerate(instruction.operands):
             found.setdefault(operand, []).append((instruction, position))
     return found
 
 
-def _read(name: str, full: int, users: dict[str, list[tuple[Any, int]]], computation: Any) -> int:
+def _read(name: str, full: int, users: dict[str, list[tuple[Instruction, int]]], computation: Computation) -> int:
     """Bytes read of a fused parameter: its slices where only slices are taken, else all of it."""
     taken = 0
     for user, position in users.get(name, []):
         if user.op in SLICING and position == 0:
-            taken += shape_bytes(user.shape)
+            taken += device_shape_bytes(user.shape)
         elif user.op == "dynamic-update-slice" and position == 0:
             continue  # the buffer written in place
         elif user.op in PASS_THROUGH:
@@ -72,10 +60,10 @@ def _read(name: str, full: int, users: dict[str, list[tuple[Any, int]]], computa
     return min(taken, full)
 
 
-def _written(root: Any, computation: Any) -> int:
+def _written(root: Instruction, computation: Computation) -> int:
     """Bytes a fused computation writes: its result, or the update of an in-place update."""
     if root.op == "dynamic-update-slice" and len(root.operands) > 1:
-        return shape_bytes(computation.shapes.get(root.operands[1], ""))
+        return device_shape_bytes(computation.shapes.get(root.operands[1], ""))
     if root.op == "tuple":
         by_name = {i.name: i for i in computation.instructions}
         parts = [by_name.get(operand) for operand in root.operands]
@@ -84,21 +72,21 @@ def _written(root: Any, computation: Any) -> int:
         inner = next((i for i in computation.instructions if i.name == root.operands[0]), None)
         if inner is not None:
             return _written(inner, computation)
-    return shape_bytes(root.shape)
+    return device_shape_bytes(root.shape)
 
 
-def fusion_bytes(fused: Any, operand_shapes: list[str]) -> int:
+def fusion_bytes(fused: Computation, operand_shapes: list[str]) -> int:
     """Read and written bytes of one run of a fusion, given its fused computation."""
     users = _users(fused)
     params = {int(i.operands[0]): i.name for i in fused.instructions if i.op == "parameter" and i.operands}
     read = sum(
-        _read(params[index], shape_bytes(shape), users, fused) if index in params else shape_bytes(shape)
+        _read(params[index], device_shape_bytes(shape), users, fused) if index in params else device_shape_bytes(shape)
         for index, shape in enumerate(operand_shapes)
     )
     return read + (_written(fused.instructions[-1], fused) if fused.instructions else 0)
 
 
-def instruction_bytes(computations: dict[str, Any], computation: Any, instruction: Any) -> int:
+def instruction_bytes(computations: dict[str, Computation], computation: Computation, instruction: Instruction) -> int:
     """Read and written HBM bytes of one run of a scheduled instruction (0 for bookkeeping)."""
     if instruction.op in NO_TRAFFIC or instruction.op.endswith(("-start", "-done")):
         return 0
@@ -108,4 +96,4 @@ def instruction_bytes(computations: dict[str, Any], computation: Any, instructio
         fused = computations.get(callee.group(1)) if callee else None
         if fused is not None:
             return fusion_bytes(fused, operand_shapes)
-    return sum(shape_bytes(shape) for shape in operand_shapes) + shape_bytes(instruction.shape)
+    return sum(device_shape_bytes(shape) for shape in operand_shapes) + device_shape_bytes(instruction.shape)

@@ -25,9 +25,9 @@ from offload_repro.core.maxtext_configs import model_config
 from offload_repro.core.memory import GB
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import SEPARATOR
-from offload_repro.produce.compiled import model_flops
+from offload_repro.produce.compiled import hlo_text, model_flops
 from offload_repro.produce.compiled.program_cache import compile_overrides, hlo_path
-from offload_repro.produce.predicted import hlo_schedule, step_model, xla_clones
+from offload_repro.produce.predicted import hlo_flops, hlo_schedule, step_model, step_traffic, xla_clones
 from offload_repro.produce.predicted.leave_one_out import (
     CLAIMS_FILE,
     calibrations,
@@ -76,8 +76,8 @@ def read_program(compiled: dict[str, Any], network: tuple[int, int, int] | None)
     if not path.exists():
         raise DataError(f"{path}: the compiled program's HLO is missing; delete {program_file} to compile it again")
     with gzip.open(path, "rt", encoding="utf-8") as handle:
-        computations = hlo_schedule.parse(handle.read())
-    flops, unknown_loops = hlo_schedule.count_flops(computations)
+        computations = hlo_text.parse(handle.read())
+    flops, unknown_loops = hlo_flops.count_flops(computations)
     timeline = hlo_schedule.timelines(computations, network)
     events, ideal_events = hlo_schedule.schedules(computations, timeline)
     return {
@@ -87,10 +87,10 @@ def read_program(compiled: dict[str, Any], network: tuple[int, int, int] | None)
         "rematerialization": xla_clones.limit(
             compiled.get("xla_memory_warnings") or [], (compiled.get("provenance") or {}).get("xla_flags") or ""
         ),
-        "entry": hlo_schedule.entry_name(computations),
+        "entry": hlo_text.entry_name(computations),
         "flops": flops,
         "unknown_loops": unknown_loops,
-        "transfers": hlo_schedule.transfers(computations, events),
+        "transfers": step_traffic.transfers(computations, events),
         "model_flops": compiled["model_tflops_per_device_per_step"] * 1e12,
         "model_components": compiled.get("model_tflops_components"),  # absent before it was recorded
     }

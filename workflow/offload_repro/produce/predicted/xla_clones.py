@@ -20,7 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from offload_repro.produce.predicted import hlo_schedule
+from offload_repro.produce.compiled.hlo_text import Computation
+from offload_repro.produce.predicted.hlo_flops import executions
+from offload_repro.produce.predicted.hlo_schedule import Event
 
 CLONE = re.compile(r"\.remat\d*(?:\.|$)")
 KINDS = ("gemm", "collective", "other")
@@ -47,7 +49,7 @@ def is_clone(name: str) -> bool:
     return bool(CLONE.search(name))
 
 
-def kind_of(events: list[hlo_schedule.Event]) -> str:
+def kind_of(events: list[Event]) -> str:
     if any(event.channel == "collective" for event in events):
         return "collective"
     if any(event.kind == "compute" and event.flops for event in events):
@@ -55,12 +57,10 @@ def kind_of(events: list[hlo_schedule.Event]) -> str:
     return "other"
 
 
-def count(
-    computations: dict[str, hlo_schedule.Computation], timeline: dict[str, list[list[hlo_schedule.Event]]]
-) -> dict[str, dict[str, int]]:
+def count(computations: dict[str, Computation], timeline: dict[str, list[list[Event]]]) -> dict[str, dict[str, int]]:
     """Each kind's clones in the scheduled computations (a fused computation's insides are its
     fusion's), per step, from their instructions' events (`hlo_schedule.timelines`)."""
-    runs, _ = hlo_schedule.executions(computations)
+    runs, _ = executions(computations)
     found = {kind: Clones() for kind in KINDS}
     for name, per_instruction in timeline.items():
         times = runs.get(name, 0)

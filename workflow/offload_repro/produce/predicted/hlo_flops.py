@@ -1,0 +1,210 @@
+"""The FLOPs a compiled program computes per step, counted from its optimized HLO text: how many
+times each computation runs, and what each of its dots, cuBLAS GEMMs and cuDNN attention calls
+computes.
+
+Deviceless GPU compiles give no cost analysis, and XLA's generic one counts a while body once,
+so the FLOPs are counted here, every computation as many times as it runs:
+- the entry runs once; a while body runs its `known_trip_count` times per run of its caller (the
+  layer scan); a fused, called or async-wrapped computation runs once per run of its caller;
+- dots (inside Triton GEMM fusions when autotuning is off): 2 x output elements x contracted size;
+- cuBLAS GEMM custom calls: the same, from their dot dimension numbers;
+- cuDNN flash attention (`__cudnn$fmhaSoftmax*`): each of its matmuls is 2 x batch x heads x
+  query length x key length x head dim (the query-key or the value head dim, which MLA makes
+  differ), halved under a causal mask; the forward pass has two (QK^T, PV), the backward pass
+  five (QK^T again, dV, dP, dQ, dK).
+Each FLOP is labelled by the op that produced it: `rematted_computation` in its metadata is
+JAX's checkpoint recompute; `/dispatch/` and `/combine/` are MaxText's dense MoE dispatch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from offload_repro.produce.compiled.hlo_text import (
+    ARRAY,
+    Computation,
+    Instruction,
+    backend_config,
+    called,
+    parse_dims,
+    trip_count,
+)
+
+CONTRACTING = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
+REMAT_LABEL = "rematted_computation"
+UNSPENT_LABELS = ("/dispatch/", "/combine/")  # MaxText's dense MoE dispatch; the source used TE's permutation
+
+
+def executions(computations: dict[str, Computation]) -> tuple[dict[str, int], list[str]]:
+    """How many times each computation runs per step, and the while loops of unknown trip count
+    (counted once, and said so)."""
+    runs: dict[str, int] = defaultdict(int)
+    unknown: list[str] = []
+    for computation in computations.values():
+        if computation.entry:
+            runs[computation.name] = 1
+    for computation in reversed(list(computations.values())):  # callers are printed after their callees
+        count = runs.get(computation.name, 0)
+        if not count:
+            continue
+        for instruction in computation.instructions:
+            for how, name in called(instruction):
+                if how == "to_apply":
+                    continue  # scalar reductions: no FLOPs counted
+                if how == "body":
+                    trips = trip_count(instruction)
+                    if trips is None:
+                        unknown.append(instruction.name)
+                    runs[name] += count * (trips or 1)
+                elif how == "condition":
+                    runs[name] += count * ((trip_count(instruction) or 1) + 1)
+                else:
+                    runs[name] += count
+    return dict(runs), unknown
+
+
+def _operand_dims(computation: Computation, operand: str) -> list[int]:
+    arrays = ARRAY.findall(computation.shapes.get(operand, ""))
+    return parse_dims(arrays[0][1]) if arrays else []
+
+
+def dot_flops(computation: Computation, instruction: Instruction) -> int:
+    out = instruction.arrays
+    contracting = CONTRACTING.search(instruction.attributes)
+    lhs = _operand_dims(computation, instruction.operands[0]) if instruction.operands else []
+    if not out or not contracting or not lhs:
+        return 0
+    contracted = math.prod(lhs[int(d)] for d in contracting.group(1).split(",") if d)
+    return 2 * math.prod(out[0][1]) * contracted
+
+
+def attention_flops(instruction: Instruction) -> int:
+    """cuDNN flash attention: its matmuls from the query, key and value shapes and the dot dimension
+    numbers. Each matmul is score-sized (batch x heads x query length x key length) times a head
+    dim: the forward pass contracts the query-key head dim once (QK^T) and produces the value head
+    dim once (PV); the backward pass recomputes QK^T and forms dQ and dK (query-key head dim), dV
+    and dP (value head dim). All halved under a causal mask."""
+    config = backend_config(instruction).get("cudnn_fmha_backend_config", {})
+    constraints = re.search(r"operand_layout_constraints=\{(.*?)\}, api_version", instruction.attributes)
+    # The backward's config names no QK^T; its dP = dO V^T is laid out as QK^T over the same
+    # operand layout (jax/_src/cudnn/fused_attention_stablehlo.py), so its numbers read Q and K.
+    numbers = config.get("bmm1_dot_dimension_numbers") or config.get("bmm2_grad_gemm2_dot_dimension_numbers", {})
+    arrays = [parse_dims(dims) for _, dims, _ in ARRAY.findall(constraints.group(1))] if constraints else []
+    if len(arrays) < 3 or not numbers:
+        return 0
+    query, key, value = arrays[:3]  # forward and backward both take Q, K, V first
+    batch = [int(d) for d in numbers.get("lhs_batch_dimensions", [])]
+    contracting = [int(d) for d in numbers.get("lhs_contracting_dimensions", [])]
+    key_batch = [int(d) for d in numbers.get("rhs_batch_dimensions", [])]
+    key_contracting = [int(d) for d in numbers.get("rhs_contracting_dimensions", [])]
+    query_length = math.prod(n for i, n in enumerate(query) if i not in batch + contracting)
+    key_length = math.prod(n for i, n in enumerate(key) if i not in key_batch + key_contracting)
+    scores = 2 * math.prod(query[i] for i in batch) * query_length * key_length
+    qk = scores * math.prod(query[i] for i in contracting)
+    pv = scores * math.prod(value[i] for i in key_contracting)  # V is laid out as K
+    if config.get("mask_type") == "CAUSAL":
+        qk, pv = qk // 2, pv // 2
+    backward = "Backward" in instruction.attributes.split("custom_call_target=", 1)[-1][:40]
+    return 3 * qk + 2 * pv if backward else qk + pv
+
+
+def gemm_custom_call_flops(computation: Computation, instruction: Instruction) -> int:
+    numbers = backend_config(instruction).get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
+    lhs = _operand_dims(computation, instruction.operands[0]) if instruction.operands else []
+    out = instruction.arrays
+    if not numbers or not lhs or not out:
+        return 0
+    contracted = math.prod(lhs[int(d)] for d in numbers.get("lhs_contracting_dimensions", []))
+    return 2 * math.prod(out[0][1]) * contracted
+
+
+def own_flops(computation: Computation, instruction: Instruction) -> tuple[int, str]:
+    """(FLOPs, kind) of one instruction itself, not of what it calls."""
+    if instruction.op == "dot":
+        return dot_flops(computation, instruction), "gemm"
+    if instruction.op == "custom-call":
+        target = re.search(r'custom_call_target="([^"]+)"', instruction.attributes)
+        name = target.group(1) if target else ""
+        if name.startswith("__cudnn$fmha"):
+            return attention_flops(instruction), "attention"
+        if name.startswith("__cublas"):
+            return gemm_custom_call_flops(computation, instruction), "gemm"
+    return 0, ""
+
+
+def labels(op_name: str) -> tuple[bool, bool]:
+    """(JAX checkpoint recompute, MoE dispatch the source did not spend)."""
+    return REMAT_LABEL in op_name, any(label in op_name for label in UNSPENT_LABELS)
+
+
+@dataclass
+class Flops:
+    total: int = 0
+    gemm: int = 0
+    attention: int = 0
+    rematted: int = 0  # labelled recompute (JAX's checkpoint)
+    unspent: int = 0  # dense MoE dispatch / combine
+    # Neither label: what compares with the model's own FLOPs, kind by kind
+    unlabelled_gemm: int = 0
+    unlabelled_attention: int = 0
+
+    def add(self, flops: int, kind: str, op_name: str, times: int = 1) -> None:
+        flops *= times
+        self.total += flops
+        setattr(self, kind, getattr(self, kind) + flops)
+        rematted, unspent = labels(op_name)
+        self.rematted += flops if rematted else 0
+        self.unspent += flops if unspent else 0
+        if not rematted and not unspent:
+            setattr(self, f"unlabelled_{kind}", getattr(self, f"unlabelled_{kind}") + flops)
+
+    def record(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+def count_flops(computations: dict[str, Computation]) -> tuple[Flops, list[str]]:
+    """Per step, every computation counted as many times as it runs."""
+    runs, unknown = executions(computations)
+    flops = Flops()
+    for computation in computations.values():
+        times = runs.get(computation.name, 0)
+        for instruction in computation.instructions if times else ():
+            value, kind = own_flops(computation, instruction)
+            if value:
+                flops.add(value, kind, instruction.op_name, times)
+    return flops, unknown
+
+
+@dataclass(frozen=True)
+class FusedFlops:
+    total: int = 0
+    unspent: int = 0
+    attention: int = 0
+
+    def __add__(self, other: FusedFlops) -> FusedFlops:
+        return FusedFlops(self.total + other.total, self.unspent + other.unspent, self.attention + other.attention)
+
+
+def flops_of(computation: Computation, instruction: Instruction) -> FusedFlops:
+    value, kind = own_flops(computation, instruction)
+    unspent = value if labels(instruction.op_name)[1] else 0
+    return FusedFlops(value, unspent, value if kind == "attention" else 0)
+
+
+def fused_flops(computations: dict[str, Computation], name: str, memo: dict[str, FusedFlops]) -> FusedFlops:
+    """The FLOPs of a fused computation and what it calls in turn, per run."""
+    if name in memo:
+        return memo[name]
+    memo[name] = FusedFlops()
+    found = FusedFlops()
+    computation = computations.get(name)
+    for instruction in computation.instructions if computation else ():
+        found += flops_of(computation, instruction)
+        for how, callee in called(instruction):
+            if how == "calls":
+                found += fused_flops(computations, callee, memo)
+    memo[name] = found
+    return found
