@@ -8,8 +8,11 @@ import pytest
 import yaml
 
 from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
+from offload_repro.judge.check_types import CHECKS, within
+from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import observe_files
-from offload_repro.judge.verdicts import EvidenceView, check_claims, judge_one, load_claims, overall, views, within
+from offload_repro.judge.evidence_views import EvidenceView, views
+from offload_repro.judge.verdicts import check_claims, judge_one, overall
 from offload_repro.produce.analytic_bytes import write_accounting
 
 CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
@@ -200,6 +203,12 @@ def test_overall_verdict_precedence():
 def test_tolerances():
     assert within(576.4, 576, {"absolute": 0.5}) and not within(577, 576, {"absolute": 0.5})
     assert within(105, 100, {"relative": 0.05}) and not within(106, 100, {"relative": 0.05})
+
+
+def test_every_check_type_the_schema_allows_has_one_function():
+    schema = yaml.safe_load((CLAIMS.parents[1] / "workflow/schemas/claims.schema.yaml").read_text())
+    types = schema["properties"]["claims"]["items"]["properties"]["check"]["properties"]["type"]["enum"]
+    assert list(CHECKS) == types
 
 
 def test_malformed_claims_name_the_field(tmp_path):

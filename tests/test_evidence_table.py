@@ -10,7 +10,7 @@ import pytest
 from offload_repro.core.failure import failure_of
 from offload_repro.core.results import ResultError
 from offload_repro.judge.evidence_table import build, observe_files
-from offload_repro.present.pages import frame
+from offload_repro.present.lookup import frame
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
 RUN = FIXTURES / "cpu/runs/llama-qkv-offload-lhs.json"

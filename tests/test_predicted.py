@@ -15,8 +15,10 @@ import pytest
 
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
+from offload_repro.judge.claims import load_claims
+from offload_repro.judge.evidence_views import views
 from offload_repro.judge.observers import predicted_observations
-from offload_repro.judge.verdicts import check_claims, judge_one, load_claims, overall, views
+from offload_repro.judge.verdicts import check_claims, judge_one, overall
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
 from offload_repro.produce.predicted import (

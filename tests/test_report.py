@@ -14,8 +14,9 @@ from offload_repro.cli import main
 from offload_repro.core.data import load_target
 from offload_repro.core.observation import Observer
 from offload_repro.core.results import read_result, write_result
-from offload_repro.present.pages import fmt, render_index, spread_text
+from offload_repro.present.pages import render_index
 from offload_repro.present.target_command import snakemake_command
+from offload_repro.present.text import fmt, spread_text
 from offload_repro.produce.measured import trace
 from report_page import raw_placeholders, rendered_charts, rendered_dom, vega_graphics
 

@@ -13,8 +13,10 @@ from offload_repro.core import provenance
 from offload_repro.core.data import Target, hardware_classes, load_rows, load_target
 from offload_repro.core.files import read_yaml
 from offload_repro.core.results import read_result, write_result
+from offload_repro.judge.claims import load_claims
+from offload_repro.judge.evidence_views import views
 from offload_repro.judge.robustness import policy_points, robustness, varied_verdicts
-from offload_repro.judge.verdicts import check_claims, load_claims, views
+from offload_repro.judge.verdicts import check_claims
 
 PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES)
 

@@ -7,120 +7,25 @@ fail if any fails, else pass if any passes, else inconclusive if any is, else no
 summary is the strongest decisive judgement (measured before
 compiled before analytic before predicted), which the report shows on the claim's one line.
 Predicted evidence never overrides the others: it decides a verdict only where no other evidence
-kind gave a pass, fail or error (judge/prediction_verdicts.py says how it judges).
+kind gave a pass, fail or error (judge/prediction_verdicts.py says how it judges). The claims
+are read by judge/claims.py, the evidence is seen through judge/evidence_views.py, and each type
+of check is one function of judge/check_types.py.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, Target, validate
-from offload_repro.core.evidence_classes import EVIDENCE
-from offload_repro.core.files import read_yaml
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.judge import prediction_verdicts, spread
+from offload_repro.judge.check_types import evaluate
+from offload_repro.judge.claims import subjects
+from offload_repro.judge.evidence_views import EvidenceView
 
 VERDICTS = ("pass", "fail", "inconclusive", "not-comparable", "error")
 STRENGTH = ("measured", "compiled", "analytic", "predicted")  # strongest first
 DECISIVE = ("error", "fail", "pass")
-
-
-def load_claims(path: str | Path) -> list[dict[str, Any]]:
-    data = read_yaml(path)
-    validate(data, "claims", path)
-    ids = [claim["id"] for claim in data["claims"]]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
-        raise DataError(f"{path}: claim ids used twice: {duplicates}")
-    named = set(ids) | {row for claim in data["claims"] for row in claim["check"].get("rows", [])}
-    for number, claim in enumerate(data["claims"], 1):
-        unknown = [name for name in claim.get("derives_from", []) if name not in named]
-        if unknown:
-            raise DataError(
-                f"{path}: claim {number} (id '{claim['id']}'), field 'derives_from': {unknown} name no claim"
-                " and no row of any claim's check"
-            )
-        for rule in claim["judged_by"]:
-            if rule["evidence"] not in EVIDENCE:
-                raise DataError(
-                    f"{path}: claim {number} (id '{claim['id']}'), field 'judged_by.evidence': "
-                    f"'{rule['evidence']}' is not one of {sorted(EVIDENCE)}"
-                )
-    return data["claims"]
-
-
-def subjects(check: dict[str, Any]) -> list[str]:
-    """What a check is about: its rows, or the placement policy whose capacity frontier it judges."""
-    return check["rows"] if "rows" in check else check["policies"]
-
-
-@dataclass
-class EvidenceView:
-    """One evidence kind on one target, as {row: {metric: value}} (series points apart, in `series`),
-    {row: {metric: {low, high, n}}} for the values that are medians of more than one repeat, and
-    {policy: {metric: value}} for the placement policies' capacity frontiers."""
-
-    evidence: str
-    target: str | None
-    source: str  # in words: what produced it
-    judges: tuple[str, ...] = ()
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    spreads: dict[str, dict[str, spread.Spread]] = field(default_factory=dict)
-    # series points in order: {row: {metric: [value, ...]}} (a predicted value at each setting of
-    # its stated uncertainties, central first; a run's loss at each step)
-    series: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
-    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def facts(self, check: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """The rows (or the policies) a check is about, those this evidence has."""
-        return self.rows if "rows" in check else self.policies
-
-
-def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> list[EvidenceView]:
-    found: dict[tuple[str, str | None], EvidenceView] = {}
-    for obs in observations:
-        if obs["row"] is None and obs.get("policy") is None:
-            continue  # a fact about the target as a whole
-        key = (obs["evidence"], obs["target"])
-        if key not in found:
-            target = targets.get(obs["target"]) if obs["target"] else None
-            if obs["evidence"] == "analytic":
-                source = "bytes computed from MaxText's model configs"
-            elif obs["evidence"] == "compiled" and target:
-                source = f"XLA memory analysis of the train step compiled for {target.spec['title']}"
-            elif obs["evidence"] == "predicted" and target:
-                source = f"step-time model over the program compiled for {target.spec['title']}"
-            else:
-                source = target.spec["title"] if target else str(obs["target"])
-            found[key] = EvidenceView(obs["evidence"], obs["target"], source, tuple(target.judges) if target else ())
-        if obs.get("policy") is not None:
-            if obs["at"] is None:
-                facts = found[key].policies.setdefault(obs["policy"], {"status": "ok", "message": None})
-                facts[obs["metric"]] = obs["value"]
-                if obs["metric"] == "status":
-                    facts["status"], facts["message"] = obs["value"], obs["message"]
-            continue
-        if obs["at"] is not None:
-            found[key].series.setdefault(obs["row"], {}).setdefault(obs["metric"], []).append(obs["value"])
-            continue
-        row = found[key].rows.setdefault(obs["row"], {"status": "ok", "message": None})
-        if obs["metric"] == "status":
-            row["status"], row["message"] = obs["value"], obs["message"]
-        else:
-            row[obs["metric"]] = obs["value"]
-            if (obs.get("n") or 0) > 1:  # .get: tables written before repeats have no spread fields
-                spreads = found[key].spreads.setdefault(obs["row"], {})
-                spreads[obs["metric"]] = {"low": obs["low"], "high": obs["high"], "n": obs["n"]}
-    return list(found.values())
-
-
-def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool:
-    if "absolute" in tolerance:
-        return abs(observed - published) <= tolerance["absolute"]
-    return abs(observed - published) <= tolerance["relative"] * abs(published)
 
 
 def _not_comparable(reason: str, would_judge: str | None = None) -> dict[str, Any]:
@@ -165,7 +70,7 @@ def judge_one(
         return base | {"verdict": "error", "reason": "; ".join(errors)}
     if kind == "predicted":
         return base | _judge_predicted(claim, rule, evidence, observed_rows, validation, kinds or {})
-    judgement = _evaluate(claim, rule, observed_rows)
+    judgement = evaluate(claim, rule, observed_rows)
     metric = check.get("metric")
     spreads = {
         row: evidence.spreads[row][metric] for row in check.get("rows", []) if metric in evidence.spreads.get(row, {})
@@ -190,7 +95,7 @@ def _judge_predicted(
         return _not_comparable(basis)
     metric = prediction_verdicts.by_calibration(calibrated_on)
     judged = {**claim, "check": {**claim["check"], "metric": metric}}
-    judgement = _evaluate(judged, rule, observed_rows)
+    judgement = evaluate(judged, rule, observed_rows)
     if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
         return judgement | {"metric": metric, "note": basis}
     errors, whys = {}, {}
@@ -224,73 +129,6 @@ def _judge_predicted(
     if not any(r.get("outcome") == "oom" for r in observed_rows.values()):
         judgement["explanation"] = prediction_verdicts.explain(claim, observed_rows)
     return judgement | {"metric": metric, "band": found, "note": note}
-
-
-def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, Any], str | None]:
-    values, problems = {}, []
-    for row, observed in observed_rows.items():
-        if observed.get(metric) is not None:
-            values[row] = observed[metric]
-        elif observed.get("outcome") == "oom":
-            problems.append(
-                f"{row} ran out of memory" + (f" ({observed['message']})" if observed.get("message") else "")
-            )
-        else:
-            problems.append(f"{row} did not report {metric}")
-    return values, "; ".join(problems) or None
-
-
-def _evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    check = claim["check"]
-    rows = subjects(check)
-    if check["type"] == "outcome":
-        outcome = observed_rows[rows[0]].get("outcome")
-        return {"verdict": "pass" if outcome == check["expect"] else "fail", "observed": outcome}
-    values, problem = _metric(observed_rows, check["metric"])
-    if problem:
-        # An OOM where the claim needs a number is a result that contradicts it; anything else is an error.
-        oom = all(observed.get("outcome") == "oom" for row, observed in observed_rows.items() if row not in values)
-        return {"verdict": "fail" if oom else "error", "reason": problem, "observed_rows": values}
-    if check["type"] in ("value", "ratio"):
-        observed = values[rows[0]] if check["type"] == "value" else values[rows[0]] / values[rows[1]] - 1
-        tolerance = rule.get("tolerance") or claim["tolerance"]
-        published = claim["published"]
-        return {
-            "verdict": "pass" if within(observed, published, tolerance) else "fail",
-            "observed": observed,
-            "deviation": observed - published,
-            "relative_deviation": (observed - published) / published if published else None,
-            "tolerance": tolerance,
-            "observed_rows": values,
-        }
-    if check["type"] == "greater":
-        return {"verdict": "pass" if values[rows[0]] > values[rows[1]] else "fail", "observed_rows": values}
-    if check["type"] == "equal":
-        expected, problem = _metric(observed_rows, check["expect_metric"])
-        if problem:
-            return {"verdict": "error", "reason": problem, "observed_rows": values}
-        unequal = [row for row in rows if values[row] != expected[row]]
-        return {
-            "verdict": "fail" if unequal else "pass",
-            "observed": f"{len(rows) - len(unequal)} of {len(rows)} rows equal",
-            "reason": f"differ: {', '.join(f'{r} {values[r]} vs {expected[r]}' for r in unequal)}" if unequal else None,
-            "observed_rows": values,
-        }
-    if check["type"] == "between":
-        value = values[rows[0]]
-        inside = value >= check.get("min", value) and ("below" not in check or value < check["below"])
-        return {"verdict": "pass" if inside else "fail", "observed": value, "observed_rows": values}
-    if check["type"] == "distinct":
-        same = sorted({row for row in rows for other in rows if other != row and values[row] == values[other]})
-        return {
-            "verdict": "fail" if same else "pass",
-            "observed": f"{len(set(values.values()))} distinct of {len(rows)}",
-            "reason": f"same {check['metric']}: {', '.join(same)}" if same else None,
-            "observed_rows": values,
-        }
-    pick = max if check["type"] == "fastest" else min
-    chosen = pick(values, key=values.__getitem__)
-    return {"verdict": "pass" if chosen == check["expect"] else "fail", "observed": chosen, "observed_rows": values}
 
 
 def overall(judgements: list[dict[str, Any]]) -> str:

@@ -1,0 +1,195 @@
+"""Each type of claim check as one function, in a table by type (CHECKS): whether the rows (or
+placement policies) a claim is about, as one evidence kind observed them, pass or fail it.
+
+A function takes the claim, the rule of its `judged_by` that names the evidence kind (which may
+set its own tolerance) and the observed rows ({row: {metric: value}}), and returns the judgement:
+its verdict and what was observed. A check of a metric reads that metric of every row first; a
+row without it makes the judgement a fail where the row ran out of memory (a result that
+contradicts a claim needing a number) and an error otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from offload_repro.judge.claims import subjects
+
+Check = Callable[[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]]], dict[str, Any]]
+MetricCheck = Callable[[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]], dict[str, Any]]
+
+
+def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool:
+    if "absolute" in tolerance:
+        return abs(observed - published) <= tolerance["absolute"]
+    return abs(observed - published) <= tolerance["relative"] * abs(published)
+
+
+def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, Any], str | None]:
+    values, problems = {}, []
+    for row, observed in observed_rows.items():
+        if observed.get(metric) is not None:
+            values[row] = observed[metric]
+        elif observed.get("outcome") == "oom":
+            problems.append(
+                f"{row} ran out of memory" + (f" ({observed['message']})" if observed.get("message") else "")
+            )
+        else:
+            problems.append(f"{row} did not report {metric}")
+    return values, "; ".join(problems) or None
+
+
+def reads_metric(judge: MetricCheck) -> Check:
+    """A check of the check's metric: `judge` gets each row's value of it (`values`), or is not
+    called where a row has none."""
+
+    @functools.wraps(judge)
+    def check(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        values, problem = _metric(observed_rows, claim["check"]["metric"])
+        if problem:
+            # An OOM where the claim needs a number is a result that contradicts it; anything else is an error.
+            oom = all(observed.get("outcome") == "oom" for row, observed in observed_rows.items() if row not in values)
+            return {"verdict": "fail" if oom else "error", "reason": problem, "observed_rows": values}
+        return judge(claim, rule, observed_rows, values)
+
+    return check
+
+
+def outcome(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The row's outcome (it fits, or it runs out of memory) is the one the check expects."""
+    check = claim["check"]
+    observed = observed_rows[subjects(check)[0]].get("outcome")
+    return {"verdict": "pass" if observed == check["expect"] else "fail", "observed": observed}
+
+
+def _against_published(
+    claim: dict[str, Any], rule: dict[str, Any], observed: float, values: dict[str, Any]
+) -> dict[str, Any]:
+    """An observed number against the claim's published one, within the rule's tolerance or else the claim's."""
+    tolerance = rule.get("tolerance") or claim["tolerance"]
+    published = claim["published"]
+    return {
+        "verdict": "pass" if within(observed, published, tolerance) else "fail",
+        "observed": observed,
+        "deviation": observed - published,
+        "relative_deviation": (observed - published) / published if published else None,
+        "tolerance": tolerance,
+        "observed_rows": values,
+    }
+
+
+@reads_metric
+def value(
+    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
+) -> dict[str, Any]:
+    """The row's value is the published one."""
+    return _against_published(claim, rule, values[subjects(claim["check"])[0]], values)
+
+
+@reads_metric
+def ratio(
+    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
+) -> dict[str, Any]:
+    """The first row's value over the second's, less one, is the published change."""
+    rows = subjects(claim["check"])
+    return _against_published(claim, rule, values[rows[0]] / values[rows[1]] - 1, values)
+
+
+@reads_metric
+def greater(
+    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
+) -> dict[str, Any]:
+    """The first row's value is above the second's."""
+    rows = subjects(claim["check"])
+    return {"verdict": "pass" if values[rows[0]] > values[rows[1]] else "fail", "observed_rows": values}
+
+
+@reads_metric
+def equal(
+    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
+) -> dict[str, Any]:
+    """Each row's value equals its value of another metric (`expect_metric`)."""
+    check = claim["check"]
+    rows = subjects(check)
+    expected, problem = _metric(observed_rows, check["expect_metric"])
+    if problem:
+        return {"verdict": "error", "reason": problem, "observed_rows": values}
+    unequal = [row for row in rows if values[row] != expected[row]]
+    return {
+        "verdict": "fail" if unequal else "pass",
+        "observed": f"{len(rows) - len(unequal)} of {len(rows)} rows equal",
+        "reason": f"differ: {', '.join(f'{r} {values[r]} vs {expected[r]}' for r in unequal)}" if unequal else None,
+        "observed_rows": values,
+    }
+
+
+@reads_metric
+def between(
+    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
+) -> dict[str, Any]:
+    """The row's value is at least `min` (where given) and below `below` (where given)."""
+    check = claim["check"]
+    found = values[subjects(check)[0]]
+    inside = found >= check.get("min", found) and ("below" not in check or found < check["below"])
+    return {"verdict": "pass" if inside else "fail", "observed": found, "observed_rows": values}
+
+
+@reads_metric
+def distinct(
+    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
+) -> dict[str, Any]:
+    """No two rows have the same value."""
+    check = claim["check"]
+    rows = subjects(check)
+    same = sorted({row for row in rows for other in rows if other != row and values[row] == values[other]})
+    return {
+        "verdict": "fail" if same else "pass",
+        "observed": f"{len(set(values.values()))} distinct of {len(rows)}",
+        "reason": f"same {check['metric']}: {', '.join(same)}" if same else None,
+        "observed_rows": values,
+    }
+
+
+def _chosen(pick: Callable[..., str], claim: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    chosen = pick(values, key=values.__getitem__)
+    return {
+        "verdict": "pass" if chosen == claim["check"]["expect"] else "fail",
+        "observed": chosen,
+        "observed_rows": values,
+    }
+
+
+@reads_metric
+def fastest(
+    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
+) -> dict[str, Any]:
+    """The row the check expects has the largest value (a throughput)."""
+    return _chosen(max, claim, values)
+
+
+@reads_metric
+def slowest(
+    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
+) -> dict[str, Any]:
+    """The row the check expects has the smallest value."""
+    return _chosen(min, claim, values)
+
+
+# Every type the claims schema (workflow/schemas/claims.schema.yaml) allows, in its order.
+CHECKS: dict[str, Check] = {
+    "value": value,
+    "ratio": ratio,
+    "greater": greater,
+    "fastest": fastest,
+    "slowest": slowest,
+    "outcome": outcome,
+    "equal": equal,
+    "distinct": distinct,
+    "between": between,
+}
+
+
+def evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A claim's check on the rows one evidence kind observed, by its type's function."""
+    return CHECKS[claim["check"]["type"]](claim, rule, observed_rows)

@@ -1,0 +1,41 @@
+"""The claims as the check reads them: experiments/claims.yaml validated against its schema, each
+id used once, every name a claim derives from known, every evidence class it is judged by real;
+and what a claim's check is about."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core.data import DataError, validate
+from offload_repro.core.evidence_classes import EVIDENCE
+from offload_repro.core.files import read_yaml
+
+
+def load_claims(path: str | Path) -> list[dict[str, Any]]:
+    data = read_yaml(path)
+    validate(data, "claims", path)
+    ids = [claim["id"] for claim in data["claims"]]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise DataError(f"{path}: claim ids used twice: {duplicates}")
+    named = set(ids) | {row for claim in data["claims"] for row in claim["check"].get("rows", [])}
+    for number, claim in enumerate(data["claims"], 1):
+        unknown = [name for name in claim.get("derives_from", []) if name not in named]
+        if unknown:
+            raise DataError(
+                f"{path}: claim {number} (id '{claim['id']}'), field 'derives_from': {unknown} name no claim"
+                " and no row of any claim's check"
+            )
+        for rule in claim["judged_by"]:
+            if rule["evidence"] not in EVIDENCE:
+                raise DataError(
+                    f"{path}: claim {number} (id '{claim['id']}'), field 'judged_by.evidence': "
+                    f"'{rule['evidence']}' is not one of {sorted(EVIDENCE)}"
+                )
+    return data["claims"]
+
+
+def subjects(check: dict[str, Any]) -> list[str]:
+    """What a check is about: its rows, or the placement policy whose capacity frontier it judges."""
+    return check["rows"] if "rows" in check else check["policies"]

@@ -1,0 +1,70 @@
+"""The page's charts assembled: which of present/charts.py's charts a target's page shows, each as
+a Vega-Lite spec that is safe inside a <script> element."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from offload_repro.core.data import Row, Target
+from offload_repro.present import charts
+
+
+def inline_spec(name: str, chart: alt.TopLevelMixin) -> dict[str, str]:
+    """A chart's Vega-Lite spec, safe inside a <script> element."""
+    return {"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")}
+
+
+def chart_specs(
+    rows: list[Row],
+    observations: pd.DataFrame,
+    target: Target,
+    compiled_on: Target | None,
+    errors: dict[str, float] | None = None,
+) -> list:
+    """`errors`: the step-time model's largest leave-one-out error per model family."""
+    labels = {row.id: row for row in rows}
+    built = []
+    same_hardware = "source-hardware" in target.judges
+    throughput = charts.throughput(rows, observations, labels, target.name, with_published=same_hardware)
+    if throughput is not None:
+        built.append(("throughput", throughput))
+    if compiled_on is not None:
+        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name, errors or {})
+        if predicted is not None:
+            built.append(("predicted", predicted))
+        terms = charts.step_terms(observations, labels, compiled_on.name)
+        if terms is not None:
+            built.append(("step-terms", terms))
+        with_published = "source-hardware" in compiled_on.judges
+        built.append(("memory", charts.memory(rows, observations, labels, compiled_on.spec["title"], with_published)))
+    for name, chart in (
+        ("losses", charts.loss_curves(observations, labels)),
+        ("probe", charts.probe(observations)),
+        ("overlap", charts.overlap(observations, labels)),
+    ):
+        if chart is not None:
+            built.append((name, chart))
+    return [inline_spec(name, chart) for name, chart in built]
+
+
+def whatif_charts(observations: pd.DataFrame) -> list[dict[str, Any]]:
+    chart = charts.frontier(observations)
+    return [] if chart is None else [inline_spec("frontier", chart)]
+
+
+def measured_chart(measured: dict[str, Any] | None) -> dict[str, str] | None:
+    """The runs measured elsewhere, predicted against measured (present/measured_runs.py's section)."""
+    chart = charts.measured_against_predicted(measured["runs"]) if measured else None
+    return inline_spec("measured-runs", chart) if chart is not None else None
+
+
+def largest_errors(sources: list[dict[str, Any]], compile_target: str | None) -> dict[str, float]:
+    """The step-time model's largest leave-one-out error per model family, as the compile target's
+    prediction recorded it (chart_specs' `errors`)."""
+    prediction = next((s for s in sources if s["kind"] == "predicted" and s["target"] == compile_target), None)
+    families = ((prediction or {}).get("model_error") or {}).get("families") or {}
+    return {family: f["largest_abs"] for family, f in families.items() if f["largest_abs"] is not None}

@@ -1,0 +1,67 @@
+"""The page's tables of rows: each row's flags and placement beside its measured, compiled and
+analytic values, grouped by table with the assumptions the table's rows make."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offload_repro.core.assumptions import sentence
+from offload_repro.core.data import Row
+from offload_repro.present.lookup import Lookup
+from offload_repro.present.text import flag_summary, placement_summary
+
+
+def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
+    lines = []
+    for row in rows:
+
+        def get(evidence: str, metric: str, row_id: str = row.id) -> Any:
+            return lookup.value(row_id, evidence, metric)
+
+        lines.append(
+            {
+                "row": row,
+                "flags": flag_summary(row),
+                "placement": placement_summary(row),
+                "measured": {
+                    "status": get("measured", "status"),
+                    "message": lookup.message(row.id, "measured", "status"),
+                    "failure": lookup.failure_note(row.id, "measured"),
+                    "tflops": get("measured", "tflops_per_device"),
+                    "tflops_spread": lookup.spread(row.id, "measured", "tflops_per_device"),
+                    "step_s": get("measured", "step_time_s"),
+                    "step_spread": lookup.spread(row.id, "measured", "step_time_s"),
+                    "final_loss": get("measured", "final_loss"),
+                },
+                "compiled": {
+                    "status": get("compiled", "status"),
+                    "message": lookup.message(row.id, "compiled", "status"),
+                    "failure": lookup.failure_note(row.id, "compiled"),
+                    "device_gib": get("compiled", "gpu_memory_gib"),
+                    "host_gib": get("compiled", "host_memory_gib"),
+                    "outcome": get("compiled", "outcome"),
+                    "margin_gib": get("compiled", "margin_gib"),
+                    "host_buffers": get("compiled", "host_buffers"),
+                    "expected_host_buffers": get("compiled", "expected_host_buffers"),
+                    "host_buffer_gib": get("compiled", "host_buffer_gib"),
+                    "expected_host_buffer_gib": get("compiled", "expected_host_buffer_gib"),
+                    "async_pairs": get("compiled", "async_pairs"),
+                    "digest": get("compiled", "program_digest"),
+                    "warnings": lookup.all(row.id, "compiled", "xla_memory_warning"),
+                },
+                "analytic": {
+                    "device_gib": get("analytic", "device_saved_gib"),
+                    "offload_gib": get("analytic", "host_memory_gib"),
+                },
+            }
+        )
+    return lines
+
+
+def tables(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
+    grouped: dict[str, dict[str, Any]] = {}
+    for row, line in zip(rows, row_lines(rows, lookup), strict=True):
+        table = grouped.setdefault(row.table, {"name": row.table, "lines": [], "assumptions": []})
+        table["lines"].append(line)
+        table["assumptions"] += [sentence(a) for a in row.assumptions if sentence(a) not in table["assumptions"]]
+    return list(grouped.values())
