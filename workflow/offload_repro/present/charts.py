@@ -355,7 +355,8 @@ def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str)
 
 def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
     """Each run measured elsewhere: its predicted step (one run of its GPU and precision calibrating)
-    against its measured step, with the line y = x."""
+    against its measured step, with the line y = x; beside it, the same error against the GPU count,
+    where a few percent are visible."""
     records = [
         {
             "run": line["run"],
@@ -363,6 +364,7 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
             "predicted": line["predicted_step_s"],
             "precision": line["precision"],
             "model": line["model"],
+            "gpus": line["gpus"],
             "error": line["error"],
         }
         for line in lines
@@ -374,25 +376,43 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
     top = max(max(data["measured"]), max(data["predicted"])) * 1.05
     diagonal = alt.Chart(pd.DataFrame({"x": [0.0, top], "y": [0.0, top]})).mark_line(color="#999", strokeDash=[4, 4])
     diagonal = diagonal.encode(x="x:Q", y="y:Q")
+    tooltip = [
+        "run",
+        alt.Tooltip("measured:Q", format=".3f"),
+        alt.Tooltip("predicted:Q", format=".3f"),
+        alt.Tooltip("error:Q", format="+.1%"),
+    ]
+    colour, shape = alt.Color("precision:N", title="precision"), alt.Shape("model:N", title="model")
     points = (
         alt.Chart(data)
         .mark_point(filled=True, size=70)
         .encode(
             x=alt.X("measured:Q", title="measured step, s", scale=alt.Scale(domain=[0, top])),
             y=alt.Y("predicted:Q", title="predicted step, s", scale=alt.Scale(domain=[0, top])),
-            color=alt.Color("precision:N", title="precision"),
-            shape=alt.Shape("model:N", title="model"),
-            tooltip=[
-                "run",
-                alt.Tooltip("measured:Q", format=".3f"),
-                alt.Tooltip("predicted:Q", format=".3f"),
-                alt.Tooltip("error:Q", format="+.1%"),
-            ],
+            color=colour,
+            shape=shape,
+            tooltip=tooltip,
+        )
+    )
+    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#999", strokeDash=[4, 4]).encode(y="y:Q")
+    errors = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=70)
+        .encode(
+            x=alt.X("gpus:Q", title="GPUs", scale=alt.Scale(type="log", base=2)),
+            y=alt.Y("error:Q", title="predicted / measured - 1", axis=alt.Axis(format="+%")),
+            color=colour,
+            shape=shape,
+            tooltip=tooltip,
         )
     )
     title = titled(
         "The step-time model against published runs measured elsewhere",
         "Each run's step predicted from its program compiled here, the model calibrated on one run (the smallest) of"
-        " its GPU and precision; on the dashed line the prediction is the measurement.",
+        " its GPU and precision; on the dashed line the prediction is the measurement. Right: the same error"
+        " against the GPU count.",
     )
-    return alt.layer(diagonal, points).properties(width=360, height=360, title=title)
+    return alt.hconcat(
+        alt.layer(diagonal, points).properties(width=320, height=320),
+        alt.layer(zero, errors).properties(width=320, height=320),
+    ).properties(title=title)
