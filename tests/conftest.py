@@ -1,4 +1,10 @@
-"""Shared fixtures: the repository's own data, and small files written per test."""
+"""Shared fixtures: the repository's own data, and small files written per test.
+
+The test modules sit in folders named after the package folder they test (tests/core/ tests
+offload_repro/core/). pytest imports them in its default `prepend` mode, by file name, with no
+__init__.py: every test module's name is unique across tests/. This file's folder is on sys.path,
+so test modules import REPO, FIXTURES and require from `conftest`, and the helpers beside it
+(workflow_copy, report_page) by name."""
 
 from __future__ import annotations
 
@@ -8,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[1]  # the checkout
+FIXTURES = REPO / "tests" / "fixtures"  # small real result files, logs and HLO (fixtures/README.md)
 TABLES = sorted(str(p) for p in (REPO / "experiments" / "rows").glob("*.yaml"))
 
 

@@ -8,10 +8,8 @@ import sys
 from pathlib import Path
 
 from offload_repro.core.checkout_copy import copy_workflow
-from offload_repro.core.files import REPO_ROOT
 
-__all__ = ["REPO", "copy_workflow", "snakemake"]
-REPO = REPO_ROOT
+__all__ = ["copy_workflow", "snakemake"]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 

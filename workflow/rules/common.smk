@@ -36,7 +36,7 @@ CLAIMS_FILE = "experiments/claims.yaml"
 # on their own: a parameter of those rules, given to their command lines. It changes how a
 # process starts, never what it computes (workflow/scripts/forkserver_timing.py compares both), so
 # it is computed from `input`: Snakemake keeps such parameters out of its params rerun trigger,
-# and switching it reruns nothing (tests/test_workflow.py holds this on the main job).
+# and switching it reruns nothing (tests/workflow/test_workflow.py holds this on the main job).
 config["fork_server"] = as_bool(config["fork_server"])
 
 

@@ -1,7 +1,7 @@
 """The docs' layout block (docs/layout.md), generated from the tree, and the floors of the package's folders.
 
 The package is a house of floors. A module may import the modules of its own folder and those of
-the folders on lower floors, never one on its floor or above it (tests/test_layout.py holds every
+the folders on lower floors, never one on its floor or above it (tests/workflow/test_layout.py holds every
 import to it). The block lists the package's folders floor by floor from the ground up, each with
 the sentence its `__init__.py` opens with and its modules by name, between the checkout's other
 parts, whose files are listed as they are on disk.
@@ -64,8 +64,9 @@ PARTS: tuple[tuple[str, str, str | None], ...] = (
     ),
     (
         "tests/",
-        "pytest: unit tests on small real fixtures, real Snakemake runs on workflow copies, a real"
-        " single-node SLURM (tests/slurm/), headless Chromium",
+        "pytest: unit tests on small real fixtures (tests/fixtures/), in folders named after the package's"
+        " (tests/core/ tests offload_repro/core/); tests/workflow/: real Snakemake runs on workflow copies, a"
+        " real single-node SLURM (tests/slurm/), headless Chromium",
         None,
     ),
 )

@@ -9,11 +9,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 ROWS = ("llama-baseline", "deepseek-offload-optimized")
 
 # In a process of its own: MaxText's import and its config set global JAX state.

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
+from conftest import REPO
 from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
 from offload_repro.judge.check_types import CHECKS, within
 from offload_repro.judge.claims import load_claims
@@ -15,7 +14,7 @@ from offload_repro.judge.evidence_views import EvidenceView, views
 from offload_repro.judge.verdicts import check_claims, judge_one, overall
 from offload_repro.produce.analytic_bytes import write_accounting
 
-CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
+CLAIMS = REPO / "experiments" / "claims.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +45,8 @@ def test_claims_refer_to_rows_and_frontier_policies_that_exist(claims, tables):
 
     row_ids = {row.id for row in load_rows(tables)}
     policy_ids = {policy["id"] for policy in load_policies()["policies"]}
+    assert any(claim["check"].get("rows") for claim in claims)
+    assert any(claim["check"].get("policies") for claim in claims)
     for claim in claims:
         assert set(claim["check"].get("rows", [])) <= row_ids, claim["id"]
         assert set(claim["check"].get("policies", [])) <= policy_ids, claim["id"]
@@ -206,7 +207,7 @@ def test_tolerances():
 
 
 def test_every_check_type_the_schema_allows_has_one_function():
-    schema = yaml.safe_load((CLAIMS.parents[1] / "workflow/schemas/claims.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow/schemas/claims.schema.yaml").read_text())
     types = schema["properties"]["claims"]["items"]["properties"]["check"]["properties"]["type"]["enum"]
     assert list(CHECKS) == types
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.observers import run_observations
 from offload_repro.produce.measured.repeats import aggregate
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
+RESULTS = FIXTURES / "results"
 
 
 def repeat(step: float | None, tflops: float | None, tokens: float | None, wall: float) -> dict:
@@ -75,7 +75,7 @@ def test_one_repeat_has_no_width():
 
 
 def test_a_run_with_repeats_is_a_valid_run_file_and_observations_carry_the_spread(tmp_path):
-    run = json.loads((FIXTURES / "cpu/runs/llama-qkv-offload-lhs.json").read_text())
+    run = json.loads((RESULTS / "cpu/runs/llama-qkv-offload-lhs.json").read_text())
     run = {key: value for key, value in run.items() if key not in ("kind", "schema_version")}
     path = tmp_path / "run.json"
     write_result(path, "run", run | aggregate(THREE))

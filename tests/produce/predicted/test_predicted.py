@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES, REPO
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.claims import load_claims
@@ -35,8 +36,6 @@ from offload_repro.produce.predicted import (
 )
 from offload_repro.produce.predicted.hlo_flops import Flops
 from offload_repro.produce.predicted.hlo_schedule import Event
-
-REPO = Path(__file__).resolve().parents[1]
 
 SCAN_PROGRAM = textwrap.dedent(
     """
@@ -81,7 +80,7 @@ def test_flops_of_a_compiled_scan_are_the_hand_count_with_its_trip_count(tmp_pat
 
 
 # A scheduled program by hand: an async copy to the host around a GEMM, and an all-gather.
-HOST_COPIES = (REPO / "tests/fixtures/host_copies.hlo").read_text()
+HOST_COPIES = (FIXTURES / "host_copies.hlo").read_text()
 
 
 def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedule():
@@ -140,8 +139,8 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
 # Collectives copied from the compiled GB200 programs (tests/fixtures/README.md): each with the
 # instructions that define its operands, in its layer scan (126 layers), under the while loop that
 # runs it. Hand counts: bf16, 128 devices.
-LHS_LAYER = (REPO / "tests/fixtures/collectives_lhs.hlo").read_text()
-NOLHS_LAYER = (REPO / "tests/fixtures/collectives_nolhs.hlo").read_text()
+LHS_LAYER = (FIXTURES / "collectives_lhs.hlo").read_text()
+NOLHS_LAYER = (FIXTURES / "collectives_nolhs.hlo").read_text()
 
 
 def test_a_combined_reduce_scatter_moves_every_operand_of_every_layer():
@@ -180,7 +179,7 @@ def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
 # cuDNN flash attention as compiled for GB200: one forward and one backward call of Llama 3.1 405B
 # (2 x 8192 tokens, 128 query heads of 128, 8 key-value heads) and of DeepSeek-V3 (MLA: 8 x 4096
 # tokens, 128 heads, query-key head dim 192, value head dim 128), each line copied from its program.
-ATTENTION = (REPO / "tests/fixtures/cudnn_attention.hlo").read_text().splitlines()
+ATTENTION = (FIXTURES / "cudnn_attention.hlo").read_text().splitlines()
 
 
 def test_cudnn_attention_forward_is_maxtexts_formula_and_backward_recomputes_qk():
@@ -506,16 +505,22 @@ def test_a_predicted_fail_is_impossible_when_the_published_value_lies_in_the_ban
     none fails; a band wholly inside the tolerance passes; one that straddles it is inconclusive."""
     check = {"type": "ratio", "rows": ["a", "b"]}
     settings = [(0.75, "ring"), (0.5, "ring")]
-    for offset in (-0.2, -0.05, 0.0, 0.05, 0.2):
+    inside = narrow = 0
+    # 5% off: a band that holds the published value inside, not on an edge floating point may leave
+    # it just outside of; -published: no gap at all, a band narrower than the widest tolerance.
+    for offset in (-0.2, -0.05, 0.0, 0.05, 0.2, 0.05 * published, -published):
         central = published + offset
         series = {"a": [1 + central, 1 + central * 0.9], "b": [1.0, 1.0]}
         found = judged_by_prediction.band(check, series, {("a", "b"): error}, settings)
         for tolerance in ({"absolute": 0.001}, {"absolute": 0.02}, {"absolute": 1.0}):
             verdict = judged_by_prediction.verdict(check, found, published, tolerance)
             if found["low"] <= published <= found["high"]:
+                inside += 1
                 assert verdict != "fail"
             if tolerance["absolute"] >= 1.0 and found["high"] - found["low"] < 1.0 and found["low"] <= published:
+                narrow += 1
                 assert verdict in ("pass", "inconclusive")
+    assert inside > 0 and narrow > 0  # both properties were checked at these parameters
 
 
 def test_an_ordering_is_decided_only_where_the_gaps_exceed_the_error():
@@ -571,7 +576,7 @@ def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
 
     predicted = predicted_result(llama_rows(2669), llama_programs())
     predicted_file = write_result(tmp_path / "predicted.json", "predicted", predicted) and tmp_path / "predicted.json"
-    fixtures = REPO / "tests/fixtures/results"
+    fixtures = FIXTURES / "results"
     html = rendered_page(
         tmp_path, tables, "cpu", [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), predicted_file]
     )
@@ -649,7 +654,7 @@ def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies
     has a table of its host copies."""
     from report_page import raw_placeholders, visible_text
 
-    fixtures = REPO / "tests/fixtures/results"
+    fixtures = FIXTURES / "results"
     inputs = [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), fixtures / "predicted/gb200-nvl72.json"]
     html = rendered_page(tmp_path, tables, "cpu", inputs)
 
@@ -748,7 +753,7 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     from offload_repro.core.results import write_result
     from report_page import raw_placeholders
 
-    fixtures = REPO / "tests/fixtures/results"
+    fixtures = FIXTURES / "results"
     run = json.loads((fixtures / "cpu/runs/llama-qkv-offload-lhs.json").read_text()) | {"target": "h200-1"}
     compiled = json.loads((fixtures / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json").read_text())
     compiled |= {"target": "h200-1"}
@@ -775,7 +780,7 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
 # Two fusions of llama-baseline's layer scan, copied from its GB200 program with the instructions
 # that feed them (tests/fixtures/README.md): the backward pass writes one layer's f32 gradient into
 # the stacked [126,...] buffer in place, and reads one layer's saved activations out of another.
-MEMORY_FUSIONS = (REPO / "tests/fixtures/memory_traffic.hlo").read_text()
+MEMORY_FUSIONS = (FIXTURES / "memory_traffic.hlo").read_text()
 
 
 def test_a_fusion_costs_the_bytes_it_touches_not_the_stacked_buffers_it_slices():
@@ -801,7 +806,7 @@ def test_a_clone_of_xlas_rematerialisation_is_recognised_and_counted_by_kind():
     unembedding GEMM and its clone, an all-gather clone in the layer scan, the element-wise clones
     that feed the GEMM clone. Only the instructions named `.remat` are clones; the GEMM clone does
     the original's FLOPs again, the all-gather clone gathers a layer's weights again."""
-    computations = hlo_text.parse((REPO / "tests/fixtures/xla_clones.hlo").read_text())
+    computations = hlo_text.parse((FIXTURES / "xla_clones.hlo").read_text())
     counted = xla_clones.count(computations, hlo_schedule.timelines(computations))
     unembedding = 2 * 16384 * 16384 * 128256  # [16384, 16384] x [16384, 128256]
     assert counted["gemm"]["instructions"] == 1 and counted["gemm"]["flops"] == unembedding
@@ -836,7 +841,7 @@ def test_the_ideal_overlap_starts_each_transfer_when_ready_and_awaits_it_at_firs
     synchronous combined reduce-scatter. As scheduled it stops the compute stream; in the ideal
     overlap it starts in place and is awaited where its result is first read (here: nowhere in the
     body, so at its end)."""
-    computations = hlo_text.parse((REPO / "tests/fixtures/collectives_nolhs.hlo").read_text())
+    computations = hlo_text.parse((FIXTURES / "collectives_nolhs.hlo").read_text())
     body = next(name for name in computations if name.startswith("region_10"))
     scheduled = hlo_schedule.schedule(computations)[body]
     ideal = hlo_schedule.schedule(computations, ideal=True)[body]
@@ -882,7 +887,7 @@ def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_pat
     gb300-nvl72 shows GB300's, never the alphabetically first target's (GB200's)."""
     import json
 
-    fixtures = REPO / "tests/fixtures/results"
+    fixtures = FIXTURES / "results"
     gb200 = json.loads((fixtures / "predicted/gb200-nvl72.json").read_text())
     gb300 = {**gb200, "target": "gb300-nvl72"}
     gb300["rows"] = [
@@ -912,7 +917,7 @@ def test_the_comparison_shows_the_throughputs_published_speedups_imply(tmp_path,
     target page does."""
     from offload_repro.present.pages import render_index
 
-    fixtures = REPO / "tests/fixtures/results"
+    fixtures = FIXTURES / "results"
     rendered_page(tmp_path, tables, "cpu", [fixtures / "predicted/gb200-nvl72.json"])
     page, compare = tmp_path / "cpu.html", tmp_path / "compare.html"
     rows = load_rows(tables)
@@ -944,7 +949,7 @@ def test_a_measured_runs_gradient_reduce_scatters_move_the_bf16_bytes_of_its_wei
     (80 layers of 3 MLP matrices 8192 x 28672, Q and O 8192 x 64 x 128, K and V 8192 x 8 x 128 and
     two norms; embedding and unembedding 32000 x 8192; the final norm). On 16 nodes of 8 GPUs the
     ring's crossings spread over the 8 NICs of a node."""
-    computations = hlo_text.parse((REPO / "tests/fixtures/reduce_scatter_h100_llama2.hlo").read_text())
+    computations = hlo_text.parse((FIXTURES / "reduce_scatter_h100_llama2.hlo").read_text())
     layer = 3 * 8192 * 28672 + 2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 2 * 8192
     weights = 80 * layer + 2 * 32000 * 8192 + 8192
     assert weights == 68_976_648_192

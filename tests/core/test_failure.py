@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES, REPO
 from offload_repro.core import failure
-from offload_repro.core.files import REPO_ROOT
 from offload_repro.produce.measured import runner
 
-FIXTURES = Path(__file__).parent / "fixtures" / "failures"
+FAILURES = FIXTURES / "failures"
 UNKNOWN_FLAG = "Unknown flag in XLA_FLAGS: --xla_gpu_enable_latency_hiding_schedular=true"
 BAD_VALUE = (
     "Couldn't interpret value maybe for flag xla_gpu_enable_latency_hiding_scheduler.\n"
@@ -24,11 +24,11 @@ OUT_OF_MEMORY = "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory a
 
 
 def log(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
+    return (FAILURES / name).read_text(encoding="utf-8")
 
 
 def exception(name: str) -> dict:
-    return json.loads((FIXTURES / f"{name}.launch.json").read_text())["exception"]
+    return json.loads((FAILURES / f"{name}.launch.json").read_text())["exception"]
 
 
 @pytest.mark.parametrize("name", ["unknown-flag.train.log", "unknown-flag.compile.log"])
@@ -88,7 +88,7 @@ def test_srun_says_how_each_task_ended():
 
 def ranks_in(tmp_path: Path, case: str) -> list[dict]:
     """The rank records of a captured run, their logs where the runner reads them (in the checkout)."""
-    copied = Path(shutil.copytree(FIXTURES / case, tmp_path / case))
+    copied = Path(shutil.copytree(FAILURES / case, tmp_path / case))
     ranks = []
     for task in (0, 1):
         record = json.loads((copied / f"rank-{task}.json").read_text())
@@ -118,7 +118,7 @@ def test_ranks_that_failed_with_their_own_words_keep_them(tmp_path):
 
 
 def test_ranks_that_never_joined_are_named_by_their_own_fatal_lines(tmp_path):
-    copied = Path(shutil.copytree(FIXTURES / "ranks-unknown-flag", tmp_path / "ranks"))
+    copied = Path(shutil.copytree(FAILURES / "ranks-unknown-flag", tmp_path / "ranks"))
     ranks = [{"task": task, "state": "never joined", "log": str(copied / f"rank-{task}.log")} for task in (0, 1)]
     srun_log = log("ranks-unknown-flag/train.log")
     record, message = runner.row_failure(1, None, srun_log, tmp_path / "train.log", ranks, 0, 10)
@@ -153,7 +153,7 @@ def test_a_preflight_step_that_failed_says_why_and_keeps_its_output(tmp_path, mo
 def test_the_failure_is_typed_in_the_result_schema(tmp_path):
     from offload_repro.core.results import ResultError, write_result
 
-    run = json.loads((REPO_ROOT / "tests/fixtures/results/cpu/runs/llama-qkv-offload-lhs.json").read_text())
+    run = json.loads((FIXTURES / "results/cpu/runs/llama-qkv-offload-lhs.json").read_text())
     found = failure.failure_of(1, log("unknown-flag.train.log"), "results/cpu/work/llama-baseline/train.log")
     failed = {k: v for k, v in run.items() if k not in ("kind", "schema_version")} | {
         "status": "error",
@@ -195,7 +195,7 @@ def failed_results(tmp_path: Path, tables: list[str], case: str) -> list[Path]:
     from offload_repro.core.data import load_rows, load_target
     from offload_repro.produce.compiled.compiled_row import compile_result
 
-    results = REPO_ROOT / "tests/fixtures/results"
+    results = FIXTURES / "results"
     returncode, srun_log, launched, ranked = CASES[case]
     recorded = exception(launched) if launched else None
     ranks = ranks_in(tmp_path, ranked) if ranked else []
@@ -227,7 +227,7 @@ def page_and_console(tmp_path: Path, tables: list[str], case: str, capsys) -> tu
     evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
     results = failed_results(tmp_path, tables, case)
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
-    claims = str(REPO_ROOT / "experiments/claims.yaml")
+    claims = str(REPO / "experiments/claims.yaml")
     checked = ["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]
     assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]

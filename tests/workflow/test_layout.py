@@ -6,13 +6,12 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from pathlib import Path
 
+from conftest import REPO
 from offload_repro.plan import inputs as plan
 from offload_repro.plan import layout
 
-REPO = Path(__file__).resolve().parents[1]
-TEST_MODULES = {path.stem for path in (REPO / "tests").glob("*.py")}
+TEST_MODULES = {path.stem for path in (REPO / "tests").rglob("*.py")}
 
 
 def imported_names(source: str) -> set[str]:

@@ -10,10 +10,10 @@ import re
 import pytest
 import yaml
 
-from offload_repro.core.files import REPO_ROOT
+from conftest import REPO
 from offload_repro.core.image_digest import DigestError, resolve_digest
 
-spec = importlib.util.spec_from_file_location("resolve_containers", REPO_ROOT / "envs" / "resolve_containers.py")
+spec = importlib.util.spec_from_file_location("resolve_containers", REPO / "envs" / "resolve_containers.py")
 resolve = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(resolve)
 
@@ -65,7 +65,7 @@ def test_without_skopeo_the_error_says_it_is_not_installed(tmp_path, monkeypatch
 @pytest.fixture
 def containers_copy(tmp_path, monkeypatch):
     copy = tmp_path / "containers.yaml"
-    copy.write_text((REPO_ROOT / "envs" / "containers.yaml").read_text())
+    copy.write_text((REPO / "envs" / "containers.yaml").read_text())
     monkeypatch.setattr(resolve, "CONTAINERS", copy)
     return copy
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import require
+from conftest import REPO, require
 from workflow_copy import copy_workflow
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
-HERE = Path(__file__).resolve().parent / "slurm"
+SLURM_FILES = REPO / "tests" / "slurm"
 TARGET = "cpu-slurm-2"
 TWO_ROWS = ["llama-baseline", "llama-qkv-offload-lhs"]
 # The 2-process run reduces gradients across processes (gloo) in another order than one process
@@ -45,7 +45,7 @@ def cluster(tmp_path_factory):
         pytest.skip("slurmd must run as root")
     scratch = tmp_path_factory.mktemp("slurm")
     env = {**os.environ, "SLURM_TEST_DIR": str(scratch), "SLURMCTLD_PORT": "16817", "SLURMD_PORT": "16818"}
-    started = subprocess.run(["bash", HERE / "start.sh"], env=env, capture_output=True, text=True, timeout=90)
+    started = subprocess.run(["bash", SLURM_FILES / "start.sh"], env=env, capture_output=True, text=True, timeout=90)
     try:
         assert started.returncode == 0, started.stderr
         exports = dict(re.findall(r"(\w+)=(\S+)", started.stdout.strip().removeprefix("export ")))
@@ -56,13 +56,13 @@ def cluster(tmp_path_factory):
             "PATH": f"{scratch}/bin:{Path(sys.executable).parent}:{env['PATH']}",
         }
     finally:
-        subprocess.run(["bash", HERE / "stop.sh"], env=env, capture_output=True, timeout=90)
+        subprocess.run(["bash", SLURM_FILES / "stop.sh"], env=env, capture_output=True, timeout=90)
 
 
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory):
     directory = copy_workflow(tmp_path_factory.mktemp("workflow"))
-    shutil.copytree(HERE / "profile", directory / "slurm-profile")
+    shutil.copytree(SLURM_FILES / "profile", directory / "slurm-profile")
     return directory
 
 

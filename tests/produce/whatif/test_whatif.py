@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import gzip
 import random
-from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.results import read_result, write_result
 from offload_repro.produce.compiled import program_cache
@@ -16,7 +16,7 @@ from offload_repro.produce.compiled.compiled_row import compile_result, compile_
 from offload_repro.produce.whatif import capacity_frontier
 from offload_repro.produce.whatif.transfer_budget import budget_line
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
+RESULTS = FIXTURES / "results"
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,7 @@ def program_of(compiled: dict) -> dict:
 
 @pytest.mark.parametrize("row_id", ["deepseek-device-mb8", "deepseek-offload-plain", "llama-qkv-offload-lhs"])
 def test_a_result_from_a_cached_program_is_the_result_compiling_gave(rows, row_id):
-    compiled = read_result(FIXTURES / f"compiled/gb200-nvl72/{row_id}.json", "compile")
+    compiled = read_result(RESULTS / f"compiled/gb200-nvl72/{row_id}.json", "compile")
     result = compile_result(rows[row_id], load_target("gb200-nvl72"), program_of(compiled), None, True)
     fields = ("memory", "device_bytes", "host_bytes", "fits", "margin_gib", "xla_memory_warnings", "maxtext_overrides")
     for field in fields:
@@ -195,7 +195,7 @@ def test_a_result_from_a_cached_program_is_the_result_compiling_gave(rows, row_i
 
 def test_a_row_whose_program_is_cached_is_not_compiled_again(rows, tmp_path, monkeypatch):
     gb200, row = load_target("gb200-nvl72"), rows["deepseek-device-mb8"]
-    compiled = read_result(FIXTURES / "compiled/gb200-nvl72/deepseek-device-mb8.json", "compile")
+    compiled = read_result(RESULTS / "compiled/gb200-nvl72/deepseek-device-mb8.json", "compile")
     cache = tmp_path / "programs"
     key = program_cache.program_key(row, gb200)
     write_result(

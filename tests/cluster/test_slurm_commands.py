@@ -9,9 +9,9 @@ import pytest
 from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
+from conftest import REPO
 from offload_repro.cluster import slurm
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.core.files import REPO_ROOT
 from offload_repro.produce.measured.runner import launch_command
 
 # Distinct digests per container, so a family given the other family's image fails the test.
@@ -31,7 +31,7 @@ def sbatch_line(resources: dict) -> str:
         "comment_str": "rule_run_row",
         "account": "",
         "partition": "",
-        "workdir": str(REPO_ROOT),
+        "workdir": str(REPO),
     }
     return get_submit_command(job, params) + set_gres_string(job)
 
@@ -60,7 +60,9 @@ def test_submit_line_asks_for_whole_nodes_and_their_gpus(target_name):
 def test_launch_line_of_every_row(tables, target_name, runtime, pinned, tmp_path):
     target = load_target(target_name)
     limit = target.spec["cluster"]["environment"]["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"]
-    for row in load_rows(tables):
+    rows = load_rows(tables)
+    assert rows
+    for row in rows:
         prefix, env, container = launch_command(row, target, tmp_path, "unused", runtime, allow_unpinned=False)
         line = " ".join(prefix)
         assert line.startswith("srun ") and prefix[-1] == "python3"

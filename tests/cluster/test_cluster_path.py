@@ -1,6 +1,6 @@
 """The pieces of the cluster path that need no cluster: target inheritance, job geometry, the
 time-limit stop, rank failures, attempts, and the preflight's checks on GPU facts.
-(tests/test_slurm.py runs the whole path on a real SLURM.)"""
+(tests/workflow/test_slurm.py runs the whole path on a real SLURM.)"""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 from test_slurm_commands import sbatch_line
 
+from conftest import FIXTURES
 from offload_repro.cluster import preflight_checks, slurm
 from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, load_rows, load_target
@@ -23,7 +23,7 @@ from offload_repro.core.files import write_json
 from offload_repro.core.process import run_supervised
 from offload_repro.produce.measured import runner
 
-FIXTURES = Path(__file__).parent / "fixtures" / "results"
+RESULTS = FIXTURES / "results"
 
 
 def test_a_target_extends_another_and_overrides_only_what_it_names():
@@ -160,7 +160,7 @@ def test_gpus_are_counted_and_named_against_the_target():
 
 def test_host_memory_is_checked_against_the_largest_compiled_offload_row():
     target = load_target("gb200-nvl72")
-    largest = preflight_checks.largest_host_bytes(sorted((FIXTURES / "compiled" / "gb200-nvl72").glob("*.json")))
+    largest = preflight_checks.largest_host_bytes(sorted((RESULTS / "compiled" / "gb200-nvl72").glob("*.json")))
     assert largest == ("deepseek-offload-plain", 155558346752)
     assert preflight_checks.check_host_memory(GB200_NODE, target, largest).status == "ok"  # 4 x 145 GiB < 960 GB
     small = {**GB200_NODE, "memory": {**GB200_NODE["memory"], "slurm_job_bytes": 256 * 2**30}}
@@ -211,7 +211,7 @@ def test_a_local_gpu_target_needs_a_gpu_limit(tmp_path):
 def test_the_row_record_schema_keeps_ranks_and_interruptions(tmp_path):
     from offload_repro.core.results import read_result
 
-    run = read_result(FIXTURES / "cpu" / "runs" / "llama-qkv-offload-lhs.json", "run")
+    run = read_result(RESULTS / "cpu" / "runs" / "llama-qkv-offload-lhs.json", "run")
     with_ranks = {
         **run,
         "ended_by": "own failure",

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import REPO
 from offload_repro.core.data import DataError
-from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.files import read_yaml
 from offload_repro.plan.jobs import make_plan
 
-DEFAULT = read_yaml(REPO_ROOT / "experiments" / "config.yaml")
+DEFAULT = read_yaml(REPO / "experiments" / "config.yaml")
 
 
 def planned(nothing_on_disk: bool = True, resources: dict | None = None, **config):
     exists = (lambda path: False) if nothing_on_disk else (lambda path: True)
-    return make_plan(DEFAULT | config, resources or {}, exists=exists, results=REPO_ROOT / "tests" / "nothing-here")
+    return make_plan(DEFAULT | config, resources or {}, exists=exists, results=REPO / "tests" / "nothing-here")
 
 
 def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():

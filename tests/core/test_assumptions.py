@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from conftest import FIXTURES, REPO
 from offload_repro.core.assumptions import check_ids, load_assumptions, variants
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.variants import apply, variant_id, variant_row
@@ -13,7 +12,6 @@ from offload_repro.judge.robustness import frontier_verdict, policy_points, robu
 from offload_repro.plan.inputs import stage_code
 from offload_repro.produce.compiled.program_cache import program_key
 
-REPO = Path(__file__).resolve().parents[1]
 ROWS = {row.id: row for row in load_rows(sorted((REPO / "experiments/rows").glob("*.yaml")))}
 GB200 = load_target("gb200-nvl72")
 
@@ -78,7 +76,7 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
 
     from offload_repro.core.results import write_result
 
-    real = json.loads((REPO / "tests/fixtures/results/compiled/gb200-nvl72/deepseek-offload-plain.json").read_text())
+    real = json.loads((FIXTURES / "results/compiled/gb200-nvl72/deepseek-offload-plain.json").read_text())
     real.pop("kind"), real.pop("schema_version")
     claims = [
         {"id": "under-150", "check": {"rows": ["r"]}, "judged_by": [{"evidence": "compiled"}]},
@@ -128,7 +126,7 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
     from offload_repro.produce.whatif.alternatives import write_sensitivity
     from report_page import raw_placeholders
 
-    fixtures = REPO / "tests/fixtures/results/compiled/gb200-nvl72"
+    fixtures = FIXTURES / "results/compiled/gb200-nvl72"
     deepseek = ["deepseek-offload-plain", "deepseek-device-mb8"]
     variant_files = []
     for alternative in ("seq-2048", "seq-8192"):

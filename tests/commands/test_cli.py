@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
+from conftest import REPO
 from offload_repro import cli
-from offload_repro.core.files import REPO_ROOT
 from offload_repro.plan import inputs as plan
 
-COMMANDS_DIR = REPO_ROOT / "workflow" / "offload_repro" / "commands"
+COMMANDS_DIR = REPO / "workflow" / "offload_repro" / "commands"
 
 # Runs main(ARGV) and prints the package's modules that ended up imported.
 IMPORTED = """
@@ -61,8 +61,8 @@ def test_a_command_imports_nothing_outside_its_stage(command, argv):
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=REPO_ROOT,
-        env={"PYTHONPATH": str(REPO_ROOT / "workflow"), "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu"},
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO / "workflow"), "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu"},
     )
     imported = set(json.loads(done.stdout.splitlines()[-1]))
     assert f"offload_repro.commands.{command}" in imported

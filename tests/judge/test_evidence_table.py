@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES
 from offload_repro.core.failure import failure_of
 from offload_repro.core.results import ResultError
 from offload_repro.judge.evidence_table import build, observe_files
 from offload_repro.present.lookup import frame
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
-RUN = FIXTURES / "cpu/runs/llama-qkv-offload-lhs.json"
-COMPILED = FIXTURES / "compiled/gb200-nvl72"
-PROBE = FIXTURES / "h200-1/probe.json"
+RESULTS = FIXTURES / "results"
+RUN = RESULTS / "cpu/runs/llama-qkv-offload-lhs.json"
+COMPILED = RESULTS / "compiled/gb200-nvl72"
+PROBE = RESULTS / "h200-1/probe.json"
 
 
 def observed(*paths):
@@ -38,7 +38,7 @@ def test_a_run_gives_its_status_throughput_and_every_steps_loss():
 
 
 def test_a_failed_run_is_an_observation_with_its_cause(tmp_path):
-    log = Path(__file__).parent / "fixtures/failures/exception.train.log"  # a real MaxText failure
+    log = FIXTURES / "failures/exception.train.log"  # a real MaxText failure
     cause = failure_of(1, log.read_text(), "train.log")
     run = json.loads(RUN.read_text())
     run.update(status="error", message=cause.cause, tflops_per_device=None, step_time_s=None, losses=[])
@@ -77,7 +77,7 @@ def test_xla_warnings_arrive_with_their_meaning():
 
 
 def test_the_analytic_accounting_of_every_row():
-    table, _ = observed(FIXTURES / "analytic.json")
+    table, _ = observed(RESULTS / "analytic.json")
     key = ("llama-qkv-offload-lhs", "analytic")
     assert table[(*key, "offloaded_mib_per_layer", None)].value == 576
     assert table[(*key, "query_proj_mib_per_layer", None)].value == 512
@@ -96,7 +96,7 @@ def test_the_probe_is_a_series_over_transfer_sizes():
 
 
 def test_the_table_is_one_typed_file(tmp_path):
-    paths = [RUN, *COMPILED.glob("*.json"), FIXTURES / "analytic.json", PROBE]
+    paths = [RUN, *COMPILED.glob("*.json"), RESULTS / "analytic.json", PROBE]
     evidence = build(paths, "cpu", tmp_path / "evidence.json")
     assert {source["kind"] for source in evidence["sources"]} == {"run", "compile", "analytic", "probe"}
     columns = frame(evidence)

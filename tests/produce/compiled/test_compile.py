@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import REPO
 from offload_repro.core import gpu
 from offload_repro.core.accounting import compiled_accounting
 from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.core.files import REPO_ROOT
 from offload_repro.judge.observers import warning_meaning
 from offload_repro.produce.compiled.compiled_row import compile_overrides
 from offload_repro.produce.compiled.program_cache import memory_warnings
@@ -42,7 +42,7 @@ def test_llama_compile_drops_transformer_engine_quantization(tables, gb200):
 
 
 def test_target_description_facts(gb200):
-    text = (REPO_ROOT / gb200.spec["compile"]["description_file"]).read_text()
+    text = (REPO / gb200.spec["compile"]["description_file"]).read_text()
     assert gpu.cudnn_version(text) == 91500
     assert gpu.compute_capability(text) == (10, 0)
     assert "device_memory_size: 197897748480" in text

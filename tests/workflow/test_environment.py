@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_copy import REPO
+from conftest import REPO
 
 
 @pytest.mark.slow

@@ -10,9 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from conftest import REPO
 from offload_repro.core.data import load_target
 from offload_repro.present.target_command import snakemake_command
-from workflow_copy import REPO, copy_workflow, snakemake
+from workflow_copy import copy_workflow, snakemake
 
 BLOCK = re.compile(r"```bash\n(.*?)```", re.S)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require
+from conftest import FIXTURES, REPO, require
 from offload_repro.cli import main
 from offload_repro.core.data import load_target
 from offload_repro.core.observation import Observer
@@ -20,13 +20,13 @@ from offload_repro.present.text import fmt, spread_text
 from offload_repro.produce.measured import trace
 from report_page import raw_placeholders, rendered_charts, rendered_dom, vega_graphics
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
-CLAIMS = Path(__file__).resolve().parents[1] / "experiments" / "claims.yaml"
+RESULTS = FIXTURES / "results"
+CLAIMS = REPO / "experiments" / "claims.yaml"
 
 
 def with_overlap(tmp_path: Path) -> Path:
     """The real run fixture with an overlap summary of a known trace (as a one-GPU run records it)."""
-    run = json.loads((FIXTURES / "cpu/runs/llama-qkv-offload-lhs.json").read_text())
+    run = json.loads((RESULTS / "cpu/runs/llama-qkv-offload-lhs.json").read_text())
     meta = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}}]
     events = [("gemm_fusion", 0, 100), ("MemcpyDtoH", 50, 100)]
     run["overlap"] = trace.summarize(
@@ -40,7 +40,7 @@ def with_overlap(tmp_path: Path) -> Path:
 
 def probe_of_this_target(tmp_path: Path) -> Path:
     """The real probe fixture as the page's own target (a probe belongs to the target it ran on)."""
-    probe = json.loads((FIXTURES / "h200-1/probe.json").read_text())
+    probe = json.loads((RESULTS / "h200-1/probe.json").read_text())
     path = tmp_path / "probe.json"
     path.write_text(json.dumps(probe | {"target": "cpu"}))
     return path
@@ -50,9 +50,9 @@ def build_page(work: Path, tables: list[str]) -> tuple[Path, str, dict]:
     """evidence -> check -> report of the real fixtures, as the workflow runs them, in `work`."""
     results = [
         with_overlap(work),
-        FIXTURES / "cpu/runs/deepseek-device-mb8.json",
-        *sorted((FIXTURES / "compiled/gb200-nvl72").glob("*.json")),
-        FIXTURES / "analytic.json",
+        RESULTS / "cpu/runs/deepseek-device-mb8.json",
+        *sorted((RESULTS / "compiled/gb200-nvl72").glob("*.json")),
+        RESULTS / "analytic.json",
         probe_of_this_target(work),
     ]
     evidence, verdicts, page = work / "evidence.json", work / "verdicts.json", work / "cpu.html"
@@ -277,10 +277,10 @@ def test_charts_render_in_headless_chromium(built):
 def test_the_new_hardware_section_from_real_whatif_results(tmp_path, tables):
     """Rows x targets, the frontier (with its contrast claims judged) and the transfer budget."""
     results = [
-        *sorted((FIXTURES / "compiled").glob("*/*.json")),
-        *sorted((FIXTURES / "whatif").glob("*/frontier-*.json")),
-        FIXTURES / "whatif/budget.json",
-        FIXTURES / "analytic.json",
+        *sorted((RESULTS / "compiled").glob("*/*.json")),
+        *sorted((RESULTS / "whatif").glob("*/frontier-*.json")),
+        RESULTS / "whatif/budget.json",
+        RESULTS / "analytic.json",
     ]
     evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0

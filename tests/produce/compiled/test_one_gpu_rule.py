@@ -27,6 +27,7 @@ def test_declared_one_gpu_rules_reproduce_the_capacity_contrast(tables, tmp_path
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(jobs, pool.map(compiled, jobs), strict=True))
+    assert len(results) == 6  # three rows on each of two targets
     for (target_name, row_id), result in results.items():
         assert result["status"] == "ok", (target_name, row_id, result["message"])
         assert result["devices"] == 1

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
+from conftest import FIXTURES, REPO
 from offload_repro import cli
 from offload_repro.core import forkserver, process
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "tests" / "fixtures" / "forkserver"
+TINY_MODULES = FIXTURES / "forkserver"
 PRELOAD = ("fs_preload",)
 
 
@@ -44,7 +44,7 @@ def sockets() -> Iterator[Path]:
 @pytest.fixture
 def env() -> dict[str, str]:
     """A row's environment: the package and the fixture modules importable."""
-    return dict(os.environ, PYTHONPATH=f"{REPO / 'workflow'}{os.pathsep}{FIXTURES}")
+    return dict(os.environ, PYTHONPATH=f"{REPO / 'workflow'}{os.pathsep}{TINY_MODULES}")
 
 
 def server_pids(directory: Path) -> list[int]:
@@ -144,7 +144,7 @@ def test_without_a_server_the_command_runs_as_a_subprocess(sockets, env, tmp_pat
     returncode, _ = plain([sys.executable, "-m", "fs_task", "sleep", "0"], env, tmp_path, log)
     assert returncode == 0 and not report(log)["preloaded"] and report(log)["parent"] == os.getpid()
 
-    not_a_module = [sys.executable, str(FIXTURES / "fs_task.py"), "sleep", "0"]
+    not_a_module = [sys.executable, str(TINY_MODULES / "fs_task.py"), "sleep", "0"]
     returncode, _ = forkserver.ForkServerLauncher(sockets, PRELOAD)(not_a_module, env, tmp_path, log)
     assert returncode == 0 and not report(log)["preloaded"]
     assert not list(sockets.glob("*.sock"))

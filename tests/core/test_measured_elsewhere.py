@@ -8,13 +8,14 @@ import shutil
 import pytest
 import yaml
 
+from conftest import REPO
 from offload_repro.core import measured_elsewhere
 from offload_repro.core.data import DataError
-from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.files import read_yaml
 from offload_repro.core.measured_elsewhere import compiled_as, load_file, load_measured, load_validation, target_for
 from offload_repro.plan.jobs import make_plan
 
-LLAMA3 = REPO_ROOT / "experiments" / "measured-elsewhere" / "dgxc-llama3-70b.yaml"
+LLAMA3 = REPO / "experiments" / "measured-elsewhere" / "dgxc-llama3-70b.yaml"
 
 
 def written(tmp_path, data, name="dgxc-llama3-70b"):
@@ -83,7 +84,7 @@ def test_a_new_file_of_runs_enters_the_validation_stage_by_itself(tmp_path, monk
     data["runs"] = [{**data["runs"][0], "id": "someone-llama3-70b-bf16-128gpu", "step_seconds": 15.0}]
     written(tmp_path, data, "someone-llama3-70b")
     monkeypatch.setattr(measured_elsewhere, "MEASURED_DIR", tmp_path)
-    config = read_yaml(REPO_ROOT / "experiments" / "config.yaml") | {"validation": True}
+    config = read_yaml(REPO / "experiments" / "config.yaml") | {"validation": True}
     plan = make_plan(config, {}, exists=lambda path: False, results=tmp_path / "results")
     assert plan.measured_runs["someone-llama3-70b-bf16-128gpu"] == "h100-sxm"
     assert len(plan.measured_runs) == 11

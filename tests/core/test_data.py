@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import REPO
 from offload_repro.core.data import DataError, load_rows, load_target
 
-ROWS_FILE = Path(__file__).resolve().parents[1] / "experiments" / "rows" / "llama3.1-405b.yaml"
+ROWS_FILE = REPO / "experiments" / "rows" / "llama3.1-405b.yaml"
 
 
 def test_every_row_of_both_tables_is_data(tables):
@@ -91,7 +92,7 @@ def test_targets_load_and_unknown_target_lists_known_ones():
 
 def target_copy(tmp_path: Path, name: str, edit) -> Path:
     """The target file `name` with `edit(text)` applied, in a directory of its own."""
-    source = Path(__file__).resolve().parents[1] / "experiments" / "targets" / f"{name}.yaml"
+    source = REPO / "experiments" / "targets" / f"{name}.yaml"
     (tmp_path / f"{name}.yaml").write_text(edit(source.read_text()))
     return tmp_path
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import require
+from conftest import REPO, require
 from report_page import layout_widths, rendered_charts, rendered_dom, vega_graphics
 from workflow_copy import copy_workflow, snakemake
 
@@ -29,7 +29,7 @@ GIB = 1024**3
 ROWS = [
     row["id"]
     for table in ("llama3.1-405b", "deepseek-v3-671b")
-    for row in yaml.safe_load((Path(__file__).parents[1] / f"experiments/rows/{table}.yaml").read_text())["rows"]
+    for row in yaml.safe_load((REPO / f"experiments/rows/{table}.yaml").read_text())["rows"]
 ]
 
 
