@@ -27,7 +27,7 @@ Client: `ForkServerLauncher(directory)`, a `process.Launcher` like `process.run_
   starts (IMPORT_TIME_PREFIXES: JAX_* config, PYTHONPATH, loader and thread-pool settings). A
   row whose key differs gets another server, never a mismatched one; the server re-checks.
   XLA_FLAGS is not in the key: XLA parses it when a backend is first made, in the child
-  (tests/test_forkserver.py proves this).
+  (tests/core/test_forkserver.py proves this).
 - Lazy start: if nothing answers at the socket, the client takes fcntl.flock on
   `<dir>/<key>.lock`, tries again, and otherwise starts the server detached
   (start_new_session) and waits for its socket, which appears (by rename) only once the preload

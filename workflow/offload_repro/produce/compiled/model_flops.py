@@ -6,7 +6,7 @@ program is compared with the model piece by piece, so the pieces it adds up are 
 Each comes from the same helper MaxText calls (its FFN, DeepSeek's routed and shared experts,
 MLA) or, where MaxText computes it inline, the same expression on the same config fields, and is
 scaled as MaxText scales the total: forward x 3 for training, per 10^12, x gradient accumulation
-steps. tests/test_model_flops.py holds their sum to MaxText's own total for both model families.
+steps. tests/produce/compiled/test_model_flops.py holds their sum to MaxText's own total for both model families.
 
 Split only where MaxText's total is FFN + (QKV + output projection) x layers + unembedding +
 causal attention x layers (lines 1264-1318): the two decoder blocks this project compiles, with
