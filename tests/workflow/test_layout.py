@@ -118,13 +118,3 @@ def test_no_two_modules_or_folders_of_the_package_share_a_name():
     assert len(names) > 90
     assert sorted({name for name, same in zip(names, spelled, strict=True) if spelled.count(same) > 1}) == []
 
-
-def test_no_wildcard_is_named_after_a_rule_directive():
-    """A wildcard named `run` (a rule directive) makes Snakemake 9 skip jobs whose outputs are missing
-    when the files downstream of them exist: the validation stage's runs are `measured_run`."""
-    directives = {"run", "shell", "script", "input", "output", "params", "log", "threads", "resources"}
-    named = set()
-    for path in (REPO / "workflow" / "rules").glob("*.smk"):
-        for pattern in re.findall(r'"(?:results|experiments)/[^"]*"', path.read_text()):
-            named |= set(re.findall(r"(?<!\{)\{(\w+)\}", pattern))
-    assert named and not named & directives
