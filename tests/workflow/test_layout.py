@@ -117,4 +117,3 @@ def test_no_two_modules_or_folders_of_the_package_share_a_name():
     spelled = [name.replace("_", "") for name in names]
     assert len(names) > 90
     assert sorted({name for name, same in zip(names, spelled, strict=True) if spelled.count(same) > 1}) == []
-

@@ -23,7 +23,7 @@ from offload_repro.core.measured_elsewhere import MeasuredRun, target_for
 from offload_repro.produce.predicted import step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
 from offload_repro.produce.predicted.prediction import network_shape, read_program
-from offload_repro.produce.predicted.target_rates import peak_flops, rates, replayed, settings
+from offload_repro.produce.predicted.target_rates import Setting, peak_flops, rates, replayed, settings
 
 CALIBRATIONS = ("smallest", "every_run", "across_hardware")
 SIMPLE = MODELS[0][0]  # counted FLOPs over one rate
@@ -42,11 +42,11 @@ class Measured:
         """GPU and precision: what one rate is fitted for."""
         return self.run.target, self.run.precision
 
-    def step_s(self, rate: float, setting: Any, speed: dict[str, Any], free: tuple[str, ...] = ()) -> float:
+    def step_s(self, rate: float, setting: Setting, speed: dict[str, Any], free: tuple[str, ...] = ()) -> float:
         at = rates(self.target, rate, setting, self.run.precision, speed).free(*free)
         return step_model.step_seconds(replayed(self.program, at), self.program["entry"], at)
 
-    def calibrate(self, setting: Any, speed: dict[str, Any], free: tuple[str, ...] = ()) -> float | None:
+    def calibrate(self, setting: Setting, speed: dict[str, Any], free: tuple[str, ...] = ()) -> float | None:
         """The compute rate at which this run's predicted step is its measured one; None where no rate
         within the precision's dense peak reaches it."""
         at = rates(self.target, 1.0, setting, self.run.precision, speed).free(*free)
@@ -188,13 +188,17 @@ def across_hardware(
     return found
 
 
-def band(entry: Measured, calibrating: Measured, speed: dict[str, Any]) -> list[float | None]:
-    """`entry`'s step at every setting, the model calibrated on `calibrating` at that setting."""
-    steps = []
-    for setting in settings(speed):
-        rate = calibrating.calibrate(setting, speed)
-        steps.append(entry.step_s(rate, setting, speed) if rate else None)
-    return steps
+def rates_by_setting(calibrating: Measured, speed: dict[str, Any]) -> list[float | None]:
+    """The compute rate `calibrating` fits at every setting (None where none reaches its step)."""
+    return [calibrating.calibrate(setting, speed) for setting in settings(speed)]
+
+
+def band(entry: Measured, fitted: list[float | None], speed: dict[str, Any]) -> list[float | None]:
+    """`entry`'s step at every setting, at the rate fitted there (`rates_by_setting`)."""
+    return [
+        entry.step_s(rate, setting, speed) if rate else None
+        for rate, setting in zip(fitted, settings(speed), strict=True)
+    ]
 
 
 def weak_scaling(
@@ -287,20 +291,22 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
 def run_line(
     entry: Measured,
     calibrating: Measured,
+    fitted: list[float | None],
     pairs_of: dict[str, dict[str, list[dict[str, Any]]]],
     across: dict[str, Any] | None,
     speed: dict[str, Any],
     models: dict[str, str],
 ) -> dict[str, Any]:
-    """A predicted run: its step under calibration (a) at every setting and by every model of the
-    ablation, its errors under (b) (from every run, and from runs of its own model: `models`, run id
-    -> model) and (c), and its step's terms at the central setting."""
+    """A predicted run: its step under calibration (a) (`calibrating`, and the rates it fits at every
+    setting: `fitted`) at every setting and by every model of the ablation, its errors under (b)
+    (from every run, and from runs of its own model: `models`, run id -> model) and (c), and its
+    step's terms at the central setting."""
     run = entry.run
     own = {name: [p for p in pairs["smallest"] if p["predicted"] == run.id] for name, pairs in pairs_of.items()}
     every = [p for p in pairs_of[MODELS[-1][0]]["every_run"] if p["predicted"] == run.id]
     mine = [p for p in every if models[p["calibrated_on"]] == run.model]
-    steps = band(entry, calibrating, speed)
-    central = calibrating.calibrate(settings(speed)[0], speed)
+    steps = band(entry, fitted, speed)
+    central = fitted[0]
     at = rates(entry.target, central, settings(speed)[0], run.precision, speed) if central else None
     return {
         **identity(run),
@@ -356,9 +362,18 @@ def validate_model(
     pairs_of = {name: by_calibration(measured, speed, free) for name, free in MODELS}
     carried = across_hardware(measured, speed, source, calibration_target) if source and calibration_target else {}
     smallest = {group: smallest_of(entries) for group, entries in groups(measured).items()}
+    fitted = {group: rates_by_setting(calibrating, speed) for group, calibrating in smallest.items()}
     models = {run.id: run.model for run in runs}
     rows = [
-        run_line(measured[run.id], smallest[measured[run.id].group], pairs_of, carried.get(run.id), speed, models)
+        run_line(
+            measured[run.id],
+            smallest[measured[run.id].group],
+            fitted[measured[run.id].group],
+            pairs_of,
+            carried.get(run.id),
+            speed,
+            models,
+        )
         if run.id in measured
         else {**identity(run), **failed[run.id]}
         for run in runs
