@@ -1,6 +1,6 @@
 """The evidence table as the pages look it up: its observations as a DataFrame, and an index of
-their point values, spreads of repeats, predicted bands and failures by row, evidence kind and
-metric."""
+their point values, spreads of repeats, the bands of predictions (of the source rows and of runs
+measured elsewhere) and failures by row, evidence kind and metric."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class Lookup:
         self.bands = {
             (o.row, o.evidence, o.metric): {"low": o.low, "high": o.high}
             for o in points.itertuples(index=False)
-            if o.evidence == "predicted" and pd.notna(o.low)
+            if o.evidence in ("predicted", "validation") and pd.notna(o.low)
         }
 
     def spread(self, row: str, evidence: str, metric: str) -> dict[str, Any] | None:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from offload_repro.present.lookup import Lookup
+
 RUN_METRICS = (
     "source",
     "model",
@@ -32,17 +34,24 @@ RUN_METRICS = (
 
 def runs(observations: pd.DataFrame) -> list[dict[str, Any]]:
     """One line per run: its metrics, its status and the band of its predicted step."""
-    chosen = observations[(observations["evidence"] == "validation") & observations["at"].isna()]
-    lines: dict[str, dict[str, Any]] = {}
-    for o in chosen.itertuples():
-        line = lines.setdefault(o.row, {"run": o.row, "target": o.target, **dict.fromkeys(RUN_METRICS)})
-        if o.metric == "status":
-            line["status"], line["message"] = o.value, o.message
-        elif o.metric in RUN_METRICS:
-            line[o.metric] = o.value
-            if o.metric == "predicted_step_s":
-                line["low"], line["high"] = o.low, o.high
-    return sorted(lines.values(), key=lambda line: (str(line["source"]), str(line["precision"]), line["gpus"] or 0))
+    chosen = observations[observations["evidence"] == "validation"]
+    lookup = Lookup(chosen)
+    targets = dict(zip(chosen["row"], chosen["target"], strict=True))
+    lines = []
+    for run, target in targets.items():
+        band = lookup.band(run, "validation", "predicted_step_s") or {}
+        lines.append(
+            {
+                "run": run,
+                "target": target,
+                **{metric: lookup.value(run, "validation", metric) for metric in RUN_METRICS},
+                "status": lookup.value(run, "validation", "status"),
+                "message": lookup.message(run, "validation", "status"),
+                "low": band.get("low"),
+                "high": band.get("high"),
+            }
+        )
+    return sorted(lines, key=lambda line: (str(line["source"]), str(line["precision"]), line["gpus"] or 0))
 
 
 def section(observations: pd.DataFrame, sources: list[dict[str, Any]]) -> dict[str, Any] | None:
