@@ -84,7 +84,7 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
     ]
 
     def judge(chosen, observations):
-        memory = next(o["value"] for o in observations if o["metric"] == "gpu_memory_gib")
+        memory = next(o["value"] for o in observations if o["metric"] == "device_gib")
         return {"under-150": "pass" if memory < 150 else "fail", "any-memory": "pass"}
 
     def variant(gib):
@@ -93,7 +93,7 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
         return {"results": {"r": {"status": "ok", "file": str(path)}}}
 
     def memory(gib):
-        return observation("r", "gpu_memory_gib", gib)
+        return observation("r", "device_gib", gib)
 
     sensitivity = {
         "target": "gb200-nvl72",

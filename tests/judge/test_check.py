@@ -74,7 +74,7 @@ def analytic_views(tables, tmp_path_factory):
     """Analytic evidence as the workflow builds it: the producer's file, read into the evidence table."""
     path = tmp_path_factory.mktemp("analytic") / "analytic.json"
     write_accounting(load_rows(tables), str(path))
-    observations, _ = observe_files([path])
+    observations, _, _ = observe_files([path])
     return views([o.record() for o in observations], {})
 
 
@@ -189,7 +189,7 @@ def test_errors_and_missing_rows(claims):
 def test_compiled_memory_uses_the_static_tolerance(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-gpu-memory")
     rule = next(r for r in claim["judged_by"] if r["evidence"] == "compiled")
-    evidence = full_scale({"deepseek-offload-optimized": ok(gpu_memory_gib=185.0)}, kind="compiled")
+    evidence = full_scale({"deepseek-offload-optimized": ok(device_gib=185.0)}, kind="compiled")
     judgement = judge(claim, rule, evidence)
     assert judgement["tolerance"]["relative"] == 0.15 and judgement["verdict"] == "pass"
 
@@ -245,10 +245,10 @@ def test_host_buffers_must_equal_the_analytic_offload_on_every_row(claims):
 def test_rows_differing_only_in_flags_must_compile_to_different_programs(claims):
     claim = next(c for c in claims if c["id"] == "llama-flags-change-the-program")
     rows = dict(zip(claim["check"]["rows"], ["a", "b", "c"], strict=True))
-    evidence = full_scale({row: ok(program_digest=d) for row, d in rows.items()}, kind="compiled")
+    evidence = full_scale({row: ok(hlo_sha256=d) for row, d in rows.items()}, kind="compiled")
     assert judge(claim, claim["judged_by"][0], evidence)["verdict"] == "pass"
     rows["llama-qkv-offload-lhs-pipelined"] = "a"
-    evidence = full_scale({row: ok(program_digest=d) for row, d in rows.items()}, kind="compiled")
+    evidence = full_scale({row: ok(hlo_sha256=d) for row, d in rows.items()}, kind="compiled")
     same = judge(claim, claim["judged_by"][0], evidence)
     assert same["verdict"] == "fail" and "llama-qkv-offload-lhs, llama-qkv-offload-lhs-pipelined" in same["reason"]
 
@@ -272,8 +272,8 @@ def test_views_group_observations_by_evidence_and_target():
         obs("measured", "cpu", "status", "oom", message="RESOURCE_EXHAUSTED"),
         obs("measured", "cpu", "outcome", "oom"),
         obs("measured", "cpu", "loss", 6.1, at=0),  # a series point: not a row's value
-        obs("compiled", "gb200-nvl72", "gpu_memory_gib", 158.6),
-        obs("analytic", None, "host_memory_gib", 70.875),
+        obs("compiled", "gb200-nvl72", "device_gib", 158.6),
+        obs("analytic", None, "offloaded_gib", 70.875),
     ]
     found = {
         (v.evidence, v.target): v for v in views(observations, {t: load_target(t) for t in ("cpu", "gb200-nvl72")})
@@ -282,12 +282,12 @@ def test_views_group_observations_by_evidence_and_target():
         "r": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}
     }
     assert found[("compiled", "gb200-nvl72")].judges == ("source-hardware", "full-scale-gpu")
-    assert found[("analytic", None)].rows["r"]["host_memory_gib"] == 70.875
+    assert found[("analytic", None)].rows["r"]["offloaded_gib"] == 70.875
 
 
 def test_the_summary_names_the_strongest_deciding_judgement(claims, analytic_views):
     claim = next(c for c in claims if c["id"] == "llama-qkv-host-gib")
-    compiled = full_scale({"llama-qkv-offload-lhs": ok(host_memory_gib=70.875)}, kind="compiled")
+    compiled = full_scale({"llama-qkv-offload-lhs": ok(host_gib=70.875)}, kind="compiled")
     result = check_claims([claim], [*analytic_views, compiled], QUALIFYING)["claims"][0]
     assert result["verdict"] == "pass" and result["summary"]["evidence"] == "compiled"
     assert result["summary"]["observed"] == 70.875

@@ -19,7 +19,7 @@ PROBE = RESULTS / "h200-1/probe.json"
 
 
 def observed(*paths):
-    observations, sources = observe_files(list(paths))
+    observations, sources, _ = observe_files(list(paths))
     table = {(o.row, o.evidence, o.metric, o.at): o for o in observations}
     return table, sources
 
@@ -56,10 +56,10 @@ def test_a_compile_gives_memory_fit_mechanism_and_program():
     table, _ = observed(COMPILED / "llama-qkv-offload-lhs.json")
     key = ("llama-qkv-offload-lhs", "compiled")
     assert table[(*key, "outcome", None)].value == "fits"
-    assert table[(*key, "host_memory_gib", None)].value == 70.875  # 126 x 576 MiB, to the byte
+    assert table[(*key, "host_gib", None)].value == 70.875  # 126 x 576 MiB, to the byte
     assert table[(*key, "host_buffer_gib", None)].value == table[(*key, "expected_host_buffer_gib", None)].value
     assert table[(*key, "host_buffers", None)].value == 3
-    assert len(table[(*key, "program_digest", None)].value) == 64
+    assert len(table[(*key, "hlo_sha256", None)].value) == 64
     assert table[(*key, "capacity_gib", None)].value == pytest.approx(184.3, abs=0.05)
 
 
@@ -81,8 +81,8 @@ def test_the_analytic_accounting_of_every_row():
     key = ("llama-qkv-offload-lhs", "analytic")
     assert table[(*key, "offloaded_mib_per_layer", None)].value == 576
     assert table[(*key, "query_proj_mib_per_layer", None)].value == 512
-    assert table[(*key, "host_memory_gib", None)].value == 70.875
-    assert table[(*key, "host_memory_gib", None)].target is None  # analytic holds on any hardware
+    assert table[(*key, "offloaded_gib", None)].value == 70.875
+    assert table[(*key, "offloaded_gib", None)].target is None  # analytic holds on any hardware
     assert len({o.row for o in table.values()}) == 9
 
 
@@ -100,7 +100,7 @@ def test_the_table_is_one_typed_file(tmp_path):
     evidence = build(paths, "cpu", tmp_path / "evidence.json")
     assert {source["kind"] for source in evidence["sources"]} == {"run", "compile", "analytic", "probe"}
     columns = frame(evidence)
-    fields = "row target evidence metric value unit status source at message low high n policy"
+    fields = "row target evidence metric value unit status source at message low high n policy calibrated_on"
     assert list(columns.columns) == fields.split()
     assert set(columns["evidence"]) == {"measured", "compiled", "analytic"}
 
@@ -120,5 +120,5 @@ def test_a_damaged_file_stops_the_table_naming_it(tmp_path):
 
 def test_tables_and_verdicts_are_not_evidence(tmp_path):
     evidence = build([RUN], "cpu", tmp_path / "evidence.json")
-    again, sources = observe_files([tmp_path / "evidence.json"])
+    again, sources, _ = observe_files([tmp_path / "evidence.json"])
     assert again == [] and sources == [] and evidence["observations"]

@@ -226,7 +226,9 @@ def repeated_evidence(path: Path) -> None:
         observations += [o.record() for o in seen.observations]
     source = {"kind": "run", "evidence": "measured", "status": "ok", "message": None, "provenance": None}
     sources = [source | {"file": f"runs/{row}.json", "assumptions": []} for row in spreads]
-    write_result(path, "evidence", {"target": "gb200-nvl72", "observations": observations, "sources": sources})
+    write_result(
+        path, "evidence", {"target": "gb200-nvl72", "observations": observations, "sources": sources, "details": []}
+    )
 
 
 def test_observed_values_show_the_spread_of_their_repeats(tmp_path, tables):

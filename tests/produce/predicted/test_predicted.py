@@ -367,10 +367,10 @@ def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges():
     second = judged(published | {"llama-baseline": published["llama-baseline"] * 0.75}, claims)
     own, other, gain = first
     # the baseline's own number is judged by a calibration on another row, and not moved by it...
-    assert own["metric"] != "tflops_per_device@llama-baseline" and "not llama-baseline" in own["note"]
+    assert own["calibrated_on"] != "llama-baseline" and "not llama-baseline" in own["note"]
     assert own["observed"] == pytest.approx(second[0]["observed"])
     # ...while another row's value is calibrated on the baseline, so it moves with the baseline's number
-    assert other["metric"] == "tflops_per_device@llama-baseline" and other["observed"] != second[1]["observed"]
+    assert other["calibrated_on"] == "llama-baseline" and other["observed"] != second[1]["observed"]
     # the baseline is the only remat row: without its own number no pair of its kind measures an error
     assert own["verdict"] == "inconclusive" and own["reason"].startswith("unmeasured")
     # the measured error widens every other band; the prediction lies inside it
@@ -392,51 +392,54 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
         "deepseek-optimized-vs-plain",
     ]
     facts = {
-        row: {"family": "deepseek", "calibrated_on": "deepseek-remat", "published_sources": " ".join(entry["sources"])}
+        row: {"family": "deepseek", "calibrated_on": "deepseek-remat", "published_sources": entry["sources"]}
         for row, entry in published.items()
     }
-    for row in facts:
-        facts[row] |= {f"tflops_per_device@{other}": 1.0 for other in published}
+    # each row predicted under every calibration: the evidence view's `calibrated`
+    calibrated = {row: {"tflops_per_device": dict.fromkeys(published, 1.0), "loo_error": {}} for row in facts}
     value = speed_claim("value", {"type": "value", "rows": ["deepseek-offload-optimized"]}, 908.2)
-    assert judged_by_prediction.choose_calibration(value, facts)[0] is None
+    assert judged_by_prediction.choose_calibration(value, facts, calibrated)[0] is None
     ratio = speed_claim("deepseek-optimized-vs-remat", {"type": "ratio", "rows": list(published)[:2]}, 0.57)
-    assert judged_by_prediction.choose_calibration(ratio, facts)[0] == "deepseek-offload-optimized"
+    assert judged_by_prediction.choose_calibration(ratio, facts, calibrated)[0] == "deepseek-offload-optimized"
     kinds = {"deepseek-remat": "remat", "deepseek-offload-plain": "offload", "deepseek-offload-optimized": "offload"}
     for row, kind in kinds.items():
         facts[row]["placement_kind"] = kind
-    facts["deepseek-offload-plain"]["loo_error@deepseek-remat"] = 0.3  # remat derives from this claim
-    facts["deepseek-remat"]["loo_error@deepseek-offload-plain"] = 0.01
-    facts["deepseek-offload-optimized"]["loo_error@deepseek-offload-plain"] = 0.2
+    calibrated["deepseek-offload-plain"]["loo_error"]["deepseek-remat"] = 0.3  # remat derives from this claim
+    calibrated["deepseek-remat"]["loo_error"]["deepseek-offload-plain"] = 0.01
+    calibrated["deepseek-offload-optimized"]["loo_error"]["deepseek-offload-plain"] = 0.2
     # the ratio compares an offload row with a remat row: every such pair uses its own 57%
     pair = ("deepseek-offload-optimized", "deepseek-remat")
-    error, why = judged_by_prediction.measured_error(ratio, facts, pair)
+    error, why = judged_by_prediction.measured_error(ratio, facts, calibrated, pair)
     assert error is None and why.startswith("unmeasured") and "offload ↔ remat" in why
     # an offload-offload comparison is measured on the offload-offload pairs
     offload_pair = ("deepseek-offload-optimized", "deepseek-offload-plain")
     plain = speed_claim("plain", {"type": "ratio", "rows": list(offload_pair)})
-    assert judged_by_prediction.measured_error(plain, facts, offload_pair)[0] == 0.2
+    assert judged_by_prediction.measured_error(plain, facts, calibrated, offload_pair)[0] == 0.2
 
 
 CLAIMS = {claim["id"]: claim for claim in load_claims(REPO / "experiments/claims.yaml")}
 
 
-def llama_facts(errors: dict[tuple[str, str], float]) -> dict[str, dict]:
-    """The Llama rows as predicted evidence gives them: each calibration offered, its placement kind,
-    its own published throughput as its only source, and the leave-one-out errors (calibrated on, predicted)."""
+def llama_facts(errors: dict[tuple[str, str], float]) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The Llama rows as predicted evidence gives them: (facts, calibrated), each row's placement
+    kind and its own published throughput as its only source; each calibration offered and the
+    leave-one-out errors (calibrated on, predicted), as the evidence view's `calibrated`."""
     rows = ["llama-baseline", "llama-qkv-offload-lhs", "llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined"]
     facts = {
         row: {
             "family": "llama",
             "calibrated_on": "llama-baseline",
             "placement_kind": "remat" if row == "llama-baseline" else "offload",
-            "published_sources": row,
-            **{f"tflops_per_device@{other}": 1.0 for other in rows},
+            "published_sources": [row],
         }
         for row in rows
     }
+    calibrated: dict[str, dict] = {
+        row: {"tflops_per_device": dict.fromkeys(rows, 1.0), "loo_error": {}} for row in rows
+    }
     for (calibrated_on, predicted), error in errors.items():
-        facts[predicted][f"loo_error@{calibrated_on}"] = error
-    return facts
+        calibrated[predicted]["loo_error"][calibrated_on] = error
+    return facts, calibrated
 
 
 def test_a_claims_own_published_values_never_calibrate_it_nor_enter_its_error():
@@ -444,7 +447,7 @@ def test_a_claims_own_published_values_never_calibrate_it_nor_enter_its_error():
     the claim itself, never measure its error; what is left of its kind (offload against remat) is nothing."""
     claim = CLAIMS["llama-qkv-lhs-vs-baseline"]
     assert set(claim["derives_from"]) == {"llama-qkv-offload-lhs", "llama-baseline"}
-    facts = llama_facts(
+    facts, calibrated = llama_facts(
         {
             ("llama-baseline", "llama-qkv-offload-lhs"): -0.081,
             ("llama-qkv-offload-lhs", "llama-baseline"): 0.093,
@@ -452,17 +455,18 @@ def test_a_claims_own_published_values_never_calibrate_it_nor_enter_its_error():
             ("llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined"): -0.008,
         }
     )
-    calibrated_on, _ = judged_by_prediction.choose_calibration(claim, facts)
+    calibrated_on, _ = judged_by_prediction.choose_calibration(claim, facts, calibrated)
     assert calibrated_on in ("llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined")
-    error, why = judged_by_prediction.measured_error(claim, facts, ("llama-qkv-offload-lhs", "llama-baseline"))
+    pair = ("llama-qkv-offload-lhs", "llama-baseline")
+    error, why = judged_by_prediction.measured_error(claim, facts, calibrated, pair)
     assert error is None and why.startswith("unmeasured")
     # the throughput claim of a row it does not derive from is measured on the pairs of its kind
     value = CLAIMS["llama-qkv-nolhs-throughput"]
-    assert judged_by_prediction.choose_calibration(value, facts)[0] == "llama-baseline"
+    assert judged_by_prediction.choose_calibration(value, facts, calibrated)[0] == "llama-baseline"
     pair = judged_by_prediction.compared_pairs(value, "llama-baseline")[0]
-    assert judged_by_prediction.measured_error(value, facts, pair)[0] == pytest.approx(0.093)
+    assert judged_by_prediction.measured_error(value, facts, calibrated, pair)[0] == pytest.approx(0.093)
     # and the ordering of the four published throughputs derives from all four: nothing calibrates it
-    assert judged_by_prediction.choose_calibration(CLAIMS["llama-lhs-off-slowest"], facts)[0] is None
+    assert judged_by_prediction.choose_calibration(CLAIMS["llama-lhs-off-slowest"], facts, calibrated)[0] is None
 
 
 @pytest.mark.parametrize("error", [-0.35, -0.081, 0.0, 0.093, 0.35])

@@ -15,7 +15,7 @@ from offload_repro.core.files import read_yaml
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
-from offload_repro.judge.robustness import policy_points, robustness, varied_verdicts
+from offload_repro.judge.robustness import changes_by_alternative, policy_points, robustness, varied_verdicts
 from offload_repro.judge.verdicts import check_claims
 
 PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES)
@@ -56,6 +56,7 @@ def _mark_robustness(
     for claim in verdicts["claims"]:
         if claim["id"] in found:
             claim["robustness"] = found[claim["id"]]
+    verdicts["changes_by_alternative"] = changes_by_alternative(verdicts["claims"])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """The claims as the check reads them: experiments/claims.yaml validated against its schema, each
-id used once, every name a claim derives from known, every evidence class it is judged by real;
-and what a claim's check is about."""
+id used once, every name a claim derives from known, every evidence class it is judged by real,
+every metric one the evidence table names (judge/metric_names.py); and what a claim's check is about."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from offload_repro.core.data import DataError, validate
 from offload_repro.core.evidence_classes import EVIDENCE
 from offload_repro.core.files import read_yaml
+from offload_repro.judge import metric_names
 
 
 def load_claims(path: str | Path) -> list[dict[str, Any]]:
@@ -27,6 +28,17 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
                 f"{path}: claim {number} (id '{claim['id']}'), field 'derives_from': {unknown} name no claim"
                 " and no row of any claim's check"
             )
+        metrics = {
+            "check.metric": claim["check"].get("metric"),
+            "check.expect_metric": claim["check"].get("expect_metric"),
+        }
+        metrics |= {f"judged_by[{i}].metric": rule.get("metric") for i, rule in enumerate(claim["judged_by"])}
+        for field, metric in metrics.items():
+            if metric is not None and not metric_names.known(metric):
+                raise DataError(
+                    f"{path}: claim {number} (id '{claim['id']}'), field '{field}': '{metric}' is no metric the"
+                    " evidence table holds (offload_repro/judge/metric_names.py)"
+                )
         for rule in claim["judged_by"]:
             if rule["evidence"] not in EVIDENCE:
                 raise DataError(

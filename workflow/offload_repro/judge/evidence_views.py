@@ -27,6 +27,10 @@ class EvidenceView:
     # its stated uncertainties, central first; a run's loss at each step)
     series: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # predictions under each calibration of the row's model: {row: {metric: {calibrated_on: value}}}
+    # and their series points, {row: {metric: {calibrated_on: [value, ...]}}}
+    calibrated: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    calibrated_series: dict[str, dict[str, dict[str, list[Any]]]] = field(default_factory=dict)
 
     def facts(self, check: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The rows (or the policies) a check is about, those this evidence has."""
@@ -56,6 +60,14 @@ def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> lis
                 facts[obs["metric"]] = obs["value"]
                 if obs["metric"] == "status":
                     facts["status"], facts["message"] = obs["value"], obs["message"]
+            continue
+        if obs.get("calibrated_on") is not None:  # .get: tables written before calibrations were a field
+            by_row = found[key].calibrated_series if obs["at"] is not None else found[key].calibrated
+            by_metric = by_row.setdefault(obs["row"], {}).setdefault(obs["metric"], {})
+            if obs["at"] is not None:
+                by_metric.setdefault(obs["calibrated_on"], []).append(obs["value"])
+            else:
+                by_metric[obs["calibrated_on"]] = obs["value"]
             continue
         if obs["at"] is not None:
             found[key].series.setdefault(obs["row"], {}).setdefault(obs["metric"], []).append(obs["value"])

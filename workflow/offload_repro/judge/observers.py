@@ -14,6 +14,8 @@ from typing import Any
 from offload_repro.core import memory
 from offload_repro.core.accounting import compiled_accounting
 from offload_repro.core.observation import Observation, Observer
+from offload_repro.judge import metric_names as names
+from offload_repro.judge.prediction_verdicts import widened
 
 # A run's status -> whether the row fitted on the device (an error says nothing about fitting).
 OUTCOME_OF_STATUS = {"ok": "fits", "oom": "oom"}
@@ -24,16 +26,16 @@ def run_observations(result: dict[str, Any], source: str) -> list[Observation]:
     """A run's observations: how it ended, throughput, memory, losses per step, copy overlap."""
     seen = Observer(result, source, "measured", result["row"], result["target"])
     seen.status_line()
-    seen.add("outcome", OUTCOME_OF_STATUS.get(result["status"]))
+    seen.add(names.OUTCOME, OUTCOME_OF_STATUS.get(result["status"]))
     spreads = result.get("spread") or {}  # medians of repeats carry their lowest and highest
     for metric, unit in (
-        ("tflops_per_device", "TFLOPs/s/device"),
-        ("step_time_s", "s"),
+        (names.TFLOPS, "TFLOPs/s/device"),
+        (names.STEP_TIME_S, "s"),
         ("tokens_per_s_per_device", "tokens/s/device"),
     ):
         seen.add(metric, result.get(metric), unit, spread=spreads.get(metric))
     peak = (result.get("runtime_memory") or {}).get("peak_bytes_in_use") or result.get("nvml_peak_used_bytes")
-    seen.add("gpu_memory_gib", memory.gib(peak), "GiB")
+    seen.add(names.DEVICE_GIB, memory.gib(peak), "GiB")
     seen.add("host_peak_rss_gib", memory.gib(result.get("host_peak_rss_bytes")), "GiB")
     losses = result.get("losses") or []
     for step, loss in enumerate(losses):
@@ -80,15 +82,15 @@ def compile_observations(result: dict[str, Any], source: str) -> list[Observatio
     analytic bytes of the row as compiled, the program, XLA's warnings with their meaning."""
     seen = Observer(result, source, "compiled", result["row"], result["target"])
     seen.status_line()
-    seen.add("capacity_gib", memory.gib(result["capacity_bytes"]), "GiB")
+    seen.add(names.CAPACITY_GIB, memory.gib(result["capacity_bytes"]), "GiB")
     seen.add("compile_s", result.get("compile_seconds"), "s")
     seen.add("compile_peak_rss_gib", memory.gib(result.get("peak_rss_bytes")), "GiB")
     if result["status"] != "ok":
         return seen.observations
-    seen.add("outcome", "fits" if result["fits"] else "oom")
-    seen.add("gpu_memory_gib", memory.gib(result["device_bytes"]), "GiB")
-    seen.add("host_memory_gib", memory.gib(result["host_bytes"]), "GiB")
-    seen.add("margin_gib", result["margin_gib"], "GiB")
+    seen.add(names.OUTCOME, "fits" if result["fits"] else "oom")
+    seen.add(names.DEVICE_GIB, memory.gib(result["device_bytes"]), "GiB")
+    seen.add(names.HOST_GIB, memory.gib(result["host_bytes"]), "GiB")
+    seen.add(names.MARGIN_GIB, result["margin_gib"], "GiB")
     hlo = result["hlo"]
     expected = compiled_accounting(result["maxtext_overrides"])
     offloaded = [t for t in expected["tensors"].values() if t["placement"] == "offload"]
@@ -97,9 +99,9 @@ def compile_observations(result: dict[str, Any], source: str) -> list[Observatio
     seen.add("host_buffer_gib", memory.gib(hlo["host_buffer_bytes"]), "GiB")
     seen.add("expected_host_buffer_gib", memory.gib(expected["offloaded_bytes_per_step"]), "GiB")
     seen.add("async_pairs", hlo["async_pairs_total"])
-    seen.add("program_digest", result["hlo_sha256"])
+    seen.add(names.HLO_SHA256, result["hlo_sha256"])
     seen.add("host_capacity_gib", memory.gib(result.get("host_capacity_bytes")), "GiB")
-    seen.add("host_fits", result.get("host_fits"))
+    seen.add(names.HOST_FITS, result.get("host_fits"))
     seen.add("model_tflops_per_step", result.get("model_tflops_per_device_per_step"), "TFLOP/device")
     seen.add("xla_tflops_per_step", (result.get("cost") or {}).get("flops", 0) / 1e12 or None, "TFLOP/device")
     for text in dict.fromkeys(result["xla_memory_warnings"]):  # XLA repeats a warning per pass
@@ -113,12 +115,13 @@ def analytic_observations(result: dict[str, Any], source: str) -> list[Observati
     observations = []
     for accounting in result["rows"]:
         seen = Observer(result, source, "analytic", accounting["row"], None)
-        seen.add("host_memory_gib", memory.gib(accounting["offloaded_bytes_per_step"]), "GiB")
-        seen.add("device_saved_gib", memory.gib(accounting["device_saved_bytes_per_step"]), "GiB")
+        seen.add(names.OFFLOADED_GIB, memory.gib(accounting["offloaded_bytes_per_step"]), "GiB")
+        seen.add(names.DEVICE_SAVED_GIB, memory.gib(accounting["device_saved_bytes_per_step"]), "GiB")
         seen.add("offloaded_mib_per_layer", memory.mib(accounting["offloaded_bytes_per_layer"]), "MiB")
         for tensor, sizes in accounting["tensors"].items():
             per_layer = sizes["bytes_per_layer"]
-            seen.add(f"{tensor}_mib_per_layer", memory.mib(per_layer["moe" if "moe" in per_layer else "dense"]), "MiB")
+            bytes_per_layer = per_layer["moe" if "moe" in per_layer else "dense"]
+            seen.add(names.tensor_mib_per_layer(tensor), memory.mib(bytes_per_layer), "MiB")
         observations += seen.observations
     return observations
 
@@ -177,7 +180,7 @@ def flop_observations(seen: Observer, flops: dict[str, Any]) -> None:
     the model's: its weight FLOPs for the GEMMs, its attention for cuDNN's; TFLOP per device per step."""
     model = {name: value / 1e12 for name, value in flops.items() if name.startswith("model_") and value is not None}
     for name, value in model.items():
-        seen.add(f"{name}_tflops_per_step", value, "TFLOP/device")
+        seen.add(f"{name}_tflops_per_step", value, "TFLOP/device")  # model_<component>: names.model_component
     unlabelled = {kind: flops.get(f"unlabelled_{kind}") for kind in ("gemm", "attention")}
     for kind, value in unlabelled.items():
         seen.add(f"unlabelled_{kind}_tflops_per_step", None if value is None else value / 1e12, "TFLOP/device")
@@ -197,23 +200,24 @@ def copy_observations(seen: Observer, by_direction: dict[str, dict[str, Any]]) -
     for side, copies in by_direction.items():
         if not copies["copies"]:
             continue
-        seen.add(f"{side}_copies", copies["copies"])
-        seen.add(f"{side}_copies_per_step", copies["per_step"])
-        seen.add(f"{side}_copies_asynchronous", copies["asynchronous"])
-        seen.add(f"{side}_copies_synchronous", copies["synchronous"])
-        seen.add(f"{side}_copies_spanning_nothing", copies["asynchronous_spanning_nothing"])
+        seen.add(names.copy_side(side, "copies"), copies["copies"])
+        seen.add(names.copy_side(side, "copies_per_step"), copies["per_step"])
+        seen.add(names.copy_side(side, "copies_asynchronous"), copies["asynchronous"])
+        seen.add(names.copy_side(side, "copies_synchronous"), copies["synchronous"])
+        seen.add(names.copy_side(side, "copies_spanning_nothing"), copies["asynchronous_spanning_nothing"])
         for end in ("low", "high"):
             spanned = copies[f"flops_spanned_{end}"]
-            seen.add(f"{side}_copy_span_{end}_tflop", None if spanned is None else spanned / 1e12, "TFLOP")
+            tflop = None if spanned is None else spanned / 1e12
+            seen.add(names.copy_side(side, f"copy_span_{end}_tflop"), tflop, "TFLOP")
 
 
 def clone_observations(seen: Observer, clones: dict[str, Any] | None, limit: dict[str, Any] | None) -> None:
     """What XLA's rematerialisation pass cloned, per kind, and its limit (absent from older predictions)."""
     for kind, counted in (clones or {}).items():
-        seen.add(f"clone_{kind}_instructions", counted["instructions"])
-        seen.add(f"clone_{kind}_tflops_per_step", counted["flops"] / 1e12, "TFLOP/device")
-        seen.add(f"clone_{kind}_hbm_gb_per_step", counted["hbm_bytes"] / memory.GB, "GB")
-        seen.add(f"clone_{kind}_collective_gb_per_step", counted["collective_bytes"] / memory.GB, "GB")
+        seen.add(names.clone(kind, "instructions"), counted["instructions"])
+        seen.add(names.clone(kind, "tflops_per_step"), counted["flops"] / 1e12, "TFLOP/device")
+        seen.add(names.clone(kind, "hbm_gb_per_step"), counted["hbm_bytes"] / memory.GB, "GB")
+        seen.add(names.clone(kind, "collective_gb_per_step"), counted["collective_bytes"] / memory.GB, "GB")
     if limit:
         seen.add("remat_pass", "off" if limit["met"] is None else "on")
         seen.add("remat_limit_met", limit["met"])
@@ -224,43 +228,60 @@ def clone_observations(seen: Observer, clones: dict[str, Any] | None, limit: dic
 
 def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
     """Per row: the predicted throughput at its default calibration and under each calibration of
-    its model (central value, band, and each setting as a series point), the published throughput
-    it was compared with and what that derives from, its leave-one-out errors, the FLOPs, bytes and
-    collectives that make the step, and its terms; per offload row, its predicted gain."""
+    its model (`calibrated_on`; central value, band, and each setting as a series point), the
+    published throughput it was compared with, what that derives from and whether a speedup implies
+    it, the prediction over it, its leave-one-out errors, the FLOPs, bytes and collectives that make
+    the step, and its terms; per offload row, its predicted gain."""
     found: list[Observation] = []
     errors: dict[str, list[dict[str, Any]]] = {}  # leave-one-out pairs by the row they predict
     for family in ((result.get("model_error") or {}).get("families") or {}).values():
         for pair in family["pairs"]:
             errors.setdefault(pair["predicted"], []).append(pair)
+    families = (result.get("model_error") or {}).get("families") or {}
     for row in result["rows"]:
         seen = Observer(row, source, "predicted", row["row"], result["target"])
         seen.status_line()
         if row["status"] != "ok":
             found += seen.observations
             continue
-        series = {"tflops_per_device": row.get("tflops_per_device")}
-        series |= {f"tflops_per_device@{c}": values for c, values in row.get("by_calibration", {}).items()}
-        for metric, values in series.items():
+        series: dict[str | None, list[float | None] | None] = {None: row.get("tflops_per_device")}
+        series |= row.get("by_calibration", {})
+        for calibrated_on, values in series.items():
             present = [value for value in values or [] if value is not None]
             if not present:
                 continue
-            seen.add(metric, values[0], "TFLOPs/s/device", low=min(present), high=max(present))
+            tagged = {"calibrated_on": calibrated_on}
+            seen.add(names.TFLOPS, values[0], "TFLOPs/s/device", low=min(present), high=max(present), **tagged)
             for index, value in enumerate(values):
-                seen.add(metric, value, "TFLOPs/s/device", at=float(index))
+                seen.add(names.TFLOPS, value, "TFLOPs/s/device", at=float(index), **tagged)
+        largest = (families.get(row["family"]) or {}).get("largest_abs")
+        central = [value for value in row.get("tflops_per_device") or [] if value is not None]
+        if central and largest is not None:
+            # where a published value lies, given the band and its family's largest leave-one-out error
+            low, high = widened(min(central), largest)[0], widened(max(central), largest)[1]
+            seen.add(names.TFLOPS_WITH_ERROR_LOW, low, "TFLOPs/s/device")
+            seen.add(names.TFLOPS_WITH_ERROR_HIGH, high, "TFLOPs/s/device")
         chosen = result.get("settings") or {}
         links, ends = chosen.get("link_efficiency", []), chosen.get("network_end", [])
         overlaps = chosen.get("overlap") or ["scheduled"] * len(links)
-        for index, (link, end, overlap) in enumerate(zip(links, ends, overlaps, strict=True)):
-            seen.add("setting_link_efficiency", link, "fraction", at=float(index))
-            seen.add("setting_network_end", end, at=float(index))
-            seen.add("setting_overlap", overlap, at=float(index))
-        seen.add("family", row["family"])
-        seen.add("placement_kind", row.get("placement_kind"))
-        seen.add("calibrated_on", row["calibrated_on"])
-        seen.add("published_tflops", row.get("published_tflops"), "TFLOPs/s/device")
-        seen.add("published_sources", " ".join(row.get("published_sources") or []) or None)
+        for index, setting in enumerate(zip(links, ends, overlaps, strict=True)):
+            for name, value in zip(names.SETTINGS, setting, strict=True):
+                seen.add(name, value, "fraction" if name == "setting_link_efficiency" else None, at=float(index))
+        seen.add(names.FAMILY, row["family"])
+        seen.add(names.PLACEMENT_KIND, row.get("placement_kind"))
+        seen.add(names.CALIBRATED_ON, row["calibrated_on"])
+        published = row.get("published_tflops")
+        derives_from = row.get("published_sources") or []
+        seen.add(names.PUBLISHED_TFLOPS, published, "TFLOPs/s/device")
+        seen.add(names.PUBLISHED_SOURCES, derives_from or None)
+        if published is not None:
+            # a throughput a published speedup implies: its sources name more than its own row
+            seen.add(names.PUBLISHED_IMPLIED, len(derives_from) > 1)
+            predicted = row.get("tflops_per_device") or [None]
+            if predicted[0]:
+                seen.add(names.PREDICTED_OVER_PUBLISHED, predicted[0] / published, "fraction")
         for pair in errors.get(row["row"], []):
-            seen.add(f"loo_error@{pair['calibrated_on']}", pair["error"], "fraction")
+            seen.add(names.LOO_ERROR, pair["error"], "fraction", calibrated_on=pair["calibrated_on"])
         flops = row["flops"]
         for name in ("model", "counted", "rematted", "unspent", "recompute"):
             seen.add(f"{name}_tflops_per_step", flops[name] / 1e12, "TFLOP/device")
@@ -270,14 +291,14 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         seen.add("hbm_gb_per_step", row["memory_bytes"] / memory.GB, "GB")
         copy_observations(seen, row["host_copies"].get("by_direction", {}))
         for kind, collective in row["collectives"].items():
-            seen.add(f"{kind}_gb_per_step", collective["bytes"] / memory.GB, "GB")
+            seen.add(names.collective_gb(kind), collective["bytes"] / memory.GB, "GB")
         seen.add("collective_gb_per_step", sum(c["bytes"] for c in row["collectives"].values()) / memory.GB, "GB")
         clone_observations(seen, row.get("clones"), row.get("rematerialization"))
         for name, value in (row.get("breakdown") or {}).items():
             seen.add(name, value, "s")
         seen.add("implied_host_gb_s_per_direction", row.get("implied_host_gb_s_per_direction"), "GB/s")
         between = row.get("network") or {}
-        for end in ("ring", "floor"):
+        for end in names.NETWORK_ENDS:
             per_nic = (between.get("bytes_per_nic") or {}).get(end)
             seen.add(f"network_{end}_gb_per_nic", per_nic / memory.GB if per_nic else None, "GB")
             seen.add(f"network_{end}_s_per_step", (between.get("seconds_at_link") or {}).get(end), "s")
@@ -286,6 +307,43 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         seen = Observer(result, source, "predicted", gain["offload"], result["target"])
         seen.add("offload_gain", gain["gain"], "fraction", low=gain["low"], high=gain["high"], message=gain["by"])
         found += seen.observations
+    return found
+
+
+def against_measured(observations: list[Observation]) -> list[Observation]:
+    """Each row predicted for hardware it also ran on: its prediction's error against the run
+    (predicted / measured - 1), beside the prediction, and the mean and largest of those errors
+    (a fact about the target, row None)."""
+    measured = {
+        (o.row, o.target): o
+        for o in observations
+        if o.evidence == "measured" and o.metric == names.TFLOPS and o.at is None and o.value
+    }
+    found = []
+    for o in observations:
+        run = measured.get((o.row, o.target))
+        if o.evidence != "predicted" or o.metric != names.TFLOPS or o.at is not None or o.calibrated_on:
+            continue
+        if run is None or not o.value:
+            continue
+        error = float(o.value) / float(run.value) - 1
+        message = f"predicted {o.value:.1f} against {run.value:.1f} measured ({run.source})"
+        metric = names.ERROR_AGAINST_MEASURED
+        found.append(
+            Observation(o.row, o.target, "predicted", metric, error, "fraction", o.status, o.source, message=message)
+        )
+    by_target: dict[str | None, list[Observation]] = {}
+    for o in found:
+        by_target.setdefault(o.target, []).append(o)
+    for target, errors in by_target.items():
+        sizes = [abs(float(o.value)) for o in errors if isinstance(o.value, float)]
+        source = errors[0].source
+        for metric, value, unit in (
+            (names.ERROR_AGAINST_MEASURED_ROWS, len(sizes), None),
+            (names.ERROR_AGAINST_MEASURED_MEAN_ABS, sum(sizes) / len(sizes), "fraction"),
+            (names.ERROR_AGAINST_MEASURED_LARGEST_ABS, max(sizes), "fraction"),
+        ):
+            found.append(Observation(None, target, "predicted", metric, value, unit, "ok", source))
     return found
 
 

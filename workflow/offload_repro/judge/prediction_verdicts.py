@@ -1,11 +1,12 @@
 """How predicted evidence judges a speed claim, never more strongly than the model's measured error
 allows, and what it says about why.
 
-Every predicted row carries its throughput under each calibration of its model (`tflops_per_device@<row>`
-at each setting of the stated uncertainties), the published throughput it was compared with where it
-has one, what that number derives from (`published_sources`), its placement kind (`placement_kind`:
-offload, device or remat) and its leave-one-out errors (`loo_error@<row>`: predicted from that row's
-calibration, against its own published number).
+Every predicted row carries its throughput under each calibration of its model (`tflops_per_device`
+with `calibrated_on` the calibrating row, at each setting of the stated uncertainties: the evidence
+view's `calibrated` and `calibrated_series`), the published throughput it was compared with where
+it has one, what that number derives from (`published_sources`), its placement kind
+(`placement_kind`: offload, device or remat) and its leave-one-out errors (`loo_error` with
+`calibrated_on`: predicted from that row's calibration, against its own published number).
 
 - A claim's own published values: the claim itself, its row's throughput for a value claim, and every
   row throughput or claim it `derives_from` (experiments/claims.yaml). They never calibrate it and
@@ -29,25 +30,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from offload_repro.judge import metric_names as names
 from offload_repro.judge.spread import number
 
-METRIC = "tflops_per_device"
-TERMS = (
-    ("compute_s", "compute"),
-    ("memory_bound_s", "memory-bound work"),
-    ("exposed_host_copy_s", "exposed host copies"),
-    ("exposed_collective_s", "exposed collectives"),
-    ("exposed_network_s", "network between NVLink domains"),
-)
 Span = tuple[float | None, float | None]  # (low, high); None: that side is open
-
-
-def by_calibration(row: str) -> str:
-    return f"{METRIC}@{row}"
-
-
-def loo_error(row: str) -> str:
-    return f"loo_error@{row}"
+# {row: {metric: {calibrated_on: value}}}: an evidence view's predictions under each calibration
+Calibrated = dict[str, dict[str, dict[str, Any]]]
 
 
 def own_values(claim: dict[str, Any]) -> set[str]:
@@ -60,14 +48,16 @@ def own_values(claim: dict[str, Any]) -> set[str]:
 
 
 def sources(facts: dict[str, dict[str, Any]], row: str) -> set[str]:
-    return set(str(facts.get(row, {}).get("published_sources") or "").split())
+    return set(facts.get(row, {}).get(names.PUBLISHED_SOURCES) or [])
 
 
-def choose_calibration(claim: dict[str, Any], facts: dict[str, dict[str, Any]]) -> tuple[str | None, str]:
+def choose_calibration(
+    claim: dict[str, Any], facts: dict[str, dict[str, Any]], calibrated: Calibrated
+) -> tuple[str | None, str]:
     """(calibration row, why), or (None, why not comparable)."""
-    first = facts[claim["check"]["rows"][0]]
-    default = first.get("calibrated_on")
-    offered = [key.split("@", 1)[1] for key in first if key.startswith(f"{METRIC}@")]
+    row = claim["check"]["rows"][0]
+    default = facts[row].get(names.CALIBRATED_ON)
+    offered = list(calibrated.get(row, {}).get(names.TFLOPS, {}))
     if not offered:
         return None, "no calibration of this model reaches this target"
     excluded = own_values(claim)
@@ -106,21 +96,20 @@ def compared_pairs(claim: dict[str, Any], calibrated_on: str) -> list[tuple[str,
 
 
 def measured_error(
-    claim: dict[str, Any], facts: dict[str, dict[str, Any]], pair: tuple[str, str]
+    claim: dict[str, Any], facts: dict[str, dict[str, Any]], calibrated: Calibrated, pair: tuple[str, str]
 ) -> tuple[float | None, str]:
     """The largest leave-one-out error over the pairs of this pair's kind in its model that leave the
     claim's own values out; (None, why) where there is none: unmeasured."""
     excluded = own_values(claim)
-    family = facts[pair[0]].get("family")
+    family = facts[pair[0]].get(names.FAMILY)
     kind = pair_kind(facts, *pair)
     errors = []
     for row, observed in facts.items():
-        if observed.get("family") != family:
+        if observed.get(names.FAMILY) != family:
             continue
-        for key, value in observed.items():
-            if not key.startswith("loo_error@") or value is None:
+        for calibrated_on, value in calibrated.get(row, {}).get(names.LOO_ERROR, {}).items():
+            if value is None:
                 continue
-            calibrated_on = key.split("@", 1)[1]
             if (sources(facts, row) | sources(facts, calibrated_on)) & excluded:
                 continue
             if pair_kind(facts, row, calibrated_on) == kind:
@@ -302,7 +291,9 @@ def inconclusive_reason(claim: dict[str, Any], found: dict[str, Any], tolerance:
 
 
 def terms_text(row: str, observed: dict[str, Any]) -> str:
-    parts = [f"{label} {observed[key]:.2f} s" for key, label in TERMS if observed.get(key) is not None]
+    parts = [
+        f"{label} {observed[key]:.2f} s" for key, label in names.STEP_TERMS.items() if observed.get(key) is not None
+    ]
     return f"{row}: step {observed.get('step_s', 0):.2f} s = " + " + ".join(parts)
 
 
@@ -310,7 +301,9 @@ def difference_text(claim: dict[str, Any], a: str, b: str, rows: dict[str, dict[
     """Which term makes row b's step differ from row a's, and what a published ratio would need."""
     first, second = rows[a], rows[b]
     deltas = [
-        (label, (second.get(key) or 0) - (first.get(key) or 0)) for key, label in TERMS if first.get(key) is not None
+        (label, (second.get(key) or 0) - (first.get(key) or 0))
+        for key, label in names.STEP_TERMS.items()
+        if first.get(key) is not None
     ]
     recompute = (second.get("counted_tflops_per_step", 0) - second.get("unspent_tflops_per_step", 0)) - (
         first.get("counted_tflops_per_step", 0) - first.get("unspent_tflops_per_step", 0)
@@ -337,21 +330,21 @@ def explain(claim: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
     """Which term of the model makes the difference between the claim's rows (or its one row's step),
     each term at the central settings of the row's own prediction."""
     check = claim["check"]
-    names = check["rows"]
-    if len(names) == 1:
-        row = rows[names[0]]
-        text = terms_text(names[0], row)
+    compared = check["rows"]
+    if len(compared) == 1:
+        row = rows[compared[0]]
+        text = terms_text(compared[0], row)
         if row.get("implied_host_gb_s_per_direction"):
             text += (
                 f"; the published number implies a host link of {number(row['implied_host_gb_s_per_direction'])}"
                 " GB/s per direction at the calibrated compute rate"
             )
         return text
-    if len(names) > 2:
-        text = "; ".join(terms_text(row, rows[row]) for row in names)
+    if len(compared) > 2:
+        text = "; ".join(terms_text(row, rows[row]) for row in compared)
     else:
-        text = difference_text(claim, names[0], names[1], rows)
-    for row in names:
+        text = difference_text(claim, compared[0], compared[1], rows)
+    for row in compared:
         implied = rows[row].get("implied_host_gb_s_per_direction")
         if implied:
             text += f"; {row}'s published number implies a host link of {number(implied)} GB/s per direction"

@@ -22,6 +22,25 @@ class ResultKind:
     name: str  # the result file's `kind`
     evidence: str  # the class of evidence it gives
     observe: Callable[[dict[str, Any], str], list[Observation]]  # one result -> its observations
+    # Facts of the whole result that the report shows as they are: the evidence table's `details`.
+    details: tuple[str, ...] = ()
+
+
+# A prediction's calibration, its measured error and that of simpler models and other precisions,
+# its cross-checks by construction, and the assumptions it was made under.
+PREDICTED_DETAILS = (
+    "assumptions",
+    "calibration",
+    "uncalibrated",
+    "model_error",
+    "ablation",
+    "by_precision",
+    "ruled_out_precisions",
+    "cross_checks",
+)
+# The validation stage's error tables, weak scaling, where the model is off, its calibrations and
+# how the runs were compiled.
+VALIDATION_DETAILS = ("errors", "weak_scaling", "where_off", "calibrations", "compile")
 
 
 RESULT_KINDS = {
@@ -33,7 +52,7 @@ RESULT_KINDS = {
         ResultKind("probe", "measured", observers.probe_observations),
         ResultKind("frontier", "compiled", observers.frontier_observations),
         ResultKind("budget", "compiled", observers.budget_observations),
-        ResultKind("predicted", "predicted", observers.predicted_observations),
-        ResultKind("validation", "validation", observers.validation_observations),
+        ResultKind("predicted", "predicted", observers.predicted_observations, PREDICTED_DETAILS),
+        ResultKind("validation", "validation", observers.validation_observations, VALIDATION_DETAILS),
     )
 }

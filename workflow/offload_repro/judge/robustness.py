@@ -186,6 +186,20 @@ def robustness(
     return found
 
 
+def changes_by_alternative(claims: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per alternative ('<assumption>.<alternative>'), the claims whose verdict it changes: the
+    claim, its verdict under the alternative and by default (claims as `robustness` marked them)."""
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for claim in claims:
+        found = claim.get("robustness")
+        for record in (found or {}).get("under", []):
+            if record["verdict"] not in (found["default"], "undetermined", "untested"):
+                changes.setdefault(f"{record['assumption']}.{record['alternative']}", []).append(
+                    {"claim": claim["id"], "verdict": record["verdict"], "default": found["default"]}
+                )
+    return changes
+
+
 def policy_points(policies: list[dict[str, Any]], rows: list[Any]) -> tuple[dict[str, list[str]], dict[str, float]]:
     """Each frontier policy's published rows (its row's model, placement and flags at any micro
     batch), and every row's micro batch."""

@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 from offload_repro.core.measured_elsewhere import load_validation
+from offload_repro.judge import metric_names as names
 from offload_repro.judge import prediction_verdicts, spread
 from offload_repro.judge.check_types import evaluate
 from offload_repro.judge.claims import subjects
@@ -44,6 +45,8 @@ def judge_one(
     """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets;
     `validation`: the runs measured elsewhere, whose error of the kinds `kinds` (experiments/validation.yaml)
     a predicted band also takes."""
+    if rule.get("metric"):  # this evidence measures the claim's quantity by a metric of its own
+        claim = {**claim, "check": {**claim["check"], "metric": rule["metric"]}}
     check, kind = claim["check"], rule["evidence"]
     hardware = rule.get("hardware", "any")
     base: dict[str, Any] = {"evidence": kind, "hardware": hardware, "target": None, "source": None}
@@ -90,19 +93,24 @@ def _judge_predicted(
     the model's measured error gives (the larger of the source rows' and, where runs measured
     elsewhere were predicted, that of runs of its kind), and a verdict no stronger than that band
     (judge/prediction_verdicts.py)."""
-    calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows)
+    calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows, evidence.calibrated)
     if calibrated_on is None:
         return _not_comparable(basis)
-    metric = prediction_verdicts.by_calibration(calibrated_on)
+    metric = names.TFLOPS
+    # each row's throughput as that calibration predicted it, in place of its default calibration's
+    under = {
+        row: {**observed, metric: evidence.calibrated.get(row, {}).get(metric, {}).get(calibrated_on)}
+        for row, observed in observed_rows.items()
+    }
     judged = {**claim, "check": {**claim["check"], "metric": metric}}
-    judgement = evaluate(judged, rule, observed_rows)
+    judgement = evaluate(judged, rule, under) | {"calibrated_on": calibrated_on}
     if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
         return judgement | {"metric": metric, "note": basis}
     errors, whys = {}, {}
     runs = validation.rows if validation else {}
     for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
-        own = prediction_verdicts.measured_error(claim, evidence.rows, pair)
-        family = evidence.rows[pair[0]].get("family")
+        own = prediction_verdicts.measured_error(claim, evidence.rows, evidence.calibrated, pair)
+        family = evidence.rows[pair[0]].get(names.FAMILY)
         real = prediction_verdicts.real_hardware_error(family, runs, kinds) if runs else (None, "")
         errors[pair], why = prediction_verdicts.larger_error(own, real)
         whys[pair] = f"{pair[0]} against {pair[1]}: {why}" if len(claim["check"]["rows"]) > 2 else why
@@ -114,7 +122,10 @@ def _judge_predicted(
     first = evidence.series.get(claim["check"]["rows"][0], {})
     links, ends = first.get("setting_link_efficiency", []), first.get("setting_network_end", [])
     settings = list(zip(links, ends, first.get("setting_overlap", []), strict=True))
-    series = {row: evidence.series.get(row, {}).get(metric, []) for row in claim["check"]["rows"]}
+    series = {
+        row: evidence.calibrated_series.get(row, {}).get(metric, {}).get(calibrated_on, [])
+        for row in claim["check"]["rows"]
+    }
     found = prediction_verdicts.band(
         judged["check"], {row: values for row, values in series.items() if values}, errors, settings
     )
@@ -203,5 +214,21 @@ def check_claims(
     return {
         "counts": {verdict: counts.get(verdict, 0) for verdict in VERDICTS},
         "counts_by_evidence": by_evidence,
+        "not_comparable_reasons": not_comparable_reasons(results),
         "claims": results,
     }
+
+
+def not_comparable_reasons(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each reason a judgement was not comparable, once, in order of first use: how many claims it
+    holds back and the target whose evidence would judge them."""
+    found: dict[str, dict[str, Any]] = {}
+    for result in results:
+        for judgement in result["judgements"]:
+            reason = judgement.get("reason")
+            if reason and judgement["verdict"] == "not-comparable" and reason not in found:
+                found[reason] = {"reason": reason, "would_judge": judgement.get("would_judge"), "claims": 0}
+    for result in results:
+        for reason in {j.get("reason") for j in result["judgements"]} & set(found):
+            found[reason]["claims"] += 1
+    return list(found.values())

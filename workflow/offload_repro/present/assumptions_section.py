@@ -1,5 +1,6 @@
 """The page's assumptions section: every setting the source does not state, its alternatives'
-compiled memory, the claims each alternative changes, and the best fit."""
+compiled memory, the claims each alternative changes (as the verdicts record them), and the best
+fit."""
 
 from __future__ import annotations
 
@@ -10,14 +11,7 @@ def assumptions_section(sensitivity: dict[str, Any] | None, verdicts: dict[str, 
     """Every assumption with its alternatives' compiled memory, the claims each changes, the best fit."""
     if sensitivity is None:
         return None
-    changes: dict[str, list[dict[str, Any]]] = {}
-    for claim in verdicts["claims"]:
-        found = claim.get("robustness")
-        for record in (found or {}).get("under", []):
-            if record["verdict"] not in (found["default"], "undetermined", "untested"):
-                changes.setdefault(f"{record['assumption']}.{record['alternative']}", []).append(
-                    {"claim": claim["id"], "verdict": record["verdict"], "default": found["default"]}
-                )
+    changes = verdicts.get("changes_by_alternative", {})
     entries = []
     for entry in sensitivity["assumptions"]:
         rows = entry["affects"]

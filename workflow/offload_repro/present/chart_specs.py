@@ -23,9 +23,7 @@ def chart_specs(
     observations: pd.DataFrame,
     target: Target,
     compiled_on: Target | None,
-    errors: dict[str, float] | None = None,
 ) -> list:
-    """`errors`: the step-time model's largest leave-one-out error per model family."""
     labels = {row.id: row for row in rows}
     built = []
     same_hardware = "source-hardware" in target.judges
@@ -33,7 +31,7 @@ def chart_specs(
     if throughput is not None:
         built.append(("throughput", throughput))
     if compiled_on is not None:
-        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name, errors or {})
+        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name)
         if predicted is not None:
             built.append(("predicted", predicted))
         terms = charts.step_terms(observations, labels, compiled_on.name)
@@ -60,11 +58,3 @@ def measured_chart(measured: dict[str, Any] | None) -> dict[str, str] | None:
     """The runs measured elsewhere, predicted against measured (present/measured_runs.py's section)."""
     chart = charts.measured_against_predicted(measured["runs"]) if measured else None
     return inline_spec("measured-runs", chart) if chart is not None else None
-
-
-def largest_errors(sources: list[dict[str, Any]], compile_target: str | None) -> dict[str, float]:
-    """The step-time model's largest leave-one-out error per model family, as the compile target's
-    prediction recorded it (chart_specs' `errors`)."""
-    prediction = next((s for s in sources if s["kind"] == "predicted" and s["target"] == compile_target), None)
-    families = ((prediction or {}).get("model_error") or {}).get("families") or {}
-    return {family: f["largest_abs"] for family, f in families.items() if f["largest_abs"] is not None}

@@ -15,6 +15,7 @@ import pandas as pd
 
 from offload_repro.core.data import Row
 from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
+from offload_repro.judge import metric_names as names
 
 COLOURS = alt.Scale(domain=["published", *EVIDENCE], range=[PUBLISHED_COLOUR, *(e.colour for e in EVIDENCE.values())])
 
@@ -86,10 +87,10 @@ def memory(
 ) -> alt.TopLevelMixin:
     records = []
     for evidence, metric, kind in (
-        ("compiled", "gpu_memory_gib", "device"),
-        ("compiled", "host_memory_gib", "host"),
-        ("analytic", "device_saved_gib", "device"),
-        ("analytic", "host_memory_gib", "host"),
+        ("compiled", names.DEVICE_GIB, "device"),
+        ("compiled", names.HOST_GIB, "host"),
+        ("analytic", names.DEVICE_SAVED_GIB, "device"),
+        ("analytic", names.OFFLOADED_GIB, "host"),
     ):
         records += [
             {"row": o.row, "source": evidence, "memory": kind, "gib": o.value}
@@ -97,7 +98,7 @@ def memory(
         ]
     if with_published:
         for row in rows:
-            for key, kind in (("gpu_memory_gib", "device"), ("host_memory_gib", "host")):
+            for key, kind in ((names.DEVICE_GIB, "device"), (names.HOST_GIB, "host")):
                 if row.published[key] is not None:
                     records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
     data = _labelled(records, labels, ["source", "memory", "gib"])
@@ -259,18 +260,27 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
 
 
 def predicted_throughput(
-    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, errors: dict[str, float]
+    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str
 ) -> alt.TopLevelMixin | None:
     """Predicted TFLOPs/s/device beside the published, with the band that the stated uncertainties
-    and the model's measured error (`errors`, per model family) give together."""
-    chosen = _points(observations, "predicted", "tflops_per_device")
-    records = []
-    for o in chosen.itertuples():
-        if o.target != machine:
-            continue
-        error = errors.get(labels[o.row].family, 0.0)
-        low, high = o.low * max(0.0, 1 - error), o.high * (1 + error)
-        records.append({"row": o.row, "source": "predicted", "tflops": o.value, "low": low, "high": high})
+    and the model's measured error give together (as the observers widened it)."""
+    chosen = _points(observations, "predicted", names.TFLOPS)
+    ends = {
+        (o.row, o.metric): o.value
+        for o in observations[observations["target"] == machine].itertuples()
+        if o.metric in (names.TFLOPS_WITH_ERROR_LOW, names.TFLOPS_WITH_ERROR_HIGH)
+    }
+    records = [
+        {
+            "row": o.row,
+            "source": "predicted",
+            "tflops": o.value,
+            "low": ends.get((o.row, names.TFLOPS_WITH_ERROR_LOW), o.low),
+            "high": ends.get((o.row, names.TFLOPS_WITH_ERROR_HIGH), o.high),
+        }
+        for o in chosen.itertuples()
+        if o.target == machine
+    ]
     if not records:
         return None
     records += [
@@ -311,20 +321,11 @@ def predicted_throughput(
     )
 
 
-STEP_TERMS = (
-    ("compute_s", "compute"),
-    ("memory_bound_s", "memory-bound work"),
-    ("exposed_host_copy_s", "exposed host copies"),
-    ("exposed_collective_s", "exposed collectives (NVLink)"),
-    ("exposed_network_s", "network between NVLink domains"),
-)
-
-
 def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str) -> alt.TopLevelMixin | None:
     """Each row's predicted step as the terms that sum to it, stacked."""
     records = [
         {"row": o.row, "term": name, "order": index, "seconds": o.value}
-        for index, (metric, name) in enumerate(STEP_TERMS)
+        for index, (metric, name) in enumerate(names.STEP_TERMS.items())
         for o in _points(observations, "predicted", metric).itertuples()
         if o.target == machine
     ]
@@ -343,7 +344,7 @@ def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str)
         .encode(
             x=alt.X("sum(seconds):Q", title="seconds per step"),
             y=alt.Y("label:N", title=None, sort=None),
-            color=alt.Color("term:N", sort=[name for _, name in STEP_TERMS], title="term"),
+            color=alt.Color("term:N", sort=list(names.STEP_TERMS.values()), title="term"),
             order=alt.Order("order:Q"),
             tooltip=["row", "term", alt.Tooltip("seconds:Q", format=".2f")],
         )

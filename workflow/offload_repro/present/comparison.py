@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from offload_repro.core.data import Row
+from offload_repro.judge import metric_names as names
 
 
 def implied_throughputs(rows: list[Row], columns: list[dict[str, Any]]) -> dict[str, float]:
@@ -15,9 +16,8 @@ def implied_throughputs(rows: list[Row], columns: list[dict[str, Any]]) -> dict[
     for row in rows:
         for column in columns:
             lookup = column["lookup"]
-            value = lookup.value(row.id, "predicted", "published_tflops")
-            sources = str(lookup.value(row.id, "predicted", "published_sources") or "").split()
-            if value is not None and len(sources) > 1:
+            value = lookup.value(row.id, "predicted", names.PUBLISHED_TFLOPS)
+            if value is not None and lookup.value(row.id, "predicted", names.PUBLISHED_IMPLIED):
                 found[row.id] = value
                 break
     return found

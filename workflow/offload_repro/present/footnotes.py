@@ -1,5 +1,6 @@
-"""The claims' footnotes: a reason several claims are not comparable for is stated once, with the
-command line that produces the evidence which would judge them."""
+"""The claims' footnotes: a reason several claims are not comparable for is stated once (the
+verdicts list each such reason with how many claims it holds back), with the command line that
+produces the evidence which would judge them."""
 
 from __future__ import annotations
 
@@ -9,18 +10,11 @@ from offload_repro.core.data import load_target
 from offload_repro.present.target_command import snakemake_command
 
 
-def footnotes(claims: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[str, Any]]]:
+def footnotes(verdicts: dict[str, Any]) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """A reason shared by several claims is stated once: reason -> note number, in order of use."""
-    numbers: dict[str, int] = {}
-    notes: list[dict[str, Any]] = []
-    for claim in claims:
-        for judgement in claim["judgements"]:
-            reason = judgement.get("reason")
-            if reason and judgement["verdict"] == "not-comparable" and reason not in numbers:
-                numbers[reason] = len(notes) + 1
-                target = judgement.get("would_judge")
-                command = snakemake_command(load_target(target)) if target else None
-                notes.append({"number": numbers[reason], "reason": reason, "command": command})
-    for note in notes:
-        note["claims"] = sum(1 for c in claims if any(j.get("reason") == note["reason"] for j in c["judgements"]))
-    return numbers, notes
+    notes = []
+    for number, entry in enumerate(verdicts.get("not_comparable_reasons", []), 1):
+        target = entry["would_judge"]
+        command = snakemake_command(load_target(target)) if target else None
+        notes.append({"number": number, "reason": entry["reason"], "command": command, "claims": entry["claims"]})
+    return {note["reason"]: note["number"] for note in notes}, notes

@@ -54,16 +54,9 @@ def runs(observations: pd.DataFrame) -> list[dict[str, Any]]:
     return sorted(lines, key=lambda line: (str(line["source"]), str(line["precision"]), line["gpus"] or 0))
 
 
-def section(observations: pd.DataFrame, sources: list[dict[str, Any]]) -> dict[str, Any] | None:
-    source = next((s for s in sources if s["kind"] == "validation"), None)
-    if source is None:
+def section(observations: pd.DataFrame, validation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`validation`: the validation result's details in the evidence table (its error tables, weak
+    scaling, where the model is off, calibrations, how the runs were compiled, and its file)."""
+    if validation is None:
         return None
-    return {
-        "runs": runs(observations),
-        "errors": source["errors"],
-        "weak_scaling": source["weak_scaling"],
-        "where_off": source["where_off"],
-        "calibrations": source["calibrations"],
-        "compile": source["compile"],
-        "file": source["file"],
-    }
+    return {"runs": runs(observations), **validation}

@@ -1,8 +1,9 @@
 """Static HTML pages rendered: one per target, an entry page and a side-by-side comparison.
 
 The pages only draw. Every number comes from the evidence table (results/<target>/evidence.json),
-every verdict from verdicts.json, every label from the row and claim data; nothing here judges,
-and no memory or byte arithmetic is done here. Each section of a target's page is built by its own
+every verdict from verdicts.json, every label from the row and claim data, each under the name
+judge/metric_names.py gives it; nothing here judges or computes (ratios, errors, bands and counts
+arrive as observations or in the verdicts). Each section of a target's page is built by its own
 module of present/; this one hands them to Jinja (autoescaping on), with the filters of
 present/text.py, and inlines the Vega bundle from vl-convert so each page opens offline.
 """
@@ -22,6 +23,7 @@ from offload_repro.core.data import Row, load_target
 from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.results import read_result
+from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
 from offload_repro.present import chart_specs, measured_runs
 from offload_repro.present.assumptions_section import assumptions_section
@@ -89,9 +91,13 @@ def render_target(
     own = observations["target"].isna() | observations["target"].isin([target.name, verdicts["compile_target"]])
     sources = evidence["sources"]
     lookup = Lookup(observations[own], {source["file"]: source.get("failure") for source in sources})
-    numbers, notes = footnotes(verdicts["claims"])
-    measured = measured_runs.section(observations, sources)
-    errors = chart_specs.largest_errors(sources, verdicts["compile_target"])
+    numbers, notes = footnotes(verdicts)
+    measured = measured_runs.section(observations, detail(evidence, "validation"))
+    prediction = detail(evidence, "predicted", verdicts["compile_target"])
+    budget = first_source(sources, "budget") or {}
+    compile_source = first_source(sources, "compile") or {}
+    runs_with_provenance = [s for s in sources if s["kind"] == "run" and s["provenance"]]
+    compiles_with_provenance = [s for s in sources if s["kind"] == "compile" and s["provenance"]]
     html = (
         environment()
         .get_template("target.html.j2")
@@ -102,11 +108,11 @@ def render_target(
             notes=notes,
             note_numbers=numbers,
             tables=tables(rows, lookup),
-            charts=chart_specs.chart_specs(rows, observations[own], target, compiled_on, errors)
+            charts=chart_specs.chart_specs(rows, observations[own], target, compiled_on)
             + chart_specs.whatif_charts(observations),
             whatif=whatif(rows, observations),
             speed=speed(
-                rows, lookup, verdicts, sources, verdicts["compile_target"], target.name == verdicts["compile_target"]
+                rows, lookup, observations[own], verdicts, prediction, target.name == verdicts["compile_target"]
             ),
             measured_runs=measured,
             measured_chart=chart_specs.measured_chart(measured),
@@ -115,17 +121,13 @@ def render_target(
             ),
             sentence=sentence,
             gains=predicted_gains(observations),
-            budget_assumptions=next((s["assumptions"] for s in sources if s["kind"] == "budget"), []),
-            budget_message=next((s["message"] for s in sources if s["kind"] == "budget"), None),
+            budget_assumptions=budget.get("assumptions", []),
+            budget_message=budget.get("message"),
             probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
             sources=sources,
-            run_provenance=next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None),
-            compile_provenance=next(
-                (s["provenance"] for s in sources if s["kind"] == "compile" and s["provenance"]), None
-            ),
-            compile_assumptions=[
-                sentence(a) for a in next((s["assumptions"] for s in sources if s["kind"] == "compile"), [])
-            ],
+            run_provenance=runs_with_provenance[0]["provenance"] if runs_with_provenance else None,
+            compile_provenance=compiles_with_provenance[0]["provenance"] if compiles_with_provenance else None,
+            compile_assumptions=[sentence(a) for a in compile_source.get("assumptions", [])],
             vega_bundle=vega_bundle().replace("</script", "<\\/script"),
         )
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import Row
+from offload_repro.judge import metric_names as names
 from offload_repro.present.lookup import Lookup
 from offload_repro.present.text import flag_summary, placement_summary
 
@@ -37,21 +38,21 @@ def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
                     "status": get("compiled", "status"),
                     "message": lookup.message(row.id, "compiled", "status"),
                     "failure": lookup.failure_note(row.id, "compiled"),
-                    "device_gib": get("compiled", "gpu_memory_gib"),
-                    "host_gib": get("compiled", "host_memory_gib"),
-                    "outcome": get("compiled", "outcome"),
-                    "margin_gib": get("compiled", "margin_gib"),
+                    names.DEVICE_GIB: get("compiled", names.DEVICE_GIB),
+                    names.HOST_GIB: get("compiled", names.HOST_GIB),
+                    names.OUTCOME: get("compiled", names.OUTCOME),
+                    names.MARGIN_GIB: get("compiled", names.MARGIN_GIB),
                     "host_buffers": get("compiled", "host_buffers"),
                     "expected_host_buffers": get("compiled", "expected_host_buffers"),
                     "host_buffer_gib": get("compiled", "host_buffer_gib"),
                     "expected_host_buffer_gib": get("compiled", "expected_host_buffer_gib"),
                     "async_pairs": get("compiled", "async_pairs"),
-                    "digest": get("compiled", "program_digest"),
+                    names.HLO_SHA256: get("compiled", names.HLO_SHA256),
                     "warnings": lookup.all(row.id, "compiled", "xla_memory_warning"),
                 },
                 "analytic": {
-                    "device_gib": get("analytic", "device_saved_gib"),
-                    "offload_gib": get("analytic", "host_memory_gib"),
+                    names.DEVICE_SAVED_GIB: get("analytic", names.DEVICE_SAVED_GIB),
+                    names.OFFLOADED_GIB: get("analytic", names.OFFLOADED_GIB),
                 },
             }
         )

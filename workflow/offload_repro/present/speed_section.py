@@ -1,17 +1,17 @@
 """The page's speed section: what the compiled programs and the step-time model say about each
 row's step (FLOPs, bytes, collectives, host copies), the speed claims' predicted judgements, and
-the model's calibration and measured error."""
+the model's calibration and measured error, all as the evidence table holds them."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from offload_repro.core.data import Row
+from offload_repro.judge import metric_names as names
 from offload_repro.present.lookup import Lookup
 
-COLLECTIVE_KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
-CLONE_KINDS = ("gemm", "collective", "other")  # produce/predicted/xla_clones.KINDS, as the observers name them
-CLONE_MEASURES = ("instructions", "tflops_per_step", "hbm_gb_per_step", "collective_gb_per_step")
 SPEED_COLUMNS = (
     "model_tflops_per_step",
     "counted_tflops_per_step",
@@ -20,22 +20,18 @@ SPEED_COLUMNS = (
     "recompute_share",
     "host_copy_gib_per_step",
     "hbm_gb_per_step",
-    "step_s",
-    "compute_s",
-    "memory_bound_s",
-    "exposed_host_copy_s",
-    "exposed_collective_s",
-    "exposed_network_s",
-    "tflops_per_device",
-    "calibrated_on",
-    "published_tflops",
+    names.STEP_S,
+    *names.STEP_TERMS,
+    names.TFLOPS,
+    names.CALIBRATED_ON,
+    names.PUBLISHED_TFLOPS,
+    names.PUBLISHED_IMPLIED,
+    names.PREDICTED_OVER_PUBLISHED,
+    names.ERROR_AGAINST_MEASURED,
     "implied_host_gb_s_per_direction",
-    "network_ring_gb_per_nic",
-    "network_floor_gb_per_nic",
-    "network_ring_s_per_step",
-    "network_floor_s_per_step",
-    *(f"{kind}_gb_per_step" for kind in COLLECTIVE_KINDS),
-    *(f"clone_{kind}_{what}" for kind in CLONE_KINDS for what in CLONE_MEASURES),
+    *(f"network_{end}_{what}" for what in ("gb_per_nic", "s_per_step") for end in names.NETWORK_ENDS),
+    *(names.collective_gb(kind) for kind in names.COLLECTIVE_KINDS),
+    *(names.clone(kind, what) for kind in names.CLONE_KINDS for what in names.CLONE_MEASURES),
     "remat_pass",
     "remat_limit_met",
     "remat_limit_gib",
@@ -45,9 +41,8 @@ SPEED_COLUMNS = (
 
 # MaxText's model FLOPs per component (the compile's split), the weight FLOPs they make, and the
 # counted FLOPs without JAX's recompute or MoE dispatch label against them, in page order.
-MODEL_COMPONENTS = ("ffn", "qkv", "output_projection", "embedding")
 FLOP_COLUMNS = (
-    *(f"model_{name}_tflops_per_step" for name in MODEL_COMPONENTS),
+    *(names.model_component(name) for name in names.MODEL_COMPONENTS),
     "model_weights_tflops_per_step",
     "unlabelled_gemm_tflops_per_step",
     "gemm_beyond_model_tflops_per_step",
@@ -56,16 +51,12 @@ FLOP_COLUMNS = (
     "attention_beyond_model_tflops_per_step",
     "model_tflops_per_step",
 )
-COPY_SIDES = {"to_host": "to the host", "from_host": "from the host"}
-COPY_COLUMNS = (
-    "copies",
-    "copies_per_step",
-    "copies_asynchronous",
-    "copies_synchronous",
-    "copies_spanning_nothing",
-    "copy_span_low_tflop",
-    "copy_span_high_tflop",
-)
+COPY_SIDES = dict(zip(names.COPY_SIDES, ("to the host", "from the host"), strict=True))
+ERROR_ON_HARDWARE = {
+    "rows": names.ERROR_AGAINST_MEASURED_ROWS,
+    "mean_abs": names.ERROR_AGAINST_MEASURED_MEAN_ABS,
+    "largest_abs": names.ERROR_AGAINST_MEASURED_LARGEST_ABS,
+}
 
 
 def flop_components(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
@@ -84,52 +75,58 @@ def host_copies(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
     found = []
     for row in rows:
         sides = [
-            {"direction": label, **{c: lookup.value(row.id, "predicted", f"{side}_{c}") for c in COPY_COLUMNS}}
+            {
+                "direction": label,
+                **{c: lookup.value(row.id, "predicted", names.copy_side(side, c)) for c in names.COPY_MEASURES},
+            }
             for side, label in COPY_SIDES.items()
-            if lookup.value(row.id, "predicted", f"{side}_copies") is not None
+            if lookup.value(row.id, "predicted", names.copy_side(side, "copies")) is not None
         ]
         if sides:
             found.append({"row": row, "sides": sides})
     return found
 
 
+def error_on_hardware(observations: pd.DataFrame, target: str | None) -> dict[str, Any] | None:
+    """The predictions' error against the runs measured on the same hardware (a fact about the
+    target), where there is one: rows, mean and largest."""
+    facts = observations[
+        (observations["evidence"] == "predicted") & observations["row"].isna() & (observations["target"] == target)
+    ]
+    values = dict(zip(facts["metric"], facts["value"], strict=True))
+    found = {key: values.get(metric) for key, metric in ERROR_ON_HARDWARE.items()}
+    return found if found["rows"] else None
+
+
 def speed(
     rows: list[Row],
     lookup: Lookup,
+    observations: pd.DataFrame,
     verdicts: dict[str, Any],
-    sources: list[dict[str, Any]],
-    target: str | None,
+    prediction: dict[str, Any] | None,
     measured_here: bool = False,
 ):
     """What the compiled programs say about speed: each row's FLOPs, bytes, collectives and predicted
     step, the model's measured error (and that of simpler models), the speed claims' predicted
-    judgements with their explanations, and the model's calibration. `measured_here`: the page's
-    runs are on the hardware the rows were predicted for, so each prediction stands beside its run."""
-    source = next((s for s in sources if s["kind"] == "predicted" and s["target"] == target), None)
-    if source is None:
+    judgements with their explanations, and the model's calibration. `prediction`: the compile
+    target's prediction details in the evidence table; `measured_here`: the page's runs are on the
+    hardware the rows were predicted for, so each prediction stands beside its run."""
+    if prediction is None:
         return None
     lines = []
     for row in rows:
         values = {metric: lookup.value(row.id, "predicted", metric) for metric in SPEED_COLUMNS}
-        status = lookup.value(row.id, "predicted", "status")
+        status = lookup.value(row.id, "predicted", names.STATUS)
         if status is None:
             continue
-        published = values["published_tflops"]
-        predicted = values["tflops_per_device"]
-        measured = lookup.value(row.id, "measured", "tflops_per_device") if measured_here else None
         lines.append(
             {
                 "row": row,
                 "status": status,
-                "message": lookup.message(row.id, "predicted", "status"),
-                "band": lookup.band(row.id, "predicted", "tflops_per_device"),
-                "published": published,
-                # a throughput a published speedup implies (its sources name more than its row)
-                "implied": len(str(lookup.value(row.id, "predicted", "published_sources") or "").split()) > 1,
-                "ratio": predicted / published if predicted and published else None,
-                "measured": measured,
-                "measured_error": predicted / measured - 1 if predicted and measured else None,
-                "collectives": {kind: values[f"{kind}_gb_per_step"] for kind in COLLECTIVE_KINDS},
+                "message": lookup.message(row.id, "predicted", names.STATUS),
+                "band": lookup.band(row.id, "predicted", names.TFLOPS),
+                "measured": lookup.value(row.id, "measured", names.TFLOPS) if measured_here else None,
+                "collectives": {kind: values[names.collective_gb(kind)] for kind in names.COLLECTIVE_KINDS},
                 **values,
             }
         )
@@ -138,30 +135,23 @@ def speed(
         for judgement in claim["judgements"]:
             if judgement["evidence"] == "predicted":
                 judged.append({"claim": claim, "judgement": judgement})
-    on_hardware = [abs(line["measured_error"]) for line in lines if line.get("measured_error") is not None]
     return {
         "lines": lines,
         "measured_here": measured_here,
-        "error_on_hardware": {
-            "rows": len(on_hardware),
-            "mean_abs": sum(on_hardware) / len(on_hardware),
-            "largest_abs": max(on_hardware),
-        }
-        if on_hardware
-        else None,
+        "error_on_hardware": error_on_hardware(observations, verdicts["compile_target"]) if measured_here else None,
         "network": network_summary(lines),
         "components": flop_components(rows, lookup),
         "copies": host_copies(rows, lookup),
         "claims": judged,
-        "calibration": source.get("calibration") or {},
-        "uncalibrated": source.get("uncalibrated") or {},
-        "error": source.get("model_error"),
-        "ablation": source.get("ablation") or [],
-        "by_precision": source.get("by_precision") or [],
-        "ruled_out_precisions": source.get("ruled_out_precisions") or [],
-        "cross_checks": source.get("cross_checks") or [],
-        "assumptions": source["assumptions"],
-        "file": source["file"],
+        "calibration": prediction.get("calibration") or {},
+        "uncalibrated": prediction.get("uncalibrated") or {},
+        "error": prediction.get("model_error"),
+        "ablation": prediction.get("ablation") or [],
+        "by_precision": prediction.get("by_precision") or [],
+        "ruled_out_precisions": prediction.get("ruled_out_precisions") or [],
+        "cross_checks": prediction.get("cross_checks") or [],
+        "assumptions": prediction["assumptions"],
+        "file": prediction["file"],
     }
 
 

@@ -89,9 +89,9 @@ def hardware_text(hardware: dict[str, Any]) -> str:
 
 
 def flag_summary(row: Row) -> str:
-    flags = dict(flag.split("=", 1) for flag in row.xla_flags)
-    lhs = {"true": "LHS on", "false": "LHS off"}.get(flags.get(LHS, ""), "LHS default")
-    return lhs + (", pipelined offload" if flags.get(PIPELINED) == "true" else "")
+    """The row's scheduling flags in words: 'LHS on, pipelined offload'."""
+    lhs = {"true": "LHS on", "false": "LHS off"}.get(row.xla_flag(LHS) or "", "LHS default")
+    return lhs + (", pipelined offload" if row.xla_flag(PIPELINED) == "true" else "")
 
 
 def placement_summary(row: Row) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from offload_repro.core.data import Row, load_target
+from offload_repro.judge import metric_names as names
 
 
 def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None:
@@ -28,7 +29,7 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
             "cells": [
                 {
                     metric: cells.get((row.id, name, metric))
-                    for metric in ("outcome", "gpu_memory_gib", "margin_gib", "host_memory_gib", "host_fits")
+                    for metric in (names.OUTCOME, names.DEVICE_GIB, names.MARGIN_GIB, names.HOST_GIB, names.HOST_FITS)
                 }
                 for name in targets
             ],

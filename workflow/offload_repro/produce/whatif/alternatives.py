@@ -43,7 +43,7 @@ def summary(result: dict[str, Any], file: str | None) -> dict[str, Any]:
 
 def published_memory(rows: dict[str, Row]) -> dict[str, float]:
     """The rows whose GPU memory the source publishes: what the best fit is measured against."""
-    return {r.id: r.published["gpu_memory_gib"] for r in rows.values() if r.published.get("gpu_memory_gib")}
+    return {r.id: r.published["device_gib"] for r in rows.values() if r.published.get("device_gib")}
 
 
 def distance(found: dict[str, dict[str, Any]], published: dict[str, float]) -> float | None:

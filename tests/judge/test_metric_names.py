@@ -1,0 +1,107 @@
+"""One name per quantity: the evidence table's metric names have one owner (judge/metric_names.py),
+agree with the result fields they name, carry no value, and nothing else enters the table."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import yaml
+
+from offload_repro.core.data import DataError
+from offload_repro.judge import metric_names as names
+from offload_repro.judge import observers, result_kinds
+from offload_repro.judge.claims import load_claims
+from offload_repro.judge.evidence_table import UnknownMetric, build, detail, observe_files
+from offload_repro.produce.predicted import step_model, xla_clones
+from tests.conftest import FIXTURES, REPO
+
+PREDICTED = FIXTURES / "results/predicted/gb200-nvl72.json"
+COMPILED = sorted((FIXTURES / "results/compiled/gb200-nvl72").glob("*.json"))
+
+
+def test_the_families_name_the_fields_their_results_record():
+    assert tuple(names.STEP_TERMS) == step_model.TERMS
+    assert names.CLONE_KINDS == xla_clones.KINDS
+
+
+def test_a_prediction_under_another_calibration_carries_it_as_a_field_never_in_its_name():
+    observations, _, details = observe_files([PREDICTED, *COMPILED])
+    assert all("@" not in o.metric for o in observations)
+    calibrated = [o for o in observations if o.calibrated_on is not None]
+    assert {o.metric for o in calibrated} == {names.TFLOPS, names.LOO_ERROR}
+    result = json.loads(PREDICTED.read_text())
+    row = next(r for r in result["rows"] if r["status"] == "ok" and r.get("by_calibration"))
+    for calibration, values in row["by_calibration"].items():
+        central = [
+            o
+            for o in calibrated
+            if o.row == row["row"] and o.calibrated_on == calibration and o.at is None and o.metric == names.TFLOPS
+        ]
+        assert [o.value for o in central] == [values[0]]
+    # the sources of a published number travel as a list, and the page's flag is computed here
+    sources = [o for o in observations if o.metric == names.PUBLISHED_SOURCES]
+    assert sources and all(isinstance(o.value, list) for o in sources)
+    implied = {o.row: o.value for o in observations if o.metric == names.PUBLISHED_IMPLIED}
+    assert implied == {o.row: len(o.value) > 1 for o in sources}  # type: ignore[arg-type]
+    # a prediction's details are a field of the table under their kind, never spread over its sources
+    assert [d["kind"] for d in details] == ["predicted"]
+    assert set(details[0]["fields"]) <= set(result_kinds.PREDICTED_DETAILS)
+    assert "model_error" in details[0]["fields"]
+
+
+def test_the_details_are_read_by_kind_and_target(tmp_path):
+    evidence = build([PREDICTED], "gb200-nvl72", tmp_path / "evidence.json")
+    found = detail(evidence, "predicted", "gb200-nvl72")
+    assert found is not None and found["file"] == str(PREDICTED) and "calibration" in found
+    assert detail(evidence, "predicted", "gb300-nvl72") is None
+    assert detail(evidence, "validation") is None
+
+
+def test_every_observer_writes_only_names_the_owner_knows(monkeypatch, tmp_path):
+    """A metric named nowhere else is refused, naming the file: a new name is added to the owner first."""
+    kind = result_kinds.RESULT_KINDS["predicted"]
+
+    def stray(result, source):
+        first = kind.observe(result, source)[0]
+        return [dataclasses.replace(first, metric="tflops_per_device@llama-baseline")]
+
+    monkeypatch.setitem(
+        result_kinds.RESULT_KINDS, "predicted", result_kinds.ResultKind("predicted", "predicted", stray)
+    )
+    with pytest.raises(UnknownMetric, match=r"gb200-nvl72\.json: metrics \['tflops_per_device@llama-baseline'\]"):
+        observe_files([PREDICTED])
+
+
+def test_a_claims_metric_must_be_one_the_table_holds(tmp_path):
+    data = yaml.safe_load((REPO / "experiments/claims.yaml").read_text())
+    index = next(i for i, c in enumerate(data["claims"]) if c["id"] == "llama-qkv-host-gib")
+    data["claims"][index]["judged_by"][0]["metric"] = "host_memory_gib"
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(DataError, match=r"claim \d+ \(id 'llama-qkv-host-gib'\), field 'judged_by\[0\]\.metric'"):
+        load_claims(path)
+
+
+def test_the_host_memory_claim_is_judged_by_what_each_evidence_measures():
+    """70.9 GiB: the analytic count of the bytes offloaded, and the host memory of the compiled program."""
+    claim = next(c for c in load_claims(REPO / "experiments/claims.yaml") if c["id"] == "llama-qkv-host-gib")
+    assert claim["check"]["metric"] == names.HOST_GIB
+    by_evidence = {rule["evidence"]: rule.get("metric", claim["check"]["metric"]) for rule in claim["judged_by"]}
+    assert by_evidence == {"analytic": names.OFFLOADED_GIB, "compiled": names.HOST_GIB}
+
+
+def test_a_prediction_beside_a_run_on_its_hardware_gets_its_error_against_the_run():
+    """The page's 'predicted / measured - 1' is an observation made here, per row and over the target."""
+    predicted, _, _ = observe_files([PREDICTED])
+    central = next(o for o in predicted if o.metric == names.TFLOPS and o.at is None and o.calibrated_on is None)
+    run = dataclasses.replace(central, evidence="measured", value=float(central.value) * 1.25, low=None, high=None)
+    found = observers.against_measured([*predicted, run])
+    by_metric = {(o.row, o.metric): o.value for o in found}
+    assert by_metric[(central.row, names.ERROR_AGAINST_MEASURED)] == pytest.approx(1 / 1.25 - 1)
+    assert by_metric[(None, names.ERROR_AGAINST_MEASURED_ROWS)] == 1
+    assert by_metric[(None, names.ERROR_AGAINST_MEASURED_LARGEST_ABS)] == pytest.approx(0.2)
+    # a run on other hardware is not the prediction's: no error
+    elsewhere = dataclasses.replace(run, target="cpu")
+    assert observers.against_measured([*predicted, elsewhere]) == []
