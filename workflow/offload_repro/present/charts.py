@@ -417,3 +417,42 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
         alt.layer(diagonal, points).properties(width=320, height=320),
         alt.layer(zero, errors).properties(width=320, height=320),
     ).properties(title=title)
+
+
+def step_terms_by_setting(
+    rows: list[str], settings: dict[str, dict[str, dict[str, float]]], labels: dict[str, Row]
+) -> alt.TopLevelMixin | None:
+    """Each row's predicted step as its terms, stacked, under each setting of one assumption
+    (`settings`: setting -> row -> terms, the default first), side by side per row."""
+    records = []
+    for setting, by_row in settings.items():
+        for row in rows:
+            terms = by_row.get(row) if row in labels else None
+            for index, (metric, name) in enumerate(names.STEP_TERMS.items()):
+                if terms and terms.get(metric) is not None:
+                    records.append(
+                        {"row": row, "setting": setting, "term": name, "order": index, "seconds": terms[metric]}
+                    )
+    if not records or len({r["setting"] for r in records}) < 2:
+        return None
+    data = _labelled(records, labels, ["setting", "term", "order", "seconds"])
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None, sort=None),
+            yOffset=alt.YOffset("setting:N", sort=list(settings)),
+            x=alt.X("sum(seconds):Q", title="seconds per step"),
+            color=alt.Color("term:N", sort=list(names.STEP_TERMS.values()), title="term"),
+            order=alt.Order("order:Q"),
+            tooltip=["row", "setting", "term", alt.Tooltip("seconds:Q", format=".2f")],
+        )
+        .properties(
+            width=520,
+            title=titled(
+                "What makes each predicted step, under each setting",
+                "Each row's step at the central setting, one bar per setting (the default first): which term an"
+                " alternative moves.",
+            ),
+        )
+    )

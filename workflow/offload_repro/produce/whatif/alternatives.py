@@ -167,6 +167,14 @@ def speed_error(prediction_file: str | Path | None) -> dict[str, Any] | None:
     }
 
 
+def step_terms(prediction_file: str | Path | None) -> dict[str, dict[str, float]]:
+    """Each predicted row's step and the terms that make it, at the prediction's central setting."""
+    if prediction_file is None:
+        return {}
+    rows = read_result(prediction_file, "predicted")["rows"]
+    return {row["row"]: row["breakdown"] for row in rows if row["status"] == "ok" and row.get("breakdown")}
+
+
 def speed_and_memory(fit: dict[str, Any], errors: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
     """Each candidate's speed error beside its memory distance (a combination of several
     alternatives was not predicted), and the candidate best at both: the least root mean square of
@@ -210,5 +218,7 @@ def write_sensitivity(
             key = variant_id(entry, alternative)
             alternative["predicted"] = predicted.get(key)
             alternative["speed_error"] = errors[key] = speed_error(predicted.get(key))
+            alternative["step_terms"] = step_terms(predicted.get(key))
+    data["default_step_terms"] = step_terms(default_predicted)
     data["fit"]["best_for_speed_and_memory"] = speed_and_memory(data["fit"], errors)
     return write_result(out, "assumptions", data)
