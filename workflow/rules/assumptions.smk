@@ -19,14 +19,17 @@ rule compile_variant:
         runtime=20,
         mem_mb=3000,
     params:
+        cli=cli,
+        compile_target=COMPILE_TARGET.name,
         settings=lambda wildcards: shlex.quote(json.dumps(PLAN.variants[wildcards.variant]["settings"])),
         fork_server=fork_server,
     shell:
-        f"{CLI} compile {{params.fork_server}} --tables {TABLES} --row {{wildcards.row}}"
-        f" --target {COMPILE_TARGET.name} --out {{output}}"
-        f" --variant {{wildcards.variant}} --variant-settings {{params.settings}}"
-        f" --work-dir results/whatif/assumptions/work/{{wildcards.variant}}/{{wildcards.row}}"
-        f" --programs results/programs/{COMPILE_TARGET.name} {LOGGED}"
+        "{params.cli} compile {params.fork_server} --tables {input.tables:q} --row {wildcards.row}"
+        " --target {params.compile_target} --out {output}"
+        " --variant {wildcards.variant} --variant-settings {params.settings}"
+        " --work-dir results/whatif/assumptions/work/{wildcards.variant}/{wildcards.row}"
+        " --programs results/programs/{params.compile_target}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 # Every row predicted under one alternative (its own compiles where it affects a row),
@@ -46,10 +49,13 @@ rule predict_variant:
     conda:
         CONDA_ENV
     params:
+        cli=cli,
+        compile_target=COMPILE_TARGET.name,
         calibrated_by=lambda wildcards, input: (f"--calibrated-by {input.calibrated_by}" if input.calibrated_by else ""),
     shell:
-        f"{CLI} predict --tables {TABLES} --target {COMPILE_TARGET.name} --out {{output}}"
-        f" --claims {{input.claims}} {{params.calibrated_by}} {{input.compiled}} {LOGGED}"
+        "{params.cli} predict --tables {input.tables:q} --target {params.compile_target} --out {output}"
+        " --claims {input.claims} {params.calibrated_by} {input.compiled}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 # Gathers them, with the combination of alternatives that fits the published memory best.
@@ -68,10 +74,13 @@ rule sensitivity:
     conda:
         CONDA_ENV
     params:
+        cli=cli,
+        compile_target=COMPILE_TARGET.name,
         fork_server=fork_server,
     shell:
-        f"{CLI} sensitivity {{params.fork_server}} --tables {TABLES} --target {COMPILE_TARGET.name}"
+        "{params.cli} sensitivity {params.fork_server} --tables {input.tables:q} --target {params.compile_target}"
         " --out {output}"
-        f" --programs results/programs/{COMPILE_TARGET.name} --work-dir results/whatif/assumptions/work/fit"
-        f" --default {{input.default}} --variants {{input.variants}} --predicted {{input.predicted}}"
-        f" --default-predicted {{input.default_predicted}} {LOGGED}"
+        " --programs results/programs/{params.compile_target} --work-dir results/whatif/assumptions/work/fit"
+        " --default {input.default} --variants {input.variants} --predicted {input.predicted}"
+        " --default-predicted {input.default_predicted}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"

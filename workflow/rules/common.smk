@@ -46,14 +46,23 @@ def fork_server(wildcards, input):
 
 # The pinned environment every rule runs in (.venv from the same locks when not --use-conda).
 CONDA_ENV = "../../envs/offload-repro.conda.yaml"
-# The command line every rule calls; a failure prints the rule's log (its traceback) on the console.
-# Under --use-conda the rule's environment provides `python`; otherwise it is Snakemake's own (.venv).
+# The command line every rule calls. Under --use-conda the rule's environment provides `python`;
+# otherwise it is Snakemake's own (.venv). The package's path is relative to the working directory.
 _CONDA = "CONDA" in {method.name for method in workflow.deployment_settings.deployment_method}
 PYTHON = "python" if _CONDA else shlex.quote(sys.executable)
-# Relative to the working directory, so a moved or copied workflow does not rerun every job.
 CLI = f"PYTHONPATH={shlex.quote(os.path.relpath(PACKAGE_DIR))} {PYTHON} -m offload_repro.cli"
-LOGGED = "> {log} 2>&1 || {{ cat {log} >&2; exit 1; }}"
 TABLES = shlex.join(config["tables"])
+
+
+# Every rule's shell is `{params.cli} <command> ... > {log} 2>&1 || (cat {log} >&2; exit 1)`: the
+# command's output goes to the rule's log, and a failure prints that log (its traceback) on the
+# console. Where the interpreter and the package lie is no part of what a job computes (the
+# environment's versions are: envs/requirements.lock is a code input of every rule), so, like
+# fork_server, `cli` is computed from `input` and kept out of the params rerun trigger, and no
+# shell string names a path, which keeps the code rerun trigger (a shell's text) still too: a
+# moved or copied workflow, or another .venv path, reruns nothing (tests/workflow/test_workflow.py).
+def cli(wildcards, input):
+    return CLI
 
 
 # Each stage's code inputs: the entry point and the modules its command's module

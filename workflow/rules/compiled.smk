@@ -20,12 +20,14 @@ rule compile_row:
         runtime=20,
         mem_mb=3000,
     params:
+        cli=cli,
         fork_server=fork_server,
     shell:
-        f"{CLI} compile {{params.fork_server}} --tables {TABLES} --row {{wildcards.row}}"
-        f" --target {{wildcards.gpu_target}} --out {{output}}"
-        f" --work-dir results/compiled/{{wildcards.gpu_target}}/work/{{wildcards.row}}"
-        f" --programs results/programs/{{wildcards.gpu_target}} {LOGGED}"
+        "{params.cli} compile {params.fork_server} --tables {input.tables:q} --row {wildcards.row}"
+        " --target {wildcards.gpu_target} --out {output}"
+        " --work-dir results/compiled/{wildcards.gpu_target}/work/{wildcards.row}"
+        " --programs results/programs/{wildcards.gpu_target}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 rule analytic:
@@ -39,5 +41,7 @@ rule analytic:
         "results/logs/analytic.log",
     conda:
         CONDA_ENV
+    params:
+        cli=cli,
     shell:
-        f"{CLI} analytic --tables {TABLES} --out {{output}} {LOGGED}"
+        "{params.cli} analytic --tables {input.tables:q} --out {output} > {log} 2>&1 || (cat {log} >&2; exit 1)"

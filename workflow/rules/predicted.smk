@@ -17,7 +17,9 @@ rule predict:
     conda:
         CONDA_ENV
     params:
+        cli=cli,
         calibrated_by=lambda wildcards, input: (f"--calibrated-by {input.calibrated_by}" if input.calibrated_by else ""),
     shell:
-        f"{CLI} predict --tables {TABLES} --target {{wildcards.gpu_target}} --out {{output}}"
-        f" --claims {{input.claims}} {{params.calibrated_by}} {{input.compiled}} {LOGGED}"
+        "{params.cli} predict --tables {input.tables:q} --target {wildcards.gpu_target} --out {output}"
+        " --claims {input.claims} {params.calibrated_by} {input.compiled}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"

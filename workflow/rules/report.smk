@@ -12,8 +12,11 @@ rule evidence_table:
         "results/{target}/logs/evidence.log",
     conda:
         CONDA_ENV
+    params:
+        cli=cli,
     shell:
-        f"{CLI} evidence --target {{wildcards.target}} --out {{output}} {{input.results}} {LOGGED}"
+        "{params.cli} evidence --target {wildcards.target} --out {output} {input.results}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 rule check_claims:
@@ -30,13 +33,16 @@ rule check_claims:
     conda:
         CONDA_ENV
     params:
+        cli=cli,
+        compile_target=COMPILE_TARGET.name,
         # with the sensitivity stage: each claim judged by compiled evidence marked robust or not
         assumptions=lambda wildcards, input: (
             f"--assumptions {input.assumptions} --tables {TABLES}" if input.assumptions else ""
         ),
     shell:
-        f"{CLI} check --evidence {{input.evidence}} --claims {{input.claims}} --out {{output}}"
-        f" --compile-target {COMPILE_TARGET.name} {{params.assumptions}} {LOGGED}"
+        "{params.cli} check --evidence {input.evidence} --claims {input.claims} --out {output}"
+        " --compile-target {params.compile_target} {params.assumptions}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 rule report:
@@ -53,10 +59,12 @@ rule report:
     conda:
         CONDA_ENV
     params:
+        cli=cli,
         assumptions=lambda wildcards, input: (f"--assumptions {input.assumptions}" if input.assumptions else ""),
     shell:
-        f"{CLI} report --tables {TABLES} --evidence {{input.evidence}} --verdicts {{input.verdicts}}"
-        f" --out {{output}} {{params.assumptions}} {LOGGED}"
+        "{params.cli} report --tables {input.tables:q} --evidence {input.evidence} --verdicts {input.verdicts}"
+        " --out {output} {params.assumptions}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 rule index:
@@ -73,6 +81,9 @@ rule index:
         "results/logs/index.log",
     conda:
         CONDA_ENV
+    params:
+        cli=cli,
     shell:
-        f"{CLI} index --tables {TABLES} --out {{output.index}} --compare {{output.compare}} --pages {{input.pages}}"
-        f" --verdicts {{input.verdicts}} --evidence {{input.evidence}} {LOGGED}"
+        "{params.cli} index --tables {input.tables:q} --out {output.index} --compare {output.compare}"
+        " --pages {input.pages} --verdicts {input.verdicts} --evidence {input.evidence}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"

@@ -18,14 +18,16 @@ rule run_row:
     resources:
         **PLAN.run_resources,
     params:
+        cli=cli,
         unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
         runtime=config["container_runtime"],
         fork_server=fork_server,
     shell:
-        f"{CLI} run {{params.fork_server}} --tables {TABLES} --row {{wildcards.row}}"
+        "{params.cli} run {params.fork_server} --tables {input.tables:q} --row {wildcards.row}"
         " --target {wildcards.target} --out {output}"
         " --work-dir results/{wildcards.target}/work/{wildcards.row} --container-runtime {params.runtime}"
-        f" {{params.unpinned}} {LOGGED}"
+        " {params.unpinned}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 rule collect_runs:
@@ -38,8 +40,10 @@ rule collect_runs:
         "results/{target}/logs/collect.log",
     conda:
         CONDA_ENV
+    params:
+        cli=cli,
     shell:
-        f"{CLI} collect --out {{output}} {{input.runs}} {LOGGED}"
+        "{params.cli} collect --out {output} {input.runs} > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 if TARGET.launcher == "slurm":
@@ -59,12 +63,14 @@ if TARGET.launcher == "slurm":
         resources:
             **PLAN.preflight_resources,
         params:
+            cli=cli,
             unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
             runtime=config["container_runtime"],
         shell:
-            f"{CLI} preflight --tables {TABLES} --target {{wildcards.target}} --out {{output}}"
+            "{params.cli} preflight --tables {input.tables:q} --target {wildcards.target} --out {output}"
             " --work-dir results/{wildcards.target}/work/preflight --container-runtime {params.runtime}"
-            f" {{params.unpinned}} {{input.compiled}} {LOGGED}"
+            " {params.unpinned} {input.compiled}"
+            " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 # One-GPU targets only: the host link measured at the offloaded tensors' sizes.
@@ -81,5 +87,8 @@ rule probe_transfers:
         CONDA_ENV
     resources:
         gpu=1,
+    params:
+        cli=cli,
     shell:
-        f"{CLI} probe --tables {TABLES} --target {{wildcards.target}} --out {{output}} {LOGGED}"
+        "{params.cli} probe --tables {input.tables:q} --target {wildcards.target} --out {output}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"

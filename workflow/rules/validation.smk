@@ -17,11 +17,13 @@ rule compile_measured:
         runtime=20,
         mem_mb=3000,
     params:
+        cli=cli,
         programs=lambda wildcards: f"results/programs/{PLAN.measured_runs[wildcards.measured_run]}",
         fork_server=fork_server,
     shell:
-        f"{CLI} compile_measured {{params.fork_server}} --run {{wildcards.measured_run}} --out {{output}}"
-        f" --work-dir results/validation/work/{{wildcards.measured_run}} --programs {{params.programs}} {LOGGED}"
+        "{params.cli} compile_measured {params.fork_server} --run {wildcards.measured_run} --out {output}"
+        " --work-dir results/validation/work/{wildcards.measured_run} --programs {params.programs}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 # Every run predicted and calibrated three ways; (c) carries the source's own calibration.
@@ -36,5 +38,8 @@ rule validate_model:
         "results/validation/logs/model.log",
     conda:
         CONDA_ENV
+    params:
+        cli=cli,
     shell:
-        f"{CLI} validate_model --out {{output}} --calibrated-by {{input.calibrated_by}} {{input.compiled}} {LOGGED}"
+        "{params.cli} validate_model --out {output} --calibrated-by {input.calibrated_by} {input.compiled}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"

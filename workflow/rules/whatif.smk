@@ -23,10 +23,12 @@ rule frontier:
         runtime=120,
         mem_mb=4000,
     params:
+        cli=cli,
         fork_server=fork_server,
     shell:
-        f"{CLI} frontier {{params.fork_server}} --tables {TABLES} --policy {{wildcards.policy}}"
-        f" --target {{wildcards.gpu_target}} --out {{output}} --programs results/programs/{{wildcards.gpu_target}} {LOGGED}"
+        "{params.cli} frontier {params.fork_server} --tables {input.tables:q} --policy {wildcards.policy}"
+        " --target {wildcards.gpu_target} --out {output} --programs results/programs/{wildcards.gpu_target}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
 rule budget:
@@ -41,5 +43,8 @@ rule budget:
         "results/whatif/logs/budget.log",
     conda:
         CONDA_ENV
+    params:
+        cli=cli,
     shell:
-        f"{CLI} budget --tables {TABLES} --out {{output}} {{input.compiled}} {LOGGED}"
+        "{params.cli} budget --tables {input.tables:q} --out {output} {input.compiled}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
