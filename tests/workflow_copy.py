@@ -10,13 +10,15 @@ from pathlib import Path
 from offload_repro.core.checkout_copy import copy_workflow
 
 __all__ = ["copy_workflow", "snakemake"]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
-def snakemake(directory: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """Snakemake on a workflow copy, under umask 022 (what result modes are tested against)."""
+def snakemake(
+    directory: Path, *args: str, timeout: float = 900, python: str = sys.executable
+) -> subprocess.CompletedProcess[str]:
+    """Snakemake on a workflow copy, under umask 022 (what result modes are tested against), started
+    by `python` (by default this interpreter)."""
     return subprocess.run(
-        [*SNAKEMAKE, "--directory", str(directory), *args],
+        [python, "-m", "snakemake", "--directory", str(directory), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -344,6 +345,26 @@ def test_second_invocation_has_nothing_to_do(main_job):
     # How MaxText processes start changes no result: switching the fork server off reruns nothing.
     done = snakemake(main_job, "-n", "--config", "fork_server=false")
     assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr
+
+
+def test_a_moved_workflow_under_another_interpreter_path_reruns_nothing(tmp_path):
+    """Where the checkout and the interpreter lie is no part of what a job computes: a finished job,
+    its workflow moved and Snakemake started through another path to the same environment, has
+    nothing to do. The interpreter's path reaches the command line through a parameter computed
+    from `input`, out of the params rerun trigger, and no shell string names it, so the code rerun
+    trigger (a shell's text) does not see it either. Here on the quickest rule, analytic."""
+    (tmp_path / "first").mkdir()
+    first = copy_workflow(tmp_path / "first")
+    done = snakemake(first, "--cores", "1", "results/analytic.json")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    moved = tmp_path / "moved"
+    shutil.copytree(first, moved, symlinks=True)
+    (tmp_path / "venv").symlink_to(sys.prefix, target_is_directory=True)
+    python = str(tmp_path / "venv" / "bin" / Path(sys.executable).name)
+    done = snakemake(moved, "-n", "-p", "--forceall", "results/analytic.json", python=python)
+    assert done.returncode == 0 and f"{python} -m offload_repro.cli analytic" in done.stdout + done.stderr
+    done = snakemake(moved, "-n", "results/analytic.json", python=python)
+    assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr, done.stdout + done.stderr
 
 
 @pytest.mark.slow
