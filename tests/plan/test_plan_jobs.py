@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO
 from offload_repro.core.data import DataError
 from offload_repro.core.files import read_yaml
-from offload_repro.plan.jobs import make_plan
+from offload_repro.plan.jobs import band_variants, make_plan
 
 DEFAULT = read_yaml(REPO / "experiments" / "config.yaml")
 
@@ -23,7 +23,12 @@ def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
     assert plan.target.name == "cpu" and plan.grid_targets == ["gb200-nvl72"] and len(plan.row_ids) == 9
     assert plan.evidence_files["compile"] == [f"results/compiled/gb200-nvl72/{row}.json" for row in plan.row_ids]
     assert plan.evidence_files["predicted"] == ["results/predicted/gb200-nvl72.json"]
-    assert "frontier" not in plan.evidence_files and plan.variants == {} and plan.preflight == []
+    assert "frontier" not in plan.evidence_files and plan.preflight == []
+    # the one alternative whose programs the band also covers is compiled and predicted: no other
+    assert list(plan.variants) == plan.band_variants == ["xla-rematerialization.xla-default"]
+    assert plan.band_predictions("gb200-nvl72") == [
+        "results/whatif/assumptions/xla-rematerialization.xla-default/predicted.json"
+    ]
     assert plan.calibration_source("gb200-nvl72") == [] and plan.kept == {}
     assert plan.page_targets == ["cpu"]
 
@@ -102,3 +107,14 @@ def test_each_alternative_predicts_every_row_from_its_own_compiles_where_it_has_
             else f"results/compiled/gb200-nvl72/{row}.json"
         )
         assert path == expected
+
+
+def test_the_band_covers_only_alternatives_that_exist_and_only_where_they_are_compiled():
+    with pytest.raises(DataError, match=r"experiments/speed.yaml: field 'programs.alternatives': \['pass-off.typo'\]"):
+        band_variants({"programs": {"alternatives": ["pass-off.typo"]}}, {"xla-rematerialization.xla-default": {}})
+    assert band_variants({}, {}) == []
+    # a what-if target scales from the calibration target's prediction: its band is its own
+    plan = planned(whatif=True)
+    assert plan.band_predictions("gb300-nvl72") == []
+    # variants compile for the compile target only: where it is not the calibration target, no band program
+    assert planned(compile_target="gb300-nvl72").band_predictions("gb200-nvl72") == []

@@ -264,7 +264,8 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         chosen = result.get("settings") or {}
         links, ends = chosen.get("link_efficiency", []), chosen.get("network_end", [])
         overlaps = chosen.get("overlap") or ["scheduled"] * len(links)
-        for index, setting in enumerate(zip(links, ends, overlaps, strict=True)):
+        programs = chosen.get("program") or ["default"] * len(links)
+        for index, setting in enumerate(zip(links, ends, overlaps, programs, strict=True)):
             for name, value in zip(names.SETTINGS, setting, strict=True):
                 seen.add(name, value, "fraction" if name == "setting_link_efficiency" else None, at=float(index))
         seen.add(names.FAMILY, row["family"])

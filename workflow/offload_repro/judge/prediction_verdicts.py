@@ -34,6 +34,7 @@ from offload_repro.judge import metric_names as names
 from offload_repro.judge.spread import number
 
 Span = tuple[float | None, float | None]  # (low, high); None: that side is open
+Setting = tuple[float, str, str, str]  # link efficiency, network end, schedule, program
 # {row: {metric: {calibrated_on: value}}}: an evidence view's predictions under each calibration
 Calibrated = dict[str, dict[str, dict[str, Any]]]
 
@@ -165,10 +166,11 @@ def widened(value: float, error: float) -> Span:
     return value / (1 + error), (value / (1 - error) if error < 1 else None)
 
 
-def open_sides(values: list[float | None], settings: list[tuple[float, str, str]]) -> set[str]:
+def open_sides(values: list[float | None], settings: list[Setting]) -> set[str]:
     """The sides a setting without a prediction leaves open: toward where the predictions at its
-    network end and schedule move as its link efficiency is approached; both where fewer than two
-    tell, or where the settings were not recorded."""
+    network end, schedule and program move as its link efficiency is approached; both where fewer
+    than two tell (a program that predicts nothing for the row), or where the settings were not
+    recorded."""
     if not settings:
         return {"low", "high"} if None in values else set()
     opened: set[str] = set()
@@ -195,7 +197,7 @@ def band(
     check: dict[str, Any],
     series: dict[str, list[float | None]],
     errors: dict[tuple[str, str], float],
-    settings: list[tuple[float, str, str]],
+    settings: list[Setting],
 ) -> dict[str, Any] | None:
     """Value and ratio claims: the lowest and highest value over every setting, each setting's
     prediction (a ratio: its quotient) widened once by its pair's error; None for an open side.

@@ -37,6 +37,7 @@ PREDICTED_DETAILS = (
     "by_precision",
     "ruled_out_precisions",
     "cross_checks",
+    "band_programs",
 )
 # The validation stage's error tables, weak scaling, where the model is off, its calibrations and
 # how the runs were compiled.

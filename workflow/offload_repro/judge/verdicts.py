@@ -121,7 +121,9 @@ def _judge_predicted(
         return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
     first = evidence.series.get(claim["check"]["rows"][0], {})
     links, ends = first.get("setting_link_efficiency", []), first.get("setting_network_end", [])
-    settings = list(zip(links, ends, first.get("setting_overlap", []), strict=True))
+    overlaps = first.get("setting_overlap") or ["scheduled"] * len(links)
+    programs = first.get("setting_program") or ["default"] * len(links)
+    settings = list(zip(links, ends, overlaps, programs, strict=True))
     series = {
         row: evidence.calibrated_series.get(row, {}).get(metric, {}).get(calibrated_on, [])
         for row in claim["check"]["rows"]

@@ -53,6 +53,7 @@ class Plan:
     frontier_targets: list[str]  # the targets whose capacity frontier is searched (what-if only)
     policies: list[str]
     variants: dict[str, dict[str, Any]]  # variant id -> {settings, rows}
+    band_variants: list[str]  # the alternatives whose programs the calibration target's band also covers
     calibration_target: str
     evidence_files: dict[str, list[str]]  # by producer
     page_targets: list[str]  # this run's target first, then every earlier one whose page exists
@@ -79,6 +80,13 @@ class Plan:
     def variant_predictions(self) -> list[str]:
         """Each alternative's prediction of every row (its speed claims re-judged under it)."""
         return [f"results/whatif/assumptions/{name}/predicted.json" for name in self.variants]
+
+    def band_predictions(self, gpu_target: str) -> list[str]:
+        """The predictions of the alternative programs a target's band also covers
+        (experiments/speed.yaml, programs): the calibration target's, where it is the compile target."""
+        if gpu_target != self.calibration_target or gpu_target != self.compile_target.name:
+            return []
+        return [f"results/whatif/assumptions/{name}/predicted.json" for name in self.band_variants]
 
     def variant_compiled(self, name: str) -> list[str]:
         """Every row's compile under one alternative: its own where it affects the row, else the default."""
@@ -167,6 +175,18 @@ def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
+def band_variants(speed: dict[str, Any], known: dict[str, dict[str, Any]]) -> list[str]:
+    """The alternatives experiments/speed.yaml's band covers, each one of experiments/assumptions.yaml."""
+    names = (speed.get("programs") or {}).get("alternatives", [])
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise DataError(
+            f"experiments/speed.yaml: field 'programs.alternatives': {unknown} are no '<assumption>.<alternative>'"
+            " of experiments/assumptions.yaml"
+        )
+    return names
+
+
 def earlier_targets(current: str, exists: Callable[[str], bool], results: Path) -> list[str]:
     """Targets other than this run's whose pages exist: the entry page keeps linking them."""
     found = []
@@ -207,6 +227,9 @@ def make_plan(
     if slurm_gpu and target.name not in grid:
         grid.append(target.name)
     policies = [policy["id"] for policy in read_yaml(REPO_ROOT / "experiments/frontier.yaml")["policies"]]
+    speed = read_yaml(REPO_ROOT / "experiments/speed.yaml")
+    every_variant = variants_of(row_ids)
+    banded = band_variants(speed, every_variant)
 
     evidence = {
         "run": [f"results/{target.name}/runs/{row}.json" for row in row_ids],
@@ -235,8 +258,9 @@ def make_plan(
         grid_targets=grid,
         frontier_targets=frontiers,
         policies=policies,
-        variants=variants_of(row_ids) if sensitivity else {},
-        calibration_target=read_yaml(REPO_ROOT / "experiments/speed.yaml")["calibration"]["target"],
+        variants=every_variant if sensitivity else {name: every_variant[name] for name in banded},
+        band_variants=banded,
+        calibration_target=speed["calibration"]["target"],
         evidence_files=evidence,
         page_targets=[target.name, *earlier_targets(target.name, exists, results)],
         target_files=sorted(f"{TARGETS_DIR}/{path.name}" for path in (REPO_ROOT / TARGETS_DIR).glob("*.yaml")),

@@ -150,6 +150,7 @@ def speed(
         "by_precision": prediction.get("by_precision") or [],
         "ruled_out_precisions": prediction.get("ruled_out_precisions") or [],
         "cross_checks": prediction.get("cross_checks") or [],
+        "band_programs": prediction.get("band_programs") or [],
         "assumptions": prediction["assumptions"],
         "file": prediction["file"],
     }
