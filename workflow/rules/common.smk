@@ -39,6 +39,13 @@ CLAIMS_FILE = "experiments/claims.yaml"
 # and switching it reruns nothing (tests/workflow/test_workflow.py holds this on the main job).
 config["fork_server"] = as_bool(config["fork_server"])
 
+# Those processes run XLA (a CPU training run or an ahead-of-time GPU compile), which keeps a pool
+# of threads on every core it finds: a job's threads used 1.3 to 2.1 times its main thread's CPU
+# time (two rows' compiles and CPU runs). Their rules declare no `threads:` all the same: claiming 2
+# cores a job ran them one at a time on 2 cores, and the main job took 277 s and 279 s against
+# 176 s and 153 s with them side by side (workflow/scripts/benchmark.py --repeats 2, alternating):
+# side by side, their parts on one thread overlap and the cores stay busy (1.9 jobs at once, not 1.0).
+
 
 def fork_server(wildcards, input):
     return "--fork-server" if config["fork_server"] else ""
