@@ -122,3 +122,14 @@ def test_a_target_that_states_a_derived_fact_differently_is_refused(tmp_path, ed
     directory = target_copy(tmp_path, "vr-nvl144", edit)
     with pytest.raises(DataError, match=rf"vr-nvl144.yaml: field '{re.escape(field)}': .* contradicts"):
         load_target("vr-nvl144", directory)
+
+
+def test_a_links_measured_share_must_run_low_to_high(tmp_path):
+    def swapped(text: str) -> str:
+        return text.replace(
+            "hbm: {low: 0.84, central: 0.90, high: 0.93", "hbm: {low: 0.93, central: 0.90, high: 0.84", 1
+        )
+
+    directory = target_copy(tmp_path, "gb200-nvl72", swapped)
+    with pytest.raises(DataError, match=r"gb200-nvl72.yaml: field 'hardware.link_efficiency.hbm': low 0.93"):
+        load_target("gb200-nvl72", directory)

@@ -146,14 +146,15 @@ def synthetic(run_id: str, gpus: int, step_s: float, flops: float, collective_by
 
 def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_by_hand():
     """Calibration (a): the run with the fewest GPUs fits the rate; a run whose collective is larger
-    is predicted slower by exactly that collective's time at NVLink's cited rate x the central link
+    is predicted slower by exactly that collective's time at NVLink's cited rate x its central
     efficiency (no network: one NVLink domain is all a synchronous transfer event names here)."""
-    from offload_repro.produce.predicted.target_rates import load_speed, settings
+    from offload_repro.produce.predicted.target_rates import link_efficiency, load_speed, settings
     from offload_repro.produce.validation.against_measured import calibrated_pairs, smallest_of, weak_scaling
 
     speed = load_speed()
-    link = speed["link_efficiency"]["central"] * 450e9  # NVLink 4: 900 GB/s both ways
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
+    # NVLink 4: 900 GB/s both ways, at the share the target file's measurements give it centrally
+    link = link_efficiency(small.target, "collective_link", "central", speed) * 450e9
     large = synthetic("a-512gpu", 512, step_s=11.0, flops=5e15, collective_bytes=int(90e9))
     group = [large, small]
     assert smallest_of(group) is small

@@ -29,11 +29,11 @@ def alternative(scale: float, without: str) -> dict:
 
 def test_an_alternative_programs_settings_follow_the_defaults_each_marked_with_its_program():
     default = copy.deepcopy(PREDICTED)
-    count = len(default["settings"]["link_efficiency"])
+    count = len(default["settings"]["link_level"])
     merged = with_programs(default, {ALTERNATIVE: alternative(0.9, without="llama-qkv-offload-nolhs")})
     settings = merged["settings"]
     assert settings["program"] == ["default"] * count + [ALTERNATIVE] * count
-    assert len(settings["link_efficiency"]) == len(settings["network_end"]) == len(settings["overlap"]) == 2 * count
+    assert len(settings["link_level"]) == len(settings["network_end"]) == len(settings["overlap"]) == 2 * count
     rows = {row["row"]: row for row in merged["rows"]}
     originals = {row["row"]: row for row in PREDICTED["rows"]}
     baseline = rows["llama-baseline"]
@@ -51,9 +51,9 @@ def test_an_alternative_programs_settings_follow_the_defaults_each_marked_with_i
 
 def test_a_value_claims_band_covers_both_programs_and_opens_where_one_predicts_nothing():
     default = copy.deepcopy(PREDICTED)
-    count = len(default["settings"]["link_efficiency"])
+    count = len(default["settings"]["link_level"])
     merged = with_programs(default, {ALTERNATIVE: alternative(0.8, without="llama-qkv-offload-nolhs")})
-    keys = ("link_efficiency", "network_end", "overlap", "program")
+    keys = ("link_level", "network_end", "overlap", "program")
     settings = list(zip(*(merged["settings"][k] for k in keys), strict=True))
     rows = {row["row"]: row for row in merged["rows"]}
     check = {"type": "value", "rows": ["llama-qkv-offload-lhs"]}

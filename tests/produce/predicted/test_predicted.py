@@ -476,7 +476,7 @@ def test_the_published_value_that_produced_an_error_lies_in_its_band(error):
     published = 908.2
     predicted = published * (1 + error)
     check = {"type": "value", "rows": ["a"]}
-    found = judged_by_prediction.band(check, {"a": [predicted]}, {("a", "c"): abs(error)}, [(0.75, "ring")])
+    found = judged_by_prediction.band(check, {"a": [predicted]}, {("a", "c"): abs(error)}, [("central", "ring")])
     assert found["low"] <= published * (1 + 1e-12) and published <= found["high"] * (1 + 1e-12)
     assert judged_by_prediction.verdict(check, found, published, {"relative": 0.1}) != "fail"
 
@@ -486,14 +486,14 @@ def test_a_ratio_band_from_a_calibrated_row_is_widened_once():
     prediction carries the pair's error, so the quotient is widened once, not both rows."""
     check = {"type": "ratio", "rows": ["a", "b"]}
     series = {"a": [1.054 * 2669.0], "b": [2669.0]}
-    found = judged_by_prediction.band(check, series, {("a", "b"): 0.095}, [(0.75, "ring")])
+    found = judged_by_prediction.band(check, series, {("a", "b"): 0.095}, [("central", "ring")])
     assert found["low"] == pytest.approx(1.054 / 1.095 - 1)
     assert found["high"] == pytest.approx(1.054 / 0.905 - 1)
 
 
 def test_a_setting_where_no_rate_calibrates_leaves_that_side_open():
     """Predictions that fall as the links slow, and no rate at the slowest link: the band's low side is open."""
-    settings = [(0.75, "ring"), (0.5, "ring"), (1.0, "ring")]
+    settings = [("central", "ring"), ("low", "ring"), ("high", "ring")]
     check = {"type": "value", "rows": ["a"]}
     found = judged_by_prediction.band(check, {"a": [100.0, None, 110.0]}, {("a", "c"): 0.01}, settings)
     assert found["low"] is None and found["high"] == pytest.approx(110.0 / 0.99)
@@ -508,7 +508,7 @@ def test_a_predicted_fail_is_impossible_when_the_published_value_lies_in_the_ban
     """Around every published value, bands that contain it, of every width, at every tolerance:
     none fails; a band wholly inside the tolerance passes; one that straddles it is inconclusive."""
     check = {"type": "ratio", "rows": ["a", "b"]}
-    settings = [(0.75, "ring"), (0.5, "ring")]
+    settings = [("central", "ring"), ("low", "ring")]
     inside = narrow = 0
     # 5% off: a band that holds the published value inside, not on an edge floating point may leave
     # it just outside of; -published: no gap at all, a band narrower than the widest tolerance.
@@ -528,7 +528,7 @@ def test_a_predicted_fail_is_impossible_when_the_published_value_lies_in_the_ban
 
 
 def test_an_ordering_is_decided_only_where_the_gaps_exceed_the_error():
-    settings = [(0.75, "ring"), (0.5, "ring")]
+    settings = [("central", "ring"), ("low", "ring")]
     check = {"type": "greater", "rows": ["a", "b"]}
     series = {"a": [110.0, 120.0], "b": [100.0, 100.0]}
     decided = judged_by_prediction.band(check, series, {("a", "b"): 0.01}, settings)
@@ -539,7 +539,7 @@ def test_an_ordering_is_decided_only_where_the_gaps_exceed_the_error():
     fastest = {"type": "fastest", "rows": ["a", "b", "c"], "expect": "c"}
     slower = {"a": [130.0], "b": [100.0], "c": [110.0]}
     errors = {("c", "a"): 0.05, ("c", "b"): 0.05}
-    found = judged_by_prediction.band(fastest, slower, errors, [(0.75, "ring")])
+    found = judged_by_prediction.band(fastest, slower, errors, [("central", "ring")])
     assert judged_by_prediction.verdict(fastest, found, None, None) == "fail"
 
 

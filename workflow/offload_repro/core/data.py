@@ -273,6 +273,12 @@ def load_target(name: str, directory: Path = TARGET_DIR, nodes: int | None = Non
     validate(spec, "target", path)
     if spec["name"] != name:
         raise DataError(f"{path}: field 'name': '{spec['name']}' differs from the file name '{name}'")
+    for link, share in ((spec.get("hardware") or {}).get("link_efficiency") or {}).items():
+        if not share["low"] <= share["central"] <= share["high"]:
+            raise DataError(
+                f"{path}: field 'hardware.link_efficiency.{link}': low {share['low']}, central {share['central']},"
+                f" high {share['high']} are not in order"
+            )
     return Target(name=name, kind=spec["kind"], launcher=spec["launcher"], spec=spec)
 
 

@@ -48,7 +48,7 @@ CALIBRATED_ON = "calibrated_on"  # the row (or run) a prediction's default calib
 LOO_ERROR = "loo_error"  # predicted / published - 1, calibrated on another row (`calibrated_on`)
 FAMILY = "family"
 PLACEMENT_KIND = "placement_kind"
-SETTINGS = ("setting_link_efficiency", "setting_network_end", "setting_overlap", "setting_program")
+SETTINGS = ("setting_link_level", "setting_network_end", "setting_overlap", "setting_program")
 
 # A predicted step's terms, in the order they add up (produce/predicted/step_model.TERMS), and
 # how the pages and explanations name them.

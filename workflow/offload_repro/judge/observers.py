@@ -262,12 +262,12 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
             seen.add(names.TFLOPS_WITH_ERROR_LOW, low, "TFLOPs/s/device")
             seen.add(names.TFLOPS_WITH_ERROR_HIGH, high, "TFLOPs/s/device")
         chosen = result.get("settings") or {}
-        links, ends = chosen.get("link_efficiency", []), chosen.get("network_end", [])
+        links, ends = chosen.get("link_level", []), chosen.get("network_end", [])
         overlaps = chosen.get("overlap") or ["scheduled"] * len(links)
         programs = chosen.get("program") or ["default"] * len(links)
         for index, setting in enumerate(zip(links, ends, overlaps, programs, strict=True)):
             for name, value in zip(names.SETTINGS, setting, strict=True):
-                seen.add(name, value, "fraction" if name == "setting_link_efficiency" else None, at=float(index))
+                seen.add(name, value, at=float(index))
         seen.add(names.FAMILY, row["family"])
         seen.add(names.PLACEMENT_KIND, row.get("placement_kind"))
         seen.add(names.CALIBRATED_ON, row["calibrated_on"])

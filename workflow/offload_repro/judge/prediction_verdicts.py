@@ -34,7 +34,8 @@ from offload_repro.judge import metric_names as names
 from offload_repro.judge.spread import number
 
 Span = tuple[float | None, float | None]  # (low, high); None: that side is open
-Setting = tuple[float, str, str, str]  # link efficiency, network end, schedule, program
+Setting = tuple[str, str, str, str]  # the links' efficiency level, network end, schedule, program
+LEVEL_ORDER = {"low": 0, "central": 1, "high": 2}  # the links' efficiency levels, slowest first
 # {row: {metric: {calibrated_on: value}}}: an evidence view's predictions under each calibration
 Calibrated = dict[str, dict[str, dict[str, Any]]]
 
@@ -168,17 +169,18 @@ def widened(value: float, error: float) -> Span:
 
 def open_sides(values: list[float | None], settings: list[Setting]) -> set[str]:
     """The sides a setting without a prediction leaves open: toward where the predictions at its
-    network end, schedule and program move as its link efficiency is approached; both where fewer
-    than two tell (a program that predicts nothing for the row), or where the settings were not
-    recorded."""
+    network end, schedule and program move as its links' efficiency level is approached; both
+    where fewer than two tell (a program that predicts nothing for the row), or where the settings
+    were not recorded."""
     if not settings:
         return {"low", "high"} if None in values else set()
     opened: set[str] = set()
-    for (link, *rest), value in zip(settings, values, strict=True):
+    ranked = [(LEVEL_ORDER[level], *rest) for level, *rest in settings]
+    for (link, *rest), value in zip(ranked, values, strict=True):
         if value is not None:
             continue
         known = sorted(
-            (lk, v) for (lk, *others), v in zip(settings, values, strict=True) if others == rest and v is not None
+            (lk, v) for (lk, *others), v in zip(ranked, values, strict=True) if others == rest and v is not None
         )
         below = [kv for kv in known if kv[0] < link]
         above = [kv for kv in known if kv[0] > link]

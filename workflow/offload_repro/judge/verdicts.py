@@ -120,7 +120,7 @@ def _judge_predicted(
         reason = "; ".join(dict.fromkeys(unmeasured))
         return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
     first = evidence.series.get(claim["check"]["rows"][0], {})
-    links, ends = first.get("setting_link_efficiency", []), first.get("setting_network_end", [])
+    links, ends = first.get("setting_link_level", []), first.get("setting_network_end", [])
     overlaps = first.get("setting_overlap") or ["scheduled"] * len(links)
     programs = first.get("setting_program") or ["default"] * len(links)
     settings = list(zip(links, ends, overlaps, programs, strict=True))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SETTING_KEYS = ("link_efficiency", "network_end", "overlap")
+SETTING_KEYS = ("link_level", "network_end", "overlap")
 DEFAULT = "default"
 
 
@@ -28,12 +28,12 @@ def with_programs(prediction: dict[str, Any], alternatives: dict[str, dict[str, 
     if not alternatives:
         return prediction
     ours = prediction["settings"]
-    count = len(ours["link_efficiency"])
+    count = len(ours["link_level"])
     settings: dict[str, Any] = {key: list(ours.get(key) or []) for key in SETTING_KEYS}
     settings["program"] = [DEFAULT] * count
     for name, alternative in alternatives.items():
         theirs = alternative["settings"]
-        more = len(theirs["link_efficiency"])
+        more = len(theirs["link_level"])
         for key in SETTING_KEYS:
             settings[key] += list(theirs.get(key) or [])
         settings["program"] += [name] * more

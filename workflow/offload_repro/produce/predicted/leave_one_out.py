@@ -154,13 +154,13 @@ def calibrations(
                     "how": entry["how"],
                     "by_setting": [
                         {
-                            "link_efficiency": link,
+                            "link_level": level,
                             "network_end": end,
                             "overlap": overlap,
                             "effective_tflops": rate / 1e12 if rate else None,
                             "share_of_peak": rate / peak if rate and peak else None,
                         }
-                        for (link, end, overlap), rate in zip(settings(speed), by_setting, strict=True)
+                        for (level, end, overlap), rate in zip(settings(speed), by_setting, strict=True)
                     ],
                 }
     return found, impossible

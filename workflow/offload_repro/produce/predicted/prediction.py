@@ -38,6 +38,7 @@ from offload_repro.produce.predicted.leave_one_out import (
 )
 from offload_repro.produce.predicted.target_rates import (
     SPEED_FILE,
+    efficiency_sentence,
     load_speed,
     precisions,
     rates,
@@ -328,16 +329,17 @@ def predict_programs(
         "by_precision": by_precision,
         "ruled_out_precisions": ruled_out,
         "settings": {
-            "link_efficiency": [setting.link for setting in settings(speed)],
+            "link_level": [setting.level for setting in settings(speed)],
             "network_end": [setting.end for setting in settings(speed)],
             "overlap": [setting.overlap for setting in settings(speed)],
             "order": (
-                "one value per setting: each link efficiency (central, low, high) at each network end"
+                "one value per setting: each level of the links' efficiency (central, low, high) at each network end"
                 " (ring, then floor), for each schedule (as XLA scheduled it, then the ideal overlap);"
                 " central first"
             ),
         },
         "assumptions": [
+            efficiency_sentence(target, speed),
             speed["link_efficiency"]["reason"],
             speed["network"]["reason"],
             *([speed["overlap"]["reason"]] if "overlap" in speed else []),

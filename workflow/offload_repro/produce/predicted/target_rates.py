@@ -1,7 +1,9 @@
 """The step-time model's stated inputs (experiments/speed.yaml) and a target's rates under them:
-every setting of the stated uncertainties (link efficiency x the network's band, in one fixed
-order, central first), the GEMM precisions a row is predicted at, and the rates at which the model
-replays a program."""
+every setting of the stated uncertainties (the links' achieved share of their bandwidth, low,
+central or high, x the network's band x the schedule, in one fixed order, central first), the GEMM
+precisions a row is predicted at, and the rates at which the model replays a program. Each link's
+share at a level is the target file's, from published measurements (hardware.link_efficiency),
+or experiments/speed.yaml's where the target file has none."""
 
 from __future__ import annotations
 
@@ -25,22 +27,46 @@ def load_speed(path: str | Path = SPEED_FILE) -> dict[str, Any]:
     return data
 
 
-class Setting(NamedTuple):
-    """One setting of the stated uncertainties: a link efficiency, an end of the network's band, and
-    which of the program's schedules is replayed."""
+LEVELS = ("central", "low", "high")  # the links' efficiency levels, central first
+LINKS = ("hbm", "host_link", "collective_link", "network_link")
 
-    link: float
+
+class Setting(NamedTuple):
+    """One setting of the stated uncertainties: the links' efficiency level (every link at its own
+    low, central or high share), an end of the network's band, and which of the program's schedules
+    is replayed."""
+
+    level: str
     end: str
     overlap: str = "scheduled"
 
 
 def settings(speed: dict[str, Any]) -> list[Setting]:
-    """Every setting of a prediction, central first: each link efficiency (central, low, high) at
+    """Every setting of a prediction, central first: each efficiency level (central, low, high) at
     each network end (ring, then floor), for each schedule (as XLA scheduled it, then the ideal
     overlap)."""
-    links = [speed["link_efficiency"][key] for key in ("central", "low", "high")]
     overlaps = speed.get("overlap", {}).get("ends", ["scheduled"])
-    return [Setting(link, end, overlap) for overlap in overlaps for end in speed["network"]["ends"] for link in links]
+    return [
+        Setting(level, end, overlap) for overlap in overlaps for end in speed["network"]["ends"] for level in LEVELS
+    ]
+
+
+def link_efficiency(target: Target, link: str, level: str, speed: dict[str, Any]) -> float:
+    """The share of `link`'s cited bandwidth achieved at `level`: the target file's measured range,
+    else experiments/speed.yaml's."""
+    measured = (target.spec["hardware"].get("link_efficiency") or {}).get(link)
+    return (measured or speed["link_efficiency"])[level]
+
+
+def efficiency_sentence(target: Target, speed: dict[str, Any]) -> str:
+    """Each link's achieved share on the target, low to high, and where it comes from."""
+    measured = target.spec["hardware"].get("link_efficiency") or {}
+    parts = []
+    for link in LINKS:
+        share = measured.get(link) or speed["link_efficiency"]
+        where = "measured, cited in the target file" if link in measured else "assumed: experiments/speed.yaml"
+        parts.append(f"{link} {share['low']:.0%} to {share['high']:.0%} ({share['central']:.0%} central; {where})")
+    return f"Links on {target.name} achieve these shares of their cited bandwidth: " + "; ".join(parts) + "."
 
 
 def peak_flops(target: Target, precision: str, speed: dict[str, Any] | None = None) -> float | None:
@@ -61,20 +87,24 @@ def precisions(speed: dict[str, Any], row: Row, target: Target) -> list[str]:
 def rates(
     target: Target, flops_per_s: float, setting: Setting, precision: str, speed: dict[str, Any]
 ) -> step_model.Rates:
-    """The target's rates at one setting, GEMMs at `flops_per_s` in `precision` (attention at BF16)."""
-    link, end, overlap = setting
-    host = target.host_copy_gb_s_per_direction
+    """The target's rates at one setting, GEMMs at `flops_per_s` in `precision` (attention at BF16).
+    A GPU's host copies get its host link at the link's efficiency, at most its share of its CPU's
+    memory bandwidth (every GPU of a CPU copies at once)."""
+    level, end, overlap = setting
+    share = {link: link_efficiency(target, link, level, speed) for link in LINKS}
+    link, memory_share = target.host_link_gb_s_per_direction, target.spec["hardware"].get("host_memory_gb_s_per_gpu")
+    host = min(link * share["host_link"], memory_share or math.inf) if link else None
     collective = target.link_gb_s_per_direction("collective_link")
     network = target.link_gb_s_per_direction("network_link")
     hbm = gpu.memory_bandwidth(target)
     gemm_peak, bf16_peak = peak_flops(target, precision, speed), peak_flops(target, "bfloat16")
     return step_model.Rates(
         flops_per_s,
-        host * GB * link if host else math.inf,
-        host * GB * link if host else math.inf,
-        collective * GB * link if collective else math.inf,
-        hbm * link if hbm else math.inf,
-        network * GB * link if network else math.inf,
+        host * GB if host else math.inf,
+        host * GB if host else math.inf,
+        collective * GB * share["collective_link"] if collective else math.inf,
+        hbm * share["hbm"] if hbm else math.inf,
+        network * GB * share["network_link"] if network else math.inf,
         end,
         attention_share=bf16_peak / gemm_peak if gemm_peak and bf16_peak else 1.0,
         weight_gather_scale=speed["precision"]["gathered_bytes_per_bf16_byte"].get(precision, 1.0),
