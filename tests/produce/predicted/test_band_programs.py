@@ -44,7 +44,9 @@ def test_an_alternative_programs_settings_follow_the_defaults_each_marked_with_i
     assert baseline["tflops_per_device"] == baseline["by_calibration"][baseline["calibrated_on"]]
     # a row the alternative cannot predict has nothing at its settings
     assert rows["llama-qkv-offload-nolhs"]["tflops_per_device"][count:] == [None] * count
-    assert merged["band_programs"] == [{"program": ALTERNATIVE, "rows_predicted": len(PREDICTED["rows"]) - 1}]
+    assert [(e["program"], e["rows_predicted"]) for e in merged["band_programs"]] == [
+        (ALTERNATIVE, len(PREDICTED["rows"]) - 1)
+    ]
     # nothing else moves: the error and the calibration stay the default programs'
     assert merged["model_error"] == PREDICTED["model_error"] and merged["calibration"] == PREDICTED["calibration"]
 
@@ -68,3 +70,26 @@ def test_a_value_claims_band_covers_both_programs_and_opens_where_one_predicts_n
     check = {"type": "value", "rows": ["llama-qkv-offload-nolhs"]}
     found = prediction_verdicts.band(check, series, {("llama-qkv-offload-nolhs", "llama-baseline"): 0.05}, settings)
     assert found["low"] is None and found["high"] is None and found["unpredicted_settings"] == count
+
+
+def test_each_programs_step_terms_are_kept_and_drawn_beside_the_defaults():
+    from offload_repro.core.data import load_rows
+    from offload_repro.present.speed_section import programs_chart
+    from tests.conftest import REPO
+
+    default = copy.deepcopy(PREDICTED)
+    merged = with_programs(default, {ALTERNATIVE: alternative(0.9, without="llama-qkv-offload-nolhs")})
+    (entry,) = merged["band_programs"]
+    breakdowns = {row["row"]: row["breakdown"] for row in PREDICTED["rows"] if row["status"] == "ok"}
+    assert entry["step_terms"] == {row: terms for row, terms in breakdowns.items() if row != "llama-qkv-offload-nolhs"}
+
+    class Defaults:  # the page's lookup of the default program's terms
+        def value(self, row, evidence, metric):
+            return breakdowns.get(row, {}).get(metric)
+
+    rows = [row for row in load_rows(sorted((REPO / "experiments/rows").glob("*.yaml"))) if row.id in breakdowns]
+    chart = programs_chart(rows, Defaults(), merged["band_programs"])
+    data = next(iter(json.loads(chart["spec"])["datasets"].values()))
+    assert {d["setting"] for d in data} == {"default", ALTERNATIVE}
+    assert {d["row"] for d in data if d["setting"] == ALTERNATIVE} == set(breakdowns) - {"llama-qkv-offload-nolhs"}
+    assert programs_chart(rows, Defaults(), []) is None

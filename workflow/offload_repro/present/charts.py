@@ -420,7 +420,12 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
 
 
 def step_terms_by_setting(
-    rows: list[str], settings: dict[str, dict[str, dict[str, float]]], labels: dict[str, Row]
+    rows: list[str],
+    settings: dict[str, dict[str, dict[str, float]]],
+    labels: dict[str, Row],
+    title: str = "What makes each predicted step, under each setting",
+    purpose: str = "Each row's step at the central setting, one bar per setting (the default first): which term an"
+    " alternative moves.",
 ) -> alt.TopLevelMixin | None:
     """Each row's predicted step as its terms, stacked, under each setting of one assumption
     (`settings`: setting -> row -> terms, the default first), side by side per row."""
@@ -449,10 +454,6 @@ def step_terms_by_setting(
         )
         .properties(
             width=520,
-            title=titled(
-                "What makes each predicted step, under each setting",
-                "Each row's step at the central setting, one bar per setting (the default first): which term an"
-                " alternative moves.",
-            ),
+            title=titled(title, purpose),
         )
     )

@@ -53,7 +53,16 @@ def with_programs(prediction: dict[str, Any], alternatives: dict[str, dict[str, 
     return prediction | {
         "settings": settings,
         "band_programs": [
-            {"program": name, "rows_predicted": sum(1 for row in alt["rows"] if row["status"] == "ok")}
+            {
+                "program": name,
+                "rows_predicted": sum(1 for row in alt["rows"] if row["status"] == "ok"),
+                # each row's step and its terms at the central setting, under that program
+                "step_terms": {
+                    row["row"]: row["breakdown"]
+                    for row in alt["rows"]
+                    if row["status"] == "ok" and row.get("breakdown")
+                },
+            }
             for name, alt in alternatives.items()
         ],
     }
