@@ -419,7 +419,14 @@ def test_report_renders_every_chart_and_verdict(main_job):
     page = main_job / "results/report/cpu.html"
     assert page.stat().st_size < 2 * 1024**2
     dom = rendered_dom(page)
-    rendered = {"throughput": "true", "predicted": "true", "step-terms": "true", "memory": "true", "losses": "true"}
+    rendered = {
+        "throughput": "true",
+        "predicted": "true",
+        "step-terms": "true",
+        "steps-by-program": "true",  # the default program beside the pass-on program the band covers
+        "memory": "true",
+        "losses": "true",
+    }
     assert rendered_charts(dom) == rendered
     assert vega_graphics(dom) >= 4
     verdicts = json.loads((main_job / "results/cpu/verdicts.json").read_text())
