@@ -100,6 +100,23 @@ def tensor_mib_per_layer(tensor: str) -> str:
     return f"{tensor}_mib_per_layer"
 
 
+# A run measured elsewhere, as the validation stage predicted it (its step terms are STEP_TERMS).
+MEASURED_RUN = (
+    "source",
+    "model",
+    "precision",
+    "gpus",
+    "measured_step_s",
+    "predicted_step_s",
+    "error",
+    "simple_model_error",
+    "every_run_mean_abs_error",
+    "every_run_largest_abs_error",
+    "same_model_largest_abs_error",
+    "across_hardware_step_s",
+    "across_hardware_error",
+)
+
 NAMES = frozenset(
     {
         DEVICE_GIB,
@@ -193,20 +210,7 @@ NAMES = frozenset(
         "collective_gb_per_step",
         "implied_host_gb_s_per_direction",
         "offload_gain",
-        # runs measured elsewhere, as the validation stage predicted them
-        "source",
-        "model",
-        "precision",
-        "gpus",
-        "measured_step_s",
-        "predicted_step_s",
-        "error",
-        "simple_model_error",
-        "every_run_mean_abs_error",
-        "every_run_largest_abs_error",
-        "same_model_largest_abs_error",
-        "across_hardware_step_s",
-        "across_hardware_error",
+        *MEASURED_RUN,
     }
 )
 # A tensor's bytes per layer: its name is data (experiments/tensors.yaml), so the family is a pattern.

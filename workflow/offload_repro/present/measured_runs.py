@@ -8,28 +8,11 @@ from typing import Any
 
 import pandas as pd
 
+from offload_repro.judge import metric_names as names
 from offload_repro.present.lookup import Lookup
 
-RUN_METRICS = (
-    "source",
-    "model",
-    "precision",
-    "gpus",
-    "measured_step_s",
-    "predicted_step_s",
-    "calibrated_on",
-    "error",
-    "simple_model_error",
-    "every_run_mean_abs_error",
-    "every_run_largest_abs_error",
-    "across_hardware_step_s",
-    "across_hardware_error",
-    "step_s",
-    "compute_s",
-    "memory_bound_s",
-    "exposed_collective_s",
-    "exposed_network_s",
-)
+# every fact of a run the validation stage predicted, with its calibration and its step's terms
+RUN_METRICS = (*names.MEASURED_RUN, names.CALIBRATED_ON, names.STEP_S, *names.STEP_TERMS)
 
 
 def runs(observations: pd.DataFrame) -> list[dict[str, Any]]:
