@@ -26,8 +26,11 @@ def test_every_assumption_named_is_stated_once_and_at_least_three_are_varied_twi
         check_ids({"rows.yaml: row 'x'": ["sequence-length"]}, [])
 
 
-def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program():
-    """The default stated for an assumption is the row as compiled: applying it changes no program."""
+def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program(tmp_path):
+    """The default stated for an assumption is the row as compiled: applying it changes no program.
+    An alternative that schedules by a latency profile is another program by its profile."""
+    profile = tmp_path / "profile.pbtxt"
+    profile.write_text('costs { name: "abc::fusion.1" cost_us: 1.000 }\n')
     keys = set()
     for assumption in load_assumptions().values():
         for row_id in assumption.get("affects", []):
@@ -40,8 +43,10 @@ def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program()
         for row_id in assumption["affects"]:
             variant = variant_row(ROWS[row_id], assumption, alternative)
             assert variant.id == f"{row_id}@{variant_id(assumption, alternative)}"
-            keys.add(program_key(variant, GB200))
-            assert program_key(variant, GB200) != program_key(ROWS[row_id], GB200)
+            guided = profile if alternative["settings"].get("latency_profile", "none") != "none" else None
+            key = program_key(variant, GB200, latency_profile=guided)
+            keys.add(key)
+            assert key != program_key(ROWS[row_id], GB200)
     assert len(keys) == sum(len(a["affects"]) for a, _ in variants())
 
 
@@ -169,3 +174,20 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
     section = html[html.index('<section id="assumptions">') :]
     assert 'id="assumption-deepseek-parallelism"' in section and "max_target_length 8192" in section
     assert raw_placeholders(html) == []
+
+
+def test_a_profile_guided_schedule_affects_exactly_the_rows_whose_scheduler_a_profile_can_guide(tables):
+    """XLA turns the latency-hiding scheduler on for a program with a profile: the alternative must
+    leave the rows that turn it off alone, and cover every other."""
+    from offload_repro.core.data import load_rows
+    from offload_repro.core.maxtext_args import xla_flags
+    from offload_repro.produce.compiled.program_cache import LHS_OFF
+
+    guided = [
+        entry
+        for entry in load_assumptions().values()
+        if any(alt["settings"].get("latency_profile", "none") != "none" for alt in entry.get("alternatives", []))
+    ]
+    assert [entry["id"] for entry in guided] == ["xla-latency-estimator"]
+    lhs_on = [row.id for row in load_rows(tables) if LHS_OFF not in xla_flags(row)]
+    assert sorted(guided[0]["affects"]) == sorted(lhs_on)

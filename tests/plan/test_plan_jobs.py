@@ -24,11 +24,15 @@ def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
     assert plan.evidence_files["compile"] == [f"results/compiled/gb200-nvl72/{row}.json" for row in plan.row_ids]
     assert plan.evidence_files["predicted"] == ["results/predicted/gb200-nvl72.json"]
     assert "frontier" not in plan.evidence_files and plan.preflight == []
-    # the one alternative whose programs the band also covers is compiled and predicted: no other
-    assert list(plan.variants) == plan.band_variants == ["xla-rematerialization.xla-default"]
-    assert plan.band_predictions("gb200-nvl72") == [
-        "results/whatif/assumptions/xla-rematerialization.xla-default/predicted.json"
-    ]
+    # the alternatives whose programs the band also covers are compiled and predicted: no other
+    banded = ["xla-rematerialization.xla-default", "xla-latency-estimator.profile-guided"]
+    assert list(plan.variants) == plan.band_variants == banded
+    predicted = [f"results/whatif/assumptions/{name}/predicted.json" for name in banded]
+    assert plan.band_predictions("gb200-nvl72") == predicted
+    # only the profile-guided schedule takes the profile of the compile target's default programs
+    assert plan.variant_profile(banded[0]) == []
+    assert plan.variant_profile(banded[1]) == ["results/profiles/gb200-nvl72.pbtxt"]
+    assert "llama-qkv-offload-nolhs" not in plan.variants[banded[1]]["rows"]
     assert plan.calibration_source("gb200-nvl72") == [] and plan.kept == {}
     assert plan.page_targets == ["cpu"]
 

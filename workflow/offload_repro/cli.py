@@ -29,6 +29,7 @@ COMMANDS = (
     "budget",
     "sensitivity",
     "predict",
+    "latency_profile",
     "compile_measured",
     "validate_model",
     "collect",

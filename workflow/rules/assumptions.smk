@@ -8,6 +8,8 @@ rule compile_variant:
         tables=config["tables"],
         target=COMPILE_TARGET_FILE,
         description=COMPILE_TARGET.spec["compile"]["description_file"],
+        # the profile an alternative that schedules by one takes (rule latency_profile)
+        profile=lambda wildcards: PLAN.variant_profile(wildcards.variant),
         code=CODE["compile"],
     output:
         "results/whatif/assumptions/{variant}/{row}.json",
@@ -22,11 +24,12 @@ rule compile_variant:
         cli=cli,
         compile_target=COMPILE_TARGET.name,
         settings=lambda wildcards: shlex.quote(json.dumps(PLAN.variants[wildcards.variant]["settings"])),
+        profile=lambda wildcards, input: " ".join(f"--latency-profile {path}" for path in input.profile),
         fork_server=fork_server,
     shell:
         "{params.cli} compile {params.fork_server} --tables {input.tables:q} --row {wildcards.row}"
         " --target {params.compile_target} --out {output}"
-        " --variant {wildcards.variant} --variant-settings {params.settings}"
+        " --variant {wildcards.variant} --variant-settings {params.settings} {params.profile}"
         " --work-dir results/whatif/assumptions/work/{wildcards.variant}/{wildcards.row}"
         " --programs results/programs/{params.compile_target}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"

@@ -97,6 +97,7 @@ localrules:
     analytic,
     budget,
     predict,
+    latency_profile,
     validate_model,
     evidence_table,
     check_claims,

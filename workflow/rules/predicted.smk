@@ -28,3 +28,26 @@ rule predict:
         "{params.cli} predict --tables {input.tables:q} --target {wildcards.gpu_target} --out {output}"
         " --claims {input.claims} {params.calibrated_by} {params.band} {input.compiled}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
+
+
+# A profile of each compiled row's instructions costed by the step-time model, for XLA's scheduler:
+# the alternative `xla-latency-estimator.profile-guided` compiles the rows again with it.
+rule latency_profile:
+    input:
+        tables=config["tables"],
+        compiled=expand("results/compiled/{{gpu_target}}/{row}.json", row=PLAN.row_ids),
+        target="experiments/targets/{gpu_target}.yaml",
+        claims=CLAIMS_FILE,
+        code=CODE["latency_profile"],
+    output:
+        "results/profiles/{gpu_target}.pbtxt",
+    log:
+        "results/profiles/logs/{gpu_target}.log",
+    conda:
+        CONDA_ENV
+    params:
+        cli=cli,
+    shell:
+        "{params.cli} latency_profile --tables {input.tables:q} --target {wildcards.gpu_target} --out {output}"
+        " --claims {input.claims} {input.compiled}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"

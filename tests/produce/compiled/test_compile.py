@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO
+from conftest import FIXTURES, REPO
 from offload_repro.core import gpu
 from offload_repro.core.accounting import compiled_accounting
 from offload_repro.core.assumptions import sentence
@@ -128,3 +128,54 @@ def test_a_compile_computes_its_overrides_once_and_hands_them_down(tables, gb200
         f"base_output_directory={tmp_path / 'work' / 'output'}",
         f"run_name={row.id}",
     ]
+
+
+def test_a_latency_profile_reaches_xla_by_its_path_and_keys_the_program_by_its_content(tables, gb200, tmp_path):
+    """The profile's path (absolute: the compile runs in its own directory) is in XLA_FLAGS; the
+    program's key changes with the profile's content, not with where the profile lies. A compile whose
+    log says XLA found none of its instructions in the profile fails, in XLA's words."""
+    from offload_repro.core.files import write_json
+    from offload_repro.produce.compiled import program_cache
+
+    row = rows(tables)["llama-qkv-offload-lhs"]
+    profile = tmp_path / "profile.pbtxt"
+    profile.write_text('costs { name: "abc::fusion.1" cost_us: 1.000 }\n')
+    elsewhere = tmp_path / "copy" / "profile.pbtxt"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(profile.read_bytes())
+    key = program_cache.program_key(row, gb200, latency_profile=profile)
+    assert key == program_cache.program_key(row, gb200, latency_profile=elsewhere)
+    assert key != program_cache.program_key(row, gb200)
+    elsewhere.write_text('costs { name: "abc::fusion.1" cost_us: 2.000 }\n')
+    assert key != program_cache.program_key(row, gb200, latency_profile=elsewhere)
+
+    flags = []
+
+    def compile_process(command, env, cwd, log_file):  # stands in for XLA: it reads no instruction of the profile
+        flags.append(env["XLA_FLAGS"])
+        log_file.write_text("".join((FIXTURES / "latency_profile.log").read_text().splitlines(keepends=True)[:2]))
+        write_json(cwd / "aot.json", {"devices": 128})
+        return 0, 0.1
+
+    program = program_cache.compile_program(
+        row, gb200, tmp_path / "work", key, launcher=compile_process, latency_profile=profile
+    )
+    assert f"{program_cache.PROFILE_FLAG}={profile.resolve()}" in flags[0].split()
+    assert program["status"] == "error" and "found none of this program's instructions" in program["message"]
+    assert program["latency_profile"] == {"file": str(profile), "matched": {"found": 0, "missing": 1}}
+
+
+def test_only_an_alternative_that_asks_for_a_profile_takes_one_and_never_on_a_row_without_lhs(tables, tmp_path):
+    from offload_repro.commands.compile import guided_by
+    from offload_repro.core.data import DataError
+    from offload_repro.core.variants import apply
+
+    profile = tmp_path / "profile.pbtxt"
+    guided = {"id": "xla-latency-estimator.profile-guided", "settings": {"latency_profile": "step-model"}}
+    lhs, nolhs = rows(tables)["llama-qkv-offload-lhs"], rows(tables)["llama-qkv-offload-nolhs"]
+    assert guided_by(lhs, guided, profile) == profile
+    assert guided_by(lhs, {"id": "x.y", "settings": {"row": {"remat_policy": "full"}}}, profile) is None
+    with pytest.raises(DataError, match="none was given"):
+        guided_by(lhs, guided, None)
+    with pytest.raises(DataError, match=r"row 'llama-qkv-offload-nolhs@.*turns the latency-hiding scheduler off"):
+        guided_by(apply(nolhs, guided["settings"], guided["id"]), guided, profile)

@@ -283,3 +283,30 @@ def test_what_if_results_on_disk_keep_judging_on_a_default_run(tmp_path):
     assert kept.returncode == 0, kept.stderr[-3000:]
     assert "results/whatif/gb200-nvl72/frontier-deepseek-device.json" in kept.stdout
     assert "results/compiled/vr-nvl144/deepseek-device-mb8.json" in kept.stdout
+
+
+def test_a_profile_guided_schedule_is_a_memory_candidate_alone_never_combined(rows, tmp_path):
+    """A latency profile is made for its row's default program: the best fit to the published memory
+    may take it alone, but never compiles it into a combination, which would be another program."""
+    from offload_repro.produce.whatif.alternatives import best_fit, published_memory
+
+    published = published_memory(rows)
+
+    def found(off_by):
+        return {row_id: {"status": "ok", "device_gib": gib + off_by} for row_id, gib in published.items()}
+
+    def assumption(name, settings, off_by):
+        alternative = {"id": "alt", "settings": settings, "results": found(off_by)}
+        return {"id": name, "affects": list(published), "alternatives": [alternative]}
+
+    table = [
+        assumption("schedule", {"latency_profile": "step-model"}, 0.0),  # the closest of all
+        assumption("sequence", {"row": {"max_target_length": 2048}}, 1.0),
+    ]
+
+    def never(*args, **kwargs):
+        raise AssertionError("nothing is compiled: one candidate is left to combine")
+
+    fit = best_fit(rows, None, found(5.0), table, tmp_path, tmp_path, launcher=never)
+    assert fit["best"]["combination"] == ["schedule.alt"]
+    assert [c["combination"] for c in fit["candidates"]] == [[], ["schedule.alt"], ["sequence.alt"]]

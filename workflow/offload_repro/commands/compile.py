@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from offload_repro.commands import arguments, fork_server_option
-from offload_repro.core.data import load_target
+from offload_repro.core import maxtext_args
+from offload_repro.core.data import DataError, Row, load_target
 from offload_repro.core.variants import apply
 from offload_repro.produce.compiled.compiled_row import compile_row
+from offload_repro.produce.compiled.program_cache import LHS_OFF
 
 PARENTS = (*arguments.ONE_ROW, fork_server_option.FORK_SERVER)
 
@@ -18,14 +21,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--programs", type=Path, help="the cache of compiled programs for this target")
     parser.add_argument("--variant", help="compile the row under this alternative (assumption.alternative)")
     parser.add_argument("--variant-settings", type=json.loads, help="the alternative's settings, as JSON")
+    parser.add_argument(
+        "--latency-profile",
+        type=Path,
+        help="the profile an alternative with `latency_profile: step-model` schedules by (rule latency_profile)",
+    )
+
+
+def guided_by(row: Row, variant: dict[str, Any], profile: Path | None) -> Path | None:
+    """The latency profile the alternative schedules the row by, if it asks for one."""
+    if variant["settings"].get("latency_profile", "none") == "none":
+        return None
+    if profile is None:
+        raise DataError(f"alternative '{variant['id']}': it schedules by a latency profile, and none was given")
+    if LHS_OFF in maxtext_args.xla_flags(row):
+        raise DataError(
+            f"alternative '{variant['id']}', row '{row.id}': the row turns the latency-hiding scheduler off,"
+            " which XLA turns on for a program with a profile; it cannot be among the rows the alternative affects"
+        )
+    return profile
 
 
 def run(args: argparse.Namespace) -> int:
     row, target = arguments.row(args), load_target(args.target)
-    variant = None
+    variant, profile = None, None
     if args.variant:
         variant = {"id": args.variant, "settings": args.variant_settings or {}}
         row = apply(row, variant["settings"], args.variant)
+        profile = guided_by(row, variant, args.latency_profile)
     result = compile_row(
         row,
         target,
@@ -34,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         programs=args.programs,
         variant=variant,
         launcher=fork_server_option.launcher(args),
+        latency_profile=profile,
     )
     verdict = "fits" if result.get("fits") else "out of memory"
     cached = f" (program {result['program']['key']} from the cache)" if result["program"]["cached"] else ""

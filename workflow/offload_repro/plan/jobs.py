@@ -88,6 +88,12 @@ class Plan:
             return []
         return [f"results/whatif/assumptions/{name}/predicted.json" for name in self.band_variants]
 
+    def variant_profile(self, name: str) -> list[str]:
+        """The latency profile an alternative schedules by (its `latency_profile`), if any."""
+        if self.variants[name]["settings"].get("latency_profile", "none") == "none":
+            return []
+        return [f"results/profiles/{self.compile_target.name}.pbtxt"]
+
     def variant_compiled(self, name: str) -> list[str]:
         """Every row's compile under one alternative: its own where it affects the row, else the default."""
         varied = set(self.variants[name]["rows"])

@@ -98,15 +98,28 @@ def compiled_evidence(
     python: str = sys.executable,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     launcher: Launcher = run_subprocess,
+    latency_profile: Path | None = None,
 ) -> dict[str, Any]:
     """The row's compiled evidence, not yet written: its program, from the cache `programs` or
     compiled now (`launcher` starts the compile), made into its result. The row's overrides are
-    computed once, here, and handed to the program's key, its compile and the result."""
+    computed once, here, and handed to the program's key, its compile and the result.
+    `latency_profile`: the profile its scheduler is guided by (produce/predicted/model_profile.py)."""
     overrides = compile_overrides(row, target)
     program, program_file, cached = program_for(
-        row, target, work_dir, programs, python, compile_only_flags, launcher, overrides=overrides
+        row,
+        target,
+        work_dir,
+        programs,
+        python,
+        compile_only_flags,
+        launcher,
+        overrides=overrides,
+        latency_profile=latency_profile,
     )
-    return compile_result(row, target, program, program_file, cached, overrides)
+    result = compile_result(row, target, program, program_file, cached, overrides)
+    if latency_profile is not None:
+        result["latency_profile"] = program.get("latency_profile") or {"file": str(latency_profile), "matched": None}
+    return result
 
 
 def compile_row(
@@ -119,11 +132,12 @@ def compile_row(
     programs: Path | None = None,
     variant: dict[str, Any] | None = None,
     launcher: Launcher = run_subprocess,
+    latency_profile: Path | None = None,
 ) -> dict[str, Any]:
     """Compile the row (or take its program from the cache `programs`) and write its result;
     `variant`: the alternative to an assumption the row is compiled under, recorded with it;
-    `launcher`: how the compile's process starts."""
-    result = compiled_evidence(row, target, work_dir, programs, python, compile_only_flags, launcher)
+    `launcher`: how the compile's process starts; `latency_profile`: as `compiled_evidence`."""
+    result = compiled_evidence(row, target, work_dir, programs, python, compile_only_flags, launcher, latency_profile)
     if variant is not None:
         result["variant"] = variant
     return write_result(out_json, "compile", result)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 
 from offload_repro.core import gpu, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
-from offload_repro.core.failure import failure_of
+from offload_repro.core.failure import Failure, failure_of
 from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
@@ -51,6 +52,14 @@ PROGRAM_CODE = (
     "produce/compiled/model_flops.py",
     "core/gpu.py",
 )
+# The XLA flag that takes a latency profile (produce/predicted/model_profile.py), and XLA's own
+# lines saying how much of the program it found in it.
+PROFILE_FLAG = "--xla_gpu_pgle_profile_file_or_directory_path"
+PROFILE_FOUND = re.compile(r"Found (\d+) instructions from the profile")
+PROFILE_MISSING = re.compile(r"Missing (\d+) instructions from the profile")
+# A row that turns the latency-hiding scheduler off gets no profile: XLA turns it on for any program
+# with one (gpu_hlo_schedule.cc, IsLHSEnabled).
+LHS_OFF = "--xla_gpu_enable_latency_hiding_scheduler=false"
 KERNELS_FILE = "xla-kernels.bin"  # a compile's private copy of its row's kept kernels, in its work directory
 # The GPU compiler plugin is pinned apart from the main lock.
 READS = ("envs/requirements-gpu-compile.lock",)
@@ -85,10 +94,12 @@ def program_key(
     target: Target,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     overrides: dict[str, Any] | None = None,
+    latency_profile: Path | None = None,
 ) -> str:
     """Everything that decides a compiled program; a program is reused only under the same key.
     The row's id is not part of it: two rows (or a row and a policy's point) that compile the same
-    step share one program. `overrides`: the row's `compile_overrides`, where the caller has them."""
+    step share one program. `overrides`: the row's `compile_overrides`, where the caller has them;
+    `latency_profile`: the profile its scheduler is guided by, by content (where it lies is not)."""
     if overrides is None:
         overrides = compile_overrides(row, target)
     decided = {
@@ -99,6 +110,8 @@ def program_key(
         "code": program_code(),
         "versions": provenance.versions(),
     }
+    if latency_profile is not None:
+        decided["latency_profile"] = hashlib.sha256(latency_profile.read_bytes()).hexdigest()
     return hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -113,13 +126,16 @@ def compile_program(
     kernels: Path | None = None,
     machine_code: bool = False,
     overrides: dict[str, Any] | None = None,
+    latency_profile: Path | None = None,
 ) -> dict[str, Any]:
     """Run `offload_repro.produce.compiled.aot_compile` in a process of its own (started by `launcher`) with the
     row's XLA_FLAGS; what XLA gave. `kernels`: where the row's kernels are kept
     (produce/compiled/kernel_cache.py): the compile starts from them and, if it succeeds, replaces them.
     `machine_code`: assemble the kernels with the real ptxas rather than the stand-in
     (produce/compiled/assembler.py), to show that nothing read back changes. `overrides`: the row's
-    `compile_overrides`, where the caller has them (they are not changed)."""
+    `compile_overrides`, where the caller has them (they are not changed). `latency_profile`: a
+    profile XLA's scheduler takes in place of its default cost model (produce/predicted/model_profile.py);
+    a compile whose program XLA found no instruction of in it fails, saying so."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
     description_path, description = gpu.description_path(target), gpu.description(target)
@@ -133,6 +149,8 @@ def compile_program(
         flags += " " + kernel_cache.checkout(kernels, work_dir / KERNELS_FILE)
     if not machine_code and (stand_in := assembler.stand_in(work_dir)):  # not in the key either
         flags += " " + stand_in
+    if latency_profile is not None:  # in the key by its content
+        flags += f" {PROFILE_FLAG}={latency_profile.resolve()}"
     env = package_environment({"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"})
     command = [
         python,
@@ -149,8 +167,18 @@ def compile_program(
     exception = stats.get("exception")
     compile_log = str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file)
     cause = None
+    matched = profile_matched(log_text) if latency_profile is not None else None
     if returncode != 0 or not stats or exception:
         cause = failure_of(returncode, log_text, compile_log, exception)
+    elif matched is not None and not matched["found"]:
+        cause = Failure(
+            f"XLA found none of this program's instructions in the latency profile {latency_profile}: the"
+            " profile names each program by the fingerprint XLA gives it before scheduling, and names another",
+            "profile_guided_latency_estimator.cc",
+            returncode,
+            None,
+            compile_log,
+        )
     elif kernels is not None:  # only a compile that finished wrote its kernel file whole
         kernel_cache.publish(work_dir / KERNELS_FILE, kernels)
     return {
@@ -162,6 +190,7 @@ def compile_program(
         "failure": cause.record() if cause else None,
         "stats": stats if not cause else None,
         "memory_warnings": memory_warnings(log_text),
+        **({"latency_profile": {"file": str(latency_profile), "matched": matched}} if latency_profile else {}),
         "provenance": {
             "maxtext_arguments": arguments,
             "xla_flags": env["XLA_FLAGS"],
@@ -174,6 +203,17 @@ def compile_program(
             **provenance.stamp(),
         },
     }
+
+
+def profile_matched(log_text: str) -> dict[str, int] | None:
+    """How many of the program's instructions XLA found in the latency profile and how many it
+    missed, in XLA's own words; None where it says nothing (it speaks only where it missed some).
+    XLA reads the profile for every module it schedules: the train step is the one it found most of."""
+    reads = list(zip(PROFILE_FOUND.findall(log_text), PROFILE_MISSING.findall(log_text), strict=False))
+    if not reads:
+        return None
+    found, missing = max(reads, key=lambda read: int(read[0]))
+    return {"found": int(found), "missing": int(missing)}
 
 
 def hlo_path(program_file: Path) -> Path:
@@ -214,13 +254,14 @@ def program_for(
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     launcher: Launcher = run_subprocess,
     overrides: dict[str, Any] | None = None,
+    latency_profile: Path | None = None,
 ) -> tuple[dict[str, Any], Path | None, bool]:
     """(program, its cache file or None, whether it came from the cache). Without `programs` the
     row is always compiled and nothing is stored; `launcher` starts the compile; `overrides`: the
     row's `compile_overrides`, computed here where the caller does not hand them down."""
     if overrides is None:
         overrides = compile_overrides(row, target)
-    key = program_key(row, target, compile_only_flags, overrides)
+    key = program_key(row, target, compile_only_flags, overrides, latency_profile)
     if programs is not None and (found := cached_program(row, target, programs, compile_only_flags, key)):
         return *found, True
     kernels = None
@@ -228,7 +269,16 @@ def program_for(
         description, versions = gpu.description(target), provenance.versions()
         kernels = kernel_cache.kept_path(programs, row.id, description, versions, machine_code=False)
     program = compile_program(
-        row, target, work_dir, key, python, compile_only_flags, launcher, kernels, overrides=overrides
+        row,
+        target,
+        work_dir,
+        key,
+        python,
+        compile_only_flags,
+        launcher,
+        kernels,
+        overrides=overrides,
+        latency_profile=latency_profile,
     )
     if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again

@@ -79,7 +79,13 @@ def best_fit(
         options = [(alt, found) for alt, found in options if distance(found, published) is not None]
         candidates += [{"combination": [f"{entry['id']}.{alt['id']}"], "rows": found} for alt, found in options]
         best = min(options, key=lambda option: distance(option[1], published), default=None)
-        if best and distance(best[1], published) < (distance(candidates[0]["rows"], published) or math.inf):
+        # a profile-guided schedule is made for its row's default program, not for a combination's
+        profiled = best is not None and best[0]["settings"].get("latency_profile", "none") != "none"
+        if (
+            best
+            and not profiled
+            and distance(best[1], published) < (distance(candidates[0]["rows"], published) or math.inf)
+        ):
             chosen.append((entry, best[0]))
     if len(chosen) > 1:  # each assumption's best alone, then together: one compile per published row
         combination: dict[str, Any] = {}

@@ -1,0 +1,32 @@
+"""A latency profile for XLA's scheduler from the step-time model's costs of each compiled row."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from offload_repro.commands import arguments
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.results import read_result
+from offload_repro.produce.predicted.model_profile import write_profile
+from offload_repro.produce.predicted.target_rates import load_speed
+
+PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--speed", default="experiments/speed.yaml", type=Path, help="the step-time model's inputs")
+    parser.add_argument(
+        "--claims", default="experiments/claims.yaml", type=Path, help="the speedups that imply throughputs"
+    )
+    parser.add_argument("compiled", nargs="+", type=Path, help="the rows' compiled results on the target")
+
+
+def run(args: argparse.Namespace) -> int:
+    compiled = [read_result(path, "compile") for path in args.compiled]
+    record = write_profile(
+        load_rows(args.tables), load_target(args.target), compiled, args.out, load_speed(args.speed), args.claims
+    )
+    for row_id, entry in record.items():
+        print(f"{row_id}: {entry['entries']} instructions at {entry['rate_tflops']:.0f} TFLOP/s ({entry['fitted_on']})")
+    return 0
