@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, REPO
 from offload_repro.core.data import DataError
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.program_cache import profile_matched
@@ -79,3 +79,41 @@ def test_what_xla_says_it_matched_is_read_from_its_log():
     log = (FIXTURES / "latency_profile.log").read_text()
     assert profile_matched(log) == {"found": 319, "missing": 14}
     assert profile_matched("I1202 nothing about a profile") is None
+
+
+def test_a_row_whose_family_no_published_throughput_calibrates_gets_no_profile_and_says_why(tmp_path, monkeypatch):
+    """A run of a few rows may hold no published throughput of a family: its rows get no profile
+    (their profile-guided compile then fails, saying XLA found none of their instructions), and the
+    profile file says why, instead of the whole stage stopping."""
+    from offload_repro.core.data import load_rows, load_target
+    from offload_repro.produce.predicted.target_rates import load_speed
+
+    computations = hlo_text.parse(PROGRAM)
+    timeline = hlo_schedule.timelines(computations)
+    events, ideal = hlo_schedule.schedules(computations, timeline)
+    program = model_profile.Program(
+        computations,
+        timeline,
+        {"events": events, "ideal_events": ideal, "entry": hlo_text.entry_name(computations), "model_flops": 1e15},
+        model_profile.fingerprint(PROGRAM),
+    )
+    monkeypatch.setattr(model_profile, "read_compiled", lambda result, shape: program)
+    rows = [
+        row for row in load_rows(sorted((REPO / "experiments/rows").glob("*.yaml"))) if row.id == "deepseek-device-mb2"
+    ]
+    out = tmp_path / "profile.pbtxt"
+    compiled = [{"row": "deepseek-device-mb2", "status": "ok"}]
+    record = model_profile.write_profile(
+        rows,
+        load_target("gb200-nvl72"),
+        compiled,
+        out,
+        load_speed(REPO / "experiments/speed.yaml"),
+        REPO / "experiments/claims.yaml",
+    )
+    assert record == {
+        "deepseek-device-mb2": {
+            "skipped": "no published throughput of family 'deepseek' calibrates the model within its dense peak"
+        }
+    }
+    assert out.read_text() == f"# deepseek-device-mb2: no profile: {record['deepseek-device-mb2']['skipped']}\n"

@@ -28,5 +28,6 @@ def run(args: argparse.Namespace) -> int:
         load_rows(args.tables), load_target(args.target), compiled, args.out, load_speed(args.speed), args.claims
     )
     for row_id, entry in record.items():
-        print(f"{row_id}: {entry['entries']} instructions at {entry['rate_tflops']:.0f} TFLOP/s ({entry['fitted_on']})")
+        said = entry.get("skipped") and f"no profile: {entry['skipped']}"
+        print(f"{row_id}: " + (said or f"{entry['entries']} instructions at {entry['rate_tflops']:.0f} TFLOP/s"))
     return 0

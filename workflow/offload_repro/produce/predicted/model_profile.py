@@ -148,12 +148,16 @@ def write_profile(
     }
     published = published_throughputs(by_id, speed, claims)
     replayed = {row_id: program.replayed for row_id, program in programs.items()}
-    lines, record = [], {}
+    lines, record, skipped = [], {}, {}
     for row_id, program in programs.items():
         row = by_id[row_id]
         if LHS_OFF in xla_flags(row):
             continue
-        rate, fitted_on = profile_rate(row.family, replayed, by_id, published, target, speed)
+        try:
+            rate, fitted_on = profile_rate(row.family, replayed, by_id, published, target, speed)
+        except DataError as error:  # a run of a few rows may hold no throughput of a family: no profile
+            skipped[row_id] = str(error)
+            continue
         at = central_rates(rate, row, target, speed)
         costs = instruction_costs(program.computations, program.timeline, program.replayed["events"], at)
         lines.append(profile_text(program.fingerprint, costs))
@@ -167,6 +171,6 @@ def write_profile(
         f"# {row_id}: {entry['entries']} instructions of module {entry['fingerprint']}, compute at"
         f" {entry['rate_tflops']:.0f} TFLOP/s (fitted on {entry['fitted_on']})\n"
         for row_id, entry in record.items()
-    )
+    ) + "".join(f"# {row_id}: no profile: {why}\n" for row_id, why in skipped.items())
     write_atomically(out, header + "".join(lines))
-    return record
+    return record | {row_id: {"skipped": why} for row_id, why in skipped.items()}
