@@ -98,6 +98,9 @@ def test_the_validation_stage_dry_runs_with_a_job_per_published_run(tmp_path):
     done = snakemake(directory, "-n", "--config", "validation=True")
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("rule compile_measured:") == 22
+    # each run compiled again, scheduled by a profile of the model's costs of its program
+    assert done.stdout.count("rule compile_measured_profiled:") == 22
+    assert "results/validation/profile.pbtxt" in done.stdout
     assert "results/validation/compiled/llama3-70b-fp8-2048gpu.json" in done.stdout
     assert "rule validate_model:" in done.stdout or "localrule validate_model:" in done.stdout
 
@@ -172,3 +175,37 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
     assert scaling["measured_rise"] == pytest.approx(0.1)
     assert scaling["predicted_rise"]["flat"] == pytest.approx(0.0, abs=1e-12)
     assert scaling["predicted_rise"]["full"] == pytest.approx(expected / 10.0 - 1, rel=1e-9)
+
+
+def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shared_program_once(tmp_path, monkeypatch):
+    """Two runs of one GPU and precision whose programs are one (one fingerprint): the profile holds
+    that program's entries once, costed at the rate the smallest run fits (calibration (a))."""
+    from conftest import FIXTURES
+    from offload_repro.produce.compiled import hlo_text
+    from offload_repro.produce.predicted import hlo_schedule, model_profile
+    from offload_repro.produce.predicted.target_rates import load_speed, settings
+    from offload_repro.produce.validation import run_profiles
+
+    speed = load_speed()
+    small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
+    large = synthetic("a-512gpu", 512, step_s=11.0, flops=5e15, collective_bytes=int(90e9))
+    measured = {m.run.id: m for m in (large, small)}
+    monkeypatch.setattr(run_profiles, "read_measured", lambda runs, compiled, speed: (measured, {}))
+    text = (FIXTURES / "latency_profile.hlo").read_text()
+    computations = hlo_text.parse(text)
+    timeline = hlo_schedule.timelines(computations)
+    events, ideal = hlo_schedule.schedules(computations, timeline)
+    replayed = {"events": events, "ideal_events": ideal, "entry": hlo_text.entry_name(computations), "model_flops": 1}
+    program = model_profile.Program(computations, timeline, replayed, model_profile.fingerprint(text))
+    monkeypatch.setattr(run_profiles.model_profile, "read_compiled", lambda result, shape: program)
+    out = tmp_path / "profile.pbtxt"
+    compiled = {run_id: {} for run_id in measured}
+    record = run_profiles.write_run_profiles([m.run for m in measured.values()], compiled, out, speed)
+    rate = small.calibrate(settings(speed)[0], speed)
+    assert {run_id: entry["fitted_on"] for run_id, entry in record.items()} == {
+        "a-64gpu": "a-64gpu",
+        "a-512gpu": "a-64gpu",
+    }
+    assert all(entry["rate_tflops"] == pytest.approx(rate / 1e12) for entry in record.values())
+    entries = [line for line in out.read_text().splitlines() if line.startswith("costs")]
+    assert len(entries) == record["a-64gpu"]["entries"] == len(set(entries))  # one program: its entries once

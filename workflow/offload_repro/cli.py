@@ -31,6 +31,7 @@ COMMANDS = (
     "predict",
     "latency_profile",
     "compile_measured",
+    "measured_profile",
     "validate_model",
     "collect",
     "evidence",

@@ -98,6 +98,7 @@ localrules:
     budget,
     predict,
     latency_profile,
+    measured_profile,
     validate_model,
     evidence_table,
     check_claims,

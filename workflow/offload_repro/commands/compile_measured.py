@@ -16,6 +16,9 @@ PARENTS = (arguments.OUT, arguments.WORK_DIR, fork_server_option.FORK_SERVER)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, help="a run id of experiments/measured-elsewhere/")
     parser.add_argument("--programs", type=Path, help="the cache of compiled programs for the run's target")
+    parser.add_argument(
+        "--latency-profile", type=Path, help="schedule by this profile of the model's costs (rule measured_profile)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,7 +26,12 @@ def run(args: argparse.Namespace) -> int:
     if not found:
         raise DataError(f"experiments/measured-elsewhere/: no run '{args.run}'")
     result = compile_measured(
-        found[0], args.out, args.work_dir, args.programs, launcher=fork_server_option.launcher(args)
+        found[0],
+        args.out,
+        args.work_dir,
+        args.programs,
+        launcher=fork_server_option.launcher(args),
+        latency_profile=args.latency_profile,
     )
     verdict = "fits" if result.get("fits") else "out of memory"
     dropped = result["measured_elsewhere"]["dropped_unknown_flags"]

@@ -20,6 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calibrated-by", type=Path, help="the source's prediction on its own hardware (calibration (c))"
     )
+    parser.add_argument(
+        "--profiled",
+        nargs="*",
+        default=[],
+        type=Path,
+        help="each run compiled again with a profile of the model's costs",
+    )
     parser.add_argument("compiled", nargs="+", type=Path, help="each run's compiled result")
 
 
@@ -29,9 +36,15 @@ def run(args: argparse.Namespace) -> int:
     for path in args.compiled:
         result = read_result(path, "compile")
         compiled[result["row"]] = result
+    profiled = {}
+    for path in args.profiled:
+        result = read_result(path, "compile")
+        profiled[result["row"]] = result
     source = read_result(args.calibrated_by, "predicted") if args.calibrated_by else None
     calibration_target = load_target(speed["calibration"]["target"])
-    found = validate_model(load_measured(), compiled, speed, load_validation(), source, calibration_target)
+    found = validate_model(
+        load_measured(), compiled, speed, load_validation(), source, calibration_target, profiled or None
+    )
     written = write_result(args.out, "validation", found)
     model = written["errors"]["by_model"][written["errors"]["model"]]["smallest"]
     simple = written["errors"]["by_model"][written["errors"]["simple_model"]]["smallest"]

@@ -41,7 +41,7 @@ PREDICTED_DETAILS = (
 )
 # The validation stage's error tables, weak scaling, where the model is off, its calibrations and
 # how the runs were compiled.
-VALIDATION_DETAILS = ("errors", "weak_scaling", "where_off", "calibrations", "compile")
+VALIDATION_DETAILS = ("errors", "weak_scaling", "where_off", "calibrations", "compile", "profile_guided")
 
 
 RESULT_KINDS = {

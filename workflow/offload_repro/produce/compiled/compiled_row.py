@@ -70,6 +70,8 @@ def compile_result(
             "compiled_as": program["compiled_as"],
         },
     }
+    if program.get("latency_profile"):  # the profile its scheduler took, and what XLA found in it
+        result["latency_profile"] = program["latency_profile"]
     if program["status"] == "ok":
         analysis = stats["memory"]
         used, host = memory.device_bytes(analysis), memory.host_bytes(analysis)
@@ -116,10 +118,7 @@ def compiled_evidence(
         overrides=overrides,
         latency_profile=latency_profile,
     )
-    result = compile_result(row, target, program, program_file, cached, overrides)
-    if latency_profile is not None:
-        result["latency_profile"] = program.get("latency_profile") or {"file": str(latency_profile), "matched": None}
-    return result
+    return compile_result(row, target, program, program_file, cached, overrides)
 
 
 def compile_row(

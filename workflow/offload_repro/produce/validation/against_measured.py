@@ -347,6 +347,35 @@ def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any
     }
 
 
+def profile_guided(
+    runs: list[MeasuredRun], profiled: dict[str, dict[str, Any]], speed: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The same runs, each compiled again with a profile of the model's own costs of its program
+    (produce/validation/run_profiles.py), as the runs were scheduled with a profile recorded on the
+    cluster: the full model's and the simple model's errors under calibrations (a) and (b), the weak
+    scaling, and what XLA found of each program in the profile."""
+    measured, failed = read_measured(runs, profiled, speed)
+    if not measured:
+        return None
+    chosen = (MODELS[0], MODELS[-1])  # the simplest model and the full one
+    pairs_of = {name: by_calibration(measured, speed, free) for name, free in chosen}
+
+    def kind(pair: dict[str, Any]) -> str:
+        return f"{measured[pair['predicted']].run.precision} {measured[pair['predicted']].run.model}"
+
+    return {
+        "errors": {
+            name: {calibration: summary(pairs[calibration], key=kind) for calibration in ("smallest", "every_run")}
+            for name, pairs in pairs_of.items()
+        },
+        "weak_scaling": weak_scaling(measured, pairs_of),
+        "matched": {
+            run_id: (result.get("latency_profile") or {}).get("matched") for run_id, result in profiled.items()
+        },
+        "not_predicted": failed,
+    }
+
+
 def validate_model(
     runs: list[MeasuredRun],
     compiled: dict[str, dict[str, Any]],
@@ -354,7 +383,10 @@ def validate_model(
     validation: dict[str, Any],
     source: dict[str, Any] | None,
     calibration_target: Target | None,
+    profiled: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The model against the runs (`compiled`); `profiled`: the runs compiled again with a profile of
+    the model's costs, whose errors are reported beside (`profile_guided`)."""
     measured, failed = read_measured(runs, compiled, speed)
     if not measured:
         raise DataError("no measured run compiled and fits: nothing to validate the model against")
@@ -407,4 +439,5 @@ def validate_model(
         "where_off": where_off(rows),
         "settings": [list(setting) for setting in settings(speed)],
         "compile": compile_record(validation, compiled),
+        "profile_guided": profile_guided(runs, profiled, speed) if profiled else None,
     }

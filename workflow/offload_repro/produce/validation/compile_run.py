@@ -23,16 +23,25 @@ def compile_measured(
     programs: Path | None,
     python: str = sys.executable,
     launcher: Launcher = run_subprocess,
+    latency_profile: Path | None = None,
 ) -> dict[str, Any]:
     """Compile the run (or take its program from the cache `programs`) and write its result;
-    `launcher`: how the compile's process starts."""
+    `launcher`: how the compile's process starts; `latency_profile`: a profile of the model's costs
+    its scheduler takes in place of the run's own recorded one (produce/validation/run_profiles.py)."""
     validation = load_validation()
     target = target_for(run)
     unknown = unknown_flags(run.xla_flags, python)
     compiled = compiled_as(run, target, validation, unknown)
     overrides = compile_overrides(compiled.row, target)
     program, program_file, cached = program_for(
-        compiled.row, target, work_dir, programs, python, launcher=launcher, overrides=overrides
+        compiled.row,
+        target,
+        work_dir,
+        programs,
+        python,
+        launcher=launcher,
+        overrides=overrides,
+        latency_profile=latency_profile,
     )
     result = compile_result(compiled.row, target, program, program_file, cached, overrides)
     result["measured_elsewhere"] = {
