@@ -43,3 +43,13 @@ def test_each_setting_of_an_assumption_gets_its_bar_per_row():
     assert collectives["xla-default"] - collectives["default"] == 1.0
     # an assumption no alternative of which was predicted draws nothing
     assert steps_chart({**entry, "alternatives": entry["alternatives"][1:]}, default, ROWS) is None
+
+
+def test_an_assumptions_settings_read_as_words_the_schedulers_cost_model_too():
+    from offload_repro.present.text import settings_text
+
+    assert settings_text({"row": {"max_target_length": 2048}, "maxtext": {"capacity_factor": 1.25}}) == (
+        "max_target_length 2048; MaxText capacity_factor 1.25"
+    )
+    assert settings_text({"latency_profile": "step-model"}) == "latency profile step-model"
+    assert settings_text({"latency_profile": "none"}) == "latency profile none"

@@ -46,6 +46,8 @@ def settings_text(settings: dict[str, Any]) -> str:
 
     parts = [f"{key} {value_text(value)}" for key, value in settings.get("row", {}).items()]
     parts += [f"MaxText {key} {value_text(value)}" for key, value in settings.get("maxtext", {}).items()]
+    if "latency_profile" in settings:  # what XLA's scheduler costs instructions by
+        parts.append(f"latency profile {settings['latency_profile']}")
     return "; ".join(parts)
 
 
