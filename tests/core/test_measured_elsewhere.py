@@ -190,14 +190,16 @@ def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shar
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
     large = synthetic("a-512gpu", 512, step_s=11.0, flops=5e15, collective_bytes=int(90e9))
     measured = {m.run.id: m for m in (large, small)}
-    monkeypatch.setattr(run_profiles, "read_measured", lambda runs, compiled, speed: (measured, {}))
+    monkeypatch.setattr(run_profiles, "read_measured", lambda runs, compiled, speed, keep_parsed: (measured, {}))
     text = (FIXTURES / "latency_profile.hlo").read_text()
     computations = hlo_text.parse(text)
-    timeline = hlo_schedule.timelines(computations)
-    events, ideal = hlo_schedule.schedules(computations, timeline)
-    replayed = {"events": events, "ideal_events": ideal, "entry": hlo_text.entry_name(computations), "model_flops": 1}
-    program = model_profile.Program(computations, timeline, replayed, model_profile.fingerprint(text))
-    monkeypatch.setattr(run_profiles.model_profile, "read_compiled", lambda result, shape: program)
+    parsed = {
+        "computations": computations,
+        "timeline": hlo_schedule.timelines(computations),
+        "fingerprint": model_profile.fingerprint(text),
+    }
+    for entry in measured.values():  # both runs' programs are one, as read with keep_parsed
+        entry.program.update(parsed)
     out = tmp_path / "profile.pbtxt"
     compiled = {run_id: {} for run_id in measured}
     record = run_profiles.write_run_profiles([m.run for m in measured.values()], compiled, out, speed)

@@ -91,13 +91,16 @@ def test_a_row_whose_family_no_published_throughput_calibrates_gets_no_profile_a
     computations = hlo_text.parse(PROGRAM)
     timeline = hlo_schedule.timelines(computations)
     events, ideal = hlo_schedule.schedules(computations, timeline)
-    program = model_profile.Program(
-        computations,
-        timeline,
-        {"events": events, "ideal_events": ideal, "entry": hlo_text.entry_name(computations), "model_flops": 1e15},
-        model_profile.fingerprint(PROGRAM),
-    )
-    monkeypatch.setattr(model_profile, "read_compiled", lambda result, shape: program)
+    program = {
+        "events": events,
+        "ideal_events": ideal,
+        "entry": hlo_text.entry_name(computations),
+        "model_flops": 1e15,
+        "computations": computations,
+        "timeline": timeline,
+        "fingerprint": model_profile.fingerprint(PROGRAM),
+    }
+    monkeypatch.setattr(model_profile, "read_program", lambda result, shape, keep_parsed: program)
     rows = [
         row for row in load_rows(sorted((REPO / "experiments/rows").glob("*.yaml"))) if row.id == "deepseek-device-mb2"
     ]

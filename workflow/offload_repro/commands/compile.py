@@ -10,7 +10,7 @@ from typing import Any
 from offload_repro.commands import arguments, fork_server_option
 from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, Row, load_target
-from offload_repro.core.variants import apply
+from offload_repro.core.variants import apply, schedules_by_profile
 from offload_repro.produce.compiled.compiled_row import compile_row
 from offload_repro.produce.compiled.program_cache import LHS_OFF
 
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def guided_by(row: Row, variant: dict[str, Any], profile: Path | None) -> Path | None:
     """The latency profile the alternative schedules the row by, if it asks for one."""
-    if variant["settings"].get("latency_profile", "none") == "none":
+    if not schedules_by_profile(variant["settings"]):
         return None
     if profile is None:
         raise DataError(f"alternative '{variant['id']}': it schedules by a latency profile, and none was given")

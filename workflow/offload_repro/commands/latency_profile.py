@@ -8,7 +8,7 @@ from pathlib import Path
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.results import read_result
-from offload_repro.produce.predicted.model_profile import write_profile
+from offload_repro.produce.predicted.model_profile import entry_line, write_profile
 from offload_repro.produce.predicted.target_rates import load_speed
 
 PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
@@ -28,6 +28,5 @@ def run(args: argparse.Namespace) -> int:
         load_rows(args.tables), load_target(args.target), compiled, args.out, load_speed(args.speed), args.claims
     )
     for row_id, entry in record.items():
-        said = entry.get("skipped") and f"no profile: {entry['skipped']}"
-        print(f"{row_id}: " + (said or f"{entry['entries']} instructions at {entry['rate_tflops']:.0f} TFLOP/s"))
+        print(entry_line(row_id, entry))
     return 0

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.measured_elsewhere import load_measured
-from offload_repro.core.results import read_result
+from offload_repro.core.results import read_by_row
+from offload_repro.produce.predicted.model_profile import entry_line
 from offload_repro.produce.predicted.target_rates import load_speed
 from offload_repro.produce.validation.run_profiles import write_run_profiles
 
@@ -19,12 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    compiled = {}
-    for path in args.compiled:
-        result = read_result(path, "compile")
-        compiled[result["row"]] = result
-    record = write_run_profiles(load_measured(), compiled, args.out, load_speed())
+    record = write_run_profiles(load_measured(), read_by_row(args.compiled, "compile"), args.out, load_speed())
     for run_id, entry in record.items():
-        said = entry.get("skipped") and f"no profile: {entry['skipped']}"
-        print(f"{run_id}: " + (said or f"{entry['entries']} instructions at {entry['rate_tflops']:.0f} TFLOP/s"))
+        print(entry_line(run_id, entry))
     return 0

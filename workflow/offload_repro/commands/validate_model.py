@@ -9,7 +9,7 @@ from pathlib import Path
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_target
 from offload_repro.core.measured_elsewhere import load_measured, load_validation
-from offload_repro.core.results import read_result, write_result
+from offload_repro.core.results import read_by_row, read_result, write_result
 from offload_repro.produce.predicted.target_rates import load_speed
 from offload_repro.produce.validation.against_measured import validate_model
 
@@ -32,14 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     speed = load_speed()
-    compiled = {}
-    for path in args.compiled:
-        result = read_result(path, "compile")
-        compiled[result["row"]] = result
-    profiled = {}
-    for path in args.profiled:
-        result = read_result(path, "compile")
-        profiled[result["row"]] = result
+    compiled = read_by_row(args.compiled, "compile")
+    profiled = read_by_row(args.profiled, "compile")
     source = read_result(args.calibrated_by, "predicted") if args.calibrated_by else None
     calibration_target = load_target(speed["calibration"]["target"])
     found = validate_model(

@@ -87,3 +87,12 @@ def read_result(path: str | Path, kind: str) -> dict[str, Any]:
     if data["kind"] != kind:
         raise ResultError(f"{path}: field 'kind': expected '{kind}', found '{data['kind']}'")
     return data
+
+
+def read_by_row(paths: list[Path], kind: str) -> dict[str, dict[str, Any]]:
+    """Results of one kind, by the row (or run) each is of."""
+    found = {}
+    for path in paths:
+        result = read_result(path, kind)
+        found[result["row"]] = result
+    return found

@@ -14,6 +14,11 @@ from offload_repro.core.data import Row
 SEPARATOR = "@"  # a variant row's id: <row>@<assumption>.<alternative>
 
 
+def schedules_by_profile(settings: dict[str, Any]) -> bool:
+    """Whether an alternative's settings have XLA's scheduler take a latency profile (rule latency_profile)."""
+    return settings.get("latency_profile", "none") != "none"
+
+
 def variant_id(assumption: dict[str, Any], alternative: dict[str, Any]) -> str:
     return f"{assumption['id']}.{alternative['id']}"
 

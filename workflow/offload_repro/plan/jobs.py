@@ -19,7 +19,7 @@ from offload_repro.core.assumptions import check_ids, variants
 from offload_repro.core.data import DataError, Row, Target, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.core.measured_elsewhere import load_measured
-from offload_repro.core.variants import variant_id
+from offload_repro.core.variants import schedules_by_profile, variant_id
 
 READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
 TARGETS_DIR = "experiments/targets"
@@ -90,7 +90,7 @@ class Plan:
 
     def variant_profile(self, name: str) -> list[str]:
         """The latency profile an alternative schedules by (its `latency_profile`), if any."""
-        if self.variants[name]["settings"].get("latency_profile", "none") == "none":
+        if not schedules_by_profile(self.variants[name]["settings"]):
             return []
         return [f"results/profiles/{self.compile_target.name}.pbtxt"]
 

@@ -18,31 +18,28 @@ which XLA takes as the latency to its `*-done`.
 
 from __future__ import annotations
 
-import gzip
-import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from offload_repro.core.data import DataError, Row, Target
 from offload_repro.core.files import write_atomically
 from offload_repro.core.maxtext_args import xla_flags
-from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.hlo_text import Computation
-from offload_repro.produce.compiled.program_cache import LHS_OFF, hlo_path
-from offload_repro.produce.predicted import hlo_schedule, step_model
+from offload_repro.produce.compiled.program_cache import LHS_OFF
+from offload_repro.produce.predicted import step_model
 from offload_repro.produce.predicted.hlo_schedule import Event
 from offload_repro.produce.predicted.leave_one_out import calibrate_row, published_throughputs
-from offload_repro.produce.predicted.prediction import network_shape
+from offload_repro.produce.predicted.prediction import SCHEDULED_AS, network_shape, read_program
 from offload_repro.produce.predicted.target_rates import precisions, rates, settings
 
-FINGERPRINT = re.compile(r'fingerprint_before_lhs="([0-9a-f]+)"')
+NO_FINGERPRINT = "the compiled program carries no fingerprint_before_lhs: XLA did not schedule it"
 
 
 def fingerprint(hlo: str) -> str:
     """The fingerprint XLA gave the module before scheduling it, as printed in the compiled program."""
-    found = FINGERPRINT.search(hlo)
+    found = SCHEDULED_AS.search(hlo)
     if not found:
-        raise DataError("the compiled program carries no fingerprint_before_lhs: XLA did not schedule it")
+        raise DataError(NO_FINGERPRINT)
     return found.group(1)
 
 
@@ -109,68 +106,63 @@ def central_rates(rate: float, row: Row, target: Target, speed: dict[str, Any]) 
     return rates(target, rate, settings(speed)[0], precisions(speed, row, target)[0], speed)
 
 
-class Program(NamedTuple):
-    computations: dict[str, Computation]
-    timeline: dict[str, list[list[Event]]]
-    replayed: dict[str, Any]  # what calibration replays: events, ideal_events, entry, model_flops
-    fingerprint: str
+def costed(program: dict[str, Any], at: step_model.Rates) -> str:
+    """A program's profile entries (read with `read_program(..., keep_parsed=True)`), costed at `at`."""
+    if not program["fingerprint"]:
+        raise DataError(NO_FINGERPRINT)
+    costs = instruction_costs(program["computations"], program["timeline"], program["events"], at)
+    return profile_text(program["fingerprint"], costs)
 
 
-def read_compiled(result: dict[str, Any], shape: tuple[int, int, int] | None) -> Program:
-    """A compiled row's program, read once for its profile and its calibration."""
-    with gzip.open(hlo_path(Path(result["program"]["file"])), "rt", encoding="utf-8") as handle:
-        text = handle.read()
-    computations = hlo_text.parse(text)
-    timeline = hlo_schedule.timelines(computations, shape)
-    events, ideal_events = hlo_schedule.schedules(computations, timeline)
-    replayed = {
-        "events": events,
-        "ideal_events": ideal_events,
-        "entry": hlo_text.entry_name(computations),
-        "model_flops": result["model_tflops_per_device_per_step"] * 1e12,
-    }
-    return Program(computations, timeline, replayed, fingerprint(text))
+def entry_line(name: str, entry: dict[str, Any]) -> str:
+    """What one row's (or run's) profile is, or why it has none, in a line."""
+    if "skipped" in entry:
+        return f"{name}: no profile: {entry['skipped']}"
+    return (
+        f"{name}: {entry['entries']} instructions of module {entry['fingerprint']}, compute at"
+        f" {entry['rate_tflops']:.0f} TFLOP/s (fitted on {entry['fitted_on']})"
+    )
+
+
+def write_file(out: Path, record: dict[str, dict[str, Any]], entries: list[str]) -> None:
+    """The profile, written whole: a comment line per row (`entry_line`), then the entries."""
+    write_atomically(
+        out, "".join(f"# {entry_line(name, entry)}\n" for name, entry in record.items()) + "".join(entries)
+    )
 
 
 def write_profile(
     rows: list[Row], target: Target, compiled: list[dict[str, Any]], out: Path, speed: dict[str, Any], claims: Path
 ) -> dict[str, Any]:
     """The profile of every compiled row of a target whose scheduler a profile can guide, written
-    whole to `out`; per row, what its entries were costed at. A row that turns the latency-hiding
-    scheduler off gets none: XLA would turn it on for a program with a profile."""
+    whole to `out`; per row, what its entries were costed at, or why it has none. A row that turns
+    the latency-hiding scheduler off gets none: XLA would turn it on for a program with a profile."""
     by_id = {row.id: row for row in rows}
     shape = network_shape(target, speed)
+    # every program, one that does not fit too: its schedule decides its memory
     programs = {
-        result["row"]: read_compiled(result, shape)
+        result["row"]: read_program(result, shape, keep_parsed=True)
         for result in compiled
-        if result["row"] in by_id
-        and result["status"] == "ok"  # one that does not fit too: its schedule decides its memory
+        if result["row"] in by_id and result["status"] == "ok"
     }
     published = published_throughputs(by_id, speed, claims)
-    replayed = {row_id: program.replayed for row_id, program in programs.items()}
-    lines, record, skipped = [], {}, {}
+    entries, record = [], {}
     for row_id, program in programs.items():
         row = by_id[row_id]
         if LHS_OFF in xla_flags(row):
             continue
         try:
-            rate, fitted_on = profile_rate(row.family, replayed, by_id, published, target, speed)
+            rate, fitted_on = profile_rate(row.family, programs, by_id, published, target, speed)
         except DataError as error:  # a run of a few rows may hold no throughput of a family: no profile
-            skipped[row_id] = str(error)
+            record[row_id] = {"skipped": str(error)}
             continue
-        at = central_rates(rate, row, target, speed)
-        costs = instruction_costs(program.computations, program.timeline, program.replayed["events"], at)
-        lines.append(profile_text(program.fingerprint, costs))
+        text = costed(program, central_rates(rate, row, target, speed))
+        entries.append(text)
         record[row_id] = {
-            "fingerprint": program.fingerprint,
-            "entries": len(costs),
+            "fingerprint": program["fingerprint"],
+            "entries": text.count("\n"),
             "rate_tflops": rate / 1e12,
             "fitted_on": fitted_on,
         }
-    header = "".join(
-        f"# {row_id}: {entry['entries']} instructions of module {entry['fingerprint']}, compute at"
-        f" {entry['rate_tflops']:.0f} TFLOP/s (fitted on {entry['fitted_on']})\n"
-        for row_id, entry in record.items()
-    ) + "".join(f"# {row_id}: no profile: {why}\n" for row_id, why in skipped.items())
-    write_atomically(out, header + "".join(lines))
-    return record | {row_id: {"skipped": why} for row_id, why in skipped.items()}
+    write_file(out, record, entries)
+    return record

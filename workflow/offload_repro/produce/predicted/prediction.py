@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,16 @@ def placement_kind(row: Row) -> str:
     return next((kind for kind in ("offload", "device") if row.tensors(kind)), "remat")
 
 
-def read_program(compiled: dict[str, Any], network: tuple[int, int, int] | None) -> dict[str, Any]:
-    """What the step-time model needs from the row's compiled program."""
+# The fingerprint XLA gave the module just before scheduling it, printed in the compiled program: what
+# a latency profile names the program by (produce/predicted/model_profile.py).
+SCHEDULED_AS = re.compile(r'fingerprint_before_lhs="([0-9a-f]+)"')
+
+
+def read_program(
+    compiled: dict[str, Any], network: tuple[int, int, int] | None, keep_parsed: bool = False
+) -> dict[str, Any]:
+    """What the step-time model needs from the row's compiled program; `keep_parsed`: its parsed
+    computations, their instructions' events (`timeline`) and its fingerprint too, for a profile."""
     program_file = (compiled.get("program") or {}).get("file")
     if compiled["status"] != "ok" or not program_file:
         raise DataError(f"row {compiled['row']}: no compiled program ({compiled.get('message')})")
@@ -78,11 +87,16 @@ def read_program(compiled: dict[str, Any], network: tuple[int, int, int] | None)
     if not path.exists():
         raise DataError(f"{path}: the compiled program's HLO is missing; delete {program_file} to compile it again")
     with gzip.open(path, "rt", encoding="utf-8") as handle:
-        computations = hlo_text.parse(handle.read())
+        text = handle.read()
+    computations = hlo_text.parse(text)
     flops, unknown_loops = hlo_flops.count_flops(computations)
     timeline = hlo_schedule.timelines(computations, network)
     events, ideal_events = hlo_schedule.schedules(computations, timeline)
-    return {
+    parsed = {}
+    if keep_parsed:
+        found = SCHEDULED_AS.search(text)
+        parsed = {"computations": computations, "timeline": timeline, "fingerprint": found and found.group(1)}
+    return parsed | {
         "events": events,
         "ideal_events": ideal_events,
         "clones": xla_clones.count(computations, timeline),

@@ -62,10 +62,10 @@ class Measured:
 
 
 def read_measured(
-    runs: list[MeasuredRun], compiled: dict[str, dict[str, Any]], speed: dict[str, Any]
+    runs: list[MeasuredRun], compiled: dict[str, dict[str, Any]], speed: dict[str, Any], keep_parsed: bool = False
 ) -> tuple[dict[str, Measured], dict[str, dict[str, Any]]]:
     """(run id -> run with its program, run id -> why it has no prediction); a program shared by
-    several runs is read once."""
+    several runs is read once; `keep_parsed`: as `read_program`."""
     found: dict[str, Measured] = {}
     failed: dict[str, dict[str, Any]] = {}
     programs: dict[str, dict[str, Any]] = {}
@@ -84,7 +84,7 @@ def read_measured(
             target = target_for(run)
             key = result["program"]["key"]
             if key not in programs:
-                programs[key] = read_program(result, network_shape(target, speed))
+                programs[key] = read_program(result, network_shape(target, speed), keep_parsed)
             found[run.id] = Measured(run, target, programs[key])
     return found, failed
 

@@ -22,7 +22,7 @@ from offload_repro.core.assumptions import load_assumptions, variants
 from offload_repro.core.data import Row, Target
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import read_result, write_result
-from offload_repro.core.variants import combined_row, variant_id
+from offload_repro.core.variants import combined_row, schedules_by_profile, variant_id
 from offload_repro.produce.compiled.compiled_row import compiled_evidence
 
 
@@ -80,7 +80,7 @@ def best_fit(
         candidates += [{"combination": [f"{entry['id']}.{alt['id']}"], "rows": found} for alt, found in options]
         best = min(options, key=lambda option: distance(option[1], published), default=None)
         # a profile-guided schedule is made for its row's default program, not for a combination's
-        profiled = best is not None and best[0]["settings"].get("latency_profile", "none") != "none"
+        profiled = best is not None and schedules_by_profile(best[0]["settings"])
         if (
             best
             and not profiled
