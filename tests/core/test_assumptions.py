@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from conftest import FIXTURES, REPO
@@ -24,6 +26,20 @@ def test_every_assumption_named_is_stated_once_and_at_least_three_are_varied_twi
     assert len(varied) >= 3
     with pytest.raises(DataError, match=r"row 'x', field 'assumptions': unknown ids \['sequence-length'\]"):
         check_ids({"rows.yaml: row 'x'": ["sequence-length"]}, [])
+
+
+def test_a_row_that_names_a_varied_assumption_is_varied_with_it():
+    """The sensitivity stage varies the rows an assumption affects: a row that names the assumption
+    and is left out would be compared, under an alternative, with rows compiled otherwise."""
+    left_out = replace(ROWS["llama-baseline"], assumptions=["deepseek-parallelism"])
+    with pytest.raises(
+        DataError, match=r"assumption 'deepseek-parallelism', field 'affects': rows \['llama-baseline'\] name it"
+    ):
+        check_ids({}, [*(row for row in ROWS.values() if row.id != "llama-baseline"), left_out])
+    remat = [a["id"] for a in load_assumptions().values() if "deepseek-remat" in a.get("affects", [])]
+    assert {"deepseek-sequence-length", "deepseek-parallelism", "deepseek-moe-dispatch", "remat-device-flags"} <= set(
+        remat
+    )
 
 
 def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program(tmp_path):

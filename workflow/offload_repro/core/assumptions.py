@@ -40,7 +40,10 @@ def sentence(assumption_id: str) -> str:
 
 
 def check_ids(named: dict[str, list[str]], rows: list[Row]) -> None:
-    """Every id a row or target names exists, and every row an assumption affects exists."""
+    """Every id a row or target names exists, every row an assumption affects exists, and every row
+    that names an assumption with alternatives is among the rows it affects: the sensitivity stage
+    varies exactly those, and a row it left out would be compared, under an alternative, with rows
+    compiled under another setting."""
     known = load_assumptions()
     for where, ids in named.items():
         unknown = [i for i in ids if i not in known]
@@ -51,6 +54,15 @@ def check_ids(named: dict[str, list[str]], rows: list[Row]) -> None:
         missing = sorted(set(entry.get("affects", [])) - row_ids)
         if missing and rows:
             raise DataError(f"{ASSUMPTIONS_FILE}: assumption '{entry['id']}', field 'affects': unknown rows {missing}")
+        if not entry.get("alternatives"):
+            continue
+        affected = set(entry.get("affects", []))
+        left_out = sorted(row.id for row in rows if entry["id"] in row.assumptions and row.id not in affected)
+        if left_out:
+            raise DataError(
+                f"{ASSUMPTIONS_FILE}: assumption '{entry['id']}', field 'affects': rows {left_out} name it"
+                " (their 'assumptions') but are not varied with it"
+            )
 
 
 def variants() -> list[tuple[dict[str, Any], dict[str, Any]]]:
