@@ -179,3 +179,46 @@ def test_only_an_alternative_that_asks_for_a_profile_takes_one_and_never_on_a_ro
         guided_by(lhs, guided, None)
     with pytest.raises(DataError, match=r"row 'llama-qkv-offload-nolhs@.*turns the latency-hiding scheduler off"):
         guided_by(apply(nolhs, guided["settings"], guided["id"]), guided, profile)
+
+
+# XLA's words, copied from the compile of deepseek-offload-plain under capacity factor 1.25 at autotune level 0.
+NO_CONFIG = (
+    "INTERNAL: Failed to get configs for: 2 out of 47 instructions. See logs for all failures. Example failure: \n"
+    "No supported config found for HLO: %gemm_fusion_dot.138 = bf16[256,1280,2048]{2,1,0} fusion(%bitcast.1613.0,"
+    " %bitcast.1595.0), kind=kCustom, calls=%fused_computation.gemm_fusion_dot.138_computation"
+)
+
+
+@pytest.mark.parametrize(("first_failure", "compiles"), [(NO_CONFIG, 2), ("RESOURCE_EXHAUSTED: out of memory", 1)])
+def test_a_fusion_without_a_default_config_is_compiled_again_with_autotuning_and_says_so(
+    tables, gb200, tmp_path, first_failure, compiles
+):
+    """Autotune level 0 leaves XLA to a default kernel config, which no backend has for some Triton
+    GEMMs; that failure, and only that one, is compiled again at XLA's default autotuning level, and
+    the result says so in XLA's words."""
+    import offload_repro.produce.compiled.compiled_row as compiling
+    from offload_repro.core.files import write_json
+
+    flags = []
+
+    def compile_process(command, env, cwd, log_file):  # stands in for XLA: fails, then fails otherwise
+        flags.append(env["XLA_FLAGS"].split())
+        log_file.write_text("")
+        message = first_failure if len(flags) == 1 else "a stand-in"
+        write_json(cwd / "aot.json", {"exception": {"type": "JaxRuntimeError", "message": message}})
+        return 1, 0.1
+
+    row = rows(tables)["deepseek-offload-plain"]
+    result = compiling.compile_row(row, gb200, tmp_path / "row.json", tmp_path / "work", launcher=compile_process)
+    assert len(flags) == compiles and "--xla_gpu_autotune_level=0" in flags[0]
+    if compiles == 1:
+        assert "autotuning_fallback" not in result and "out of memory" in result["message"]
+        return
+    assert "--xla_gpu_autotune_level=0" not in flags[1] and "--xla_gpu_shard_autotuning=false" in flags[1]
+    fallback = result["autotuning_fallback"]
+    assert fallback["compile_only_flags"] == ["--xla_gpu_shard_autotuning=false"]
+    assert fallback["why"].startswith(
+        "JaxRuntimeError: INTERNAL: Failed to get configs for: 2 out of 47 instructions. See logs for all failures."
+        " Example failure: No supported config found for HLO: %gemm_fusion_dot.138 = bf16[256,1280,2048]"
+    )
+    assert result["message"] == "JaxRuntimeError: a stand-in"  # the second compile's own outcome

@@ -10,6 +10,7 @@ checks the offload against). The JSON is written atomically, whatever happened.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,11 @@ __all__ = [
     "compile_row",
     "compiled_evidence",
 ]
+
+# XLA's words when autotune level 0 leaves a fusion without a kernel config: no backend offers a
+# default one for it (a Triton GEMM of an odd shape), which autotuning would have chosen.
+NO_DEFAULT_CONFIG = re.compile(r"No supported config found for HLO|Failed to get configs for")
+WHY_LENGTH = 240
 
 
 def compile_result(
@@ -118,7 +124,26 @@ def compiled_evidence(
         overrides=overrides,
         latency_profile=latency_profile,
     )
-    return compile_result(row, target, program, program_file, cached, overrides)
+    fallback = None
+    if compile_only_flags != DEFAULT_AUTOTUNING and NO_DEFAULT_CONFIG.search(program["message"] or ""):
+        # the one failure autotuning itself avoids: compile again at XLA's default level, and say so
+        said = " ".join(line.strip() for line in program["message"].splitlines()[:2])  # the count and an example
+        fallback = {"compile_only_flags": list(DEFAULT_AUTOTUNING), "why": said[:WHY_LENGTH]}
+        program, program_file, cached = program_for(
+            row,
+            target,
+            work_dir,
+            programs,
+            python,
+            DEFAULT_AUTOTUNING,
+            launcher,
+            overrides=overrides,
+            latency_profile=latency_profile,
+        )
+    result = compile_result(row, target, program, program_file, cached, overrides)
+    if fallback:
+        result["autotuning_fallback"] = fallback
+    return result
 
 
 def compile_row(

@@ -38,6 +38,8 @@ def summary(result: dict[str, Any], file: str | None) -> dict[str, Any]:
         "fits": result["fits"],
         "margin_gib": round(result["margin_gib"], 3),
         "file": file,
+        # compiled again with XLA's default autotuning where level 0 found no kernel config, in its words
+        "autotuning_fallback": result.get("autotuning_fallback"),
     }
 
 
