@@ -80,12 +80,19 @@ def alternative_observations(alternative: dict[str, Any], target: str) -> list[d
     return found
 
 
-def uncalibrated(alternative: dict[str, Any]) -> list[str]:
-    """Why the alternative's prediction could not be calibrated for a model family, if it could not."""
+def uncalibrated(alternative: dict[str, Any]) -> dict[str, list[str]]:
+    """Per row the alternative predicted, why its model family could not be calibrated under it at the
+    precision it is predicted at (no entry where it could): a claim left unjudged is told its own
+    family's reasons, not another family's nor those of a precision it is not predicted at."""
     if not alternative.get("predicted"):
-        return []
+        return {}
     prediction = read_result(alternative["predicted"], "predicted")
-    return [entry["reason"] for entry in prediction.get("uncalibrated", {}).values()]
+    predicted = {row["row"]: (row["family"], row.get("precision")) for row in prediction["rows"]}
+    reasons: dict[tuple[str, str | None], list[str]] = {}
+    for key, entry in prediction.get("uncalibrated", {}).items():
+        family = predicted.get(entry["row"], ("", None))[0]
+        reasons.setdefault((family, key.rpartition("/")[2]), []).append(entry["reason"])
+    return {row: reasons[kind] for row, kind in predicted.items() if kind in reasons}
 
 
 def outcomes_of(observations: list[dict[str, Any]], target: str, micro_batches: dict[str, float]):
@@ -160,7 +167,7 @@ def robustness(
                 micro_batches,
             )
             name = variant_id(entry, alternative)
-            gaps = "; ".join(uncalibrated(alternative))  # read once, for every claim it leaves unjudged
+            gaps = uncalibrated(alternative)  # read once, for every claim it leaves unjudged
             for claim in compiled_claims:
                 verdict, why = under[claim["id"]]
                 mine = found[claim["id"]]
@@ -174,7 +181,8 @@ def robustness(
                 elif varied_by(claim) == "predicted" and not alternative.get("predicted"):
                     verdict, why = "untested", "no prediction under it"
                 elif verdict in ("not-comparable", "error"):  # its evidence cannot judge it under this alternative
-                    verdict, why = "untested", gaps or why or f"{verdict} under it"
+                    own = "; ".join(dict.fromkeys(reason for row in sorted(touched) for reason in gaps.get(row, [])))
+                    verdict, why = "untested", own or why or f"{verdict} under it"
                 record = {"assumption": entry["id"], "alternative": alternative["id"], "verdict": verdict, "why": why}
                 mine["under"].append(record)
                 if verdict == "untested":
