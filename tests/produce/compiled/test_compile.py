@@ -93,6 +93,29 @@ def test_the_expected_offload_is_that_of_the_row_as_compiled_on_a_scaled_target(
     assert expected["offloaded_bytes_per_step"] == 2 * 576 * 1024**2
 
 
+@pytest.mark.parametrize(
+    ("capacity", "host_bytes"),
+    # XLA's host memory of deepseek-offload-plain compiled for GB200 under each capacity factor
+    # (results/whatif/assumptions/deepseek-moe-dispatch.*/deepseek-offload-plain.json, host_bytes)
+    [(None, 155558346752), ("capacity-1.25", 186696859648), ("capacity-2.0", 280112398336)],
+)
+def test_the_expected_offload_of_the_moe_up_projections_follows_the_dispatchs_expert_capacity(
+    tables, capacity, host_bytes
+):
+    """MaxText's dense dispatch gives each expert its capacity of slots, filled or not: the offloaded
+    up-projections grow with the capacity factor, byte for byte as XLA holds them on the host."""
+    from offload_repro.core.assumptions import load_assumptions
+    from offload_repro.core.variants import variant_row
+
+    row = rows(tables)["deepseek-offload-plain"]
+    if capacity:
+        dispatch = load_assumptions()["deepseek-moe-dispatch"]
+        alternative = next(a for a in dispatch["alternatives"] if a["id"] == capacity)
+        row = variant_row(row, dispatch, alternative)
+    expected = compiled_accounting(compile_overrides(row, load_target("gb200-nvl72")))
+    assert expected["offloaded_bytes_per_step"] == host_bytes
+
+
 def test_a_compile_computes_its_overrides_once_and_hands_them_down(tables, gb200, tmp_path, monkeypatch):
     """The program's key, the compile's MaxText arguments and the result take one computation of
     the row's overrides; the compile's own settings (output directory, run name) stay out of them."""

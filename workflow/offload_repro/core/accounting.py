@@ -34,9 +34,23 @@ def layer_counts(config: dict[str, Any]) -> dict[str, int]:
     return {"dense": dense, "moe": layers - dense}
 
 
+def routed_slots(config: dict[str, Any]) -> int:
+    """The expert slots of one sequence in a MoE layer. MaxText's dense dispatch with a capacity
+    factor above 0 gives each expert int(max(ceil(length x k / experts) x factor, factor)) slots
+    (layers/moe.py, generate_masks), filled or not; a dropless dispatch (sparse_matmul, or no
+    capacity factor) holds each token's k copies."""
+    length, chosen, experts = config["max_target_length"], config["num_experts_per_tok"], config["num_experts"]
+    factor = config.get("capacity_factor", -1)
+    if config.get("sparse_matmul") or factor <= 0:
+        return length * chosen
+    return experts * int(max(math.ceil(length * chosen / experts) * factor, factor))
+
+
 def _bytes_per_layer(tensor: str, config: dict[str, Any], dtype: str) -> dict[str, int]:
     """{layer kind: bytes per device per layer} of one named tensor under MaxText settings `config`."""
     sizes = {**config, "batch": config["per_device_batch_size"], "length": config["max_target_length"]}
+    if config.get("num_experts", 1) > 1:
+        sizes["routed_slots"] = routed_slots(config)
     counts = layer_counts(config)
     result = {}
     for kind, dims in tensor_shapes()[tensor]["layers"].items():
