@@ -630,6 +630,11 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
         {"id": "same", "results": {}, "predicted": predicted_file("same", 10e15)},
         {"id": "slow", "results": {}, "predicted": predicted_file("slow", 12e15)},
         {"id": "unpredicted", "results": {}},
+        {
+            "id": "too-big",
+            "results": {"llama-qkv-offload-lhs": {"status": "ok", "fits": False, "device_gib": 250.04, "file": None}},
+            "predicted": predicted_file("too-big", 10e15),
+        },
     ]
     sensitivity = {"target": "gb200-nvl72", "assumptions": [{"id": "speed", "alternatives": alternatives}]}
     # a compiled fact of a row no alternative compiled again stays in every alternative's evidence
@@ -643,13 +648,15 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
         "judged_by": [{"evidence": "compiled", "hardware": "any"}],
     }
     everything = robustness([claim, outcome], observations, sensitivity, judge, {}, {})
-    assert [u["verdict"] for u in everything["baseline-fits"]["under"]] == ["pass", "pass", "pass"]
+    assert [u["verdict"] for u in everything["baseline-fits"]["under"]] == ["pass", "pass", "pass", "pass"]
     found = everything["lhs-faster"]
     assert (found["by"], found["default"], found["robust"]) == ("predicted", "pass", False)
     # more compute makes the offload row slower, and the default throughputs no longer fit: the
     # error measured under it is too wide to decide the ordering
-    assert [u["verdict"] for u in found["under"]] == ["pass", "inconclusive", "untested"]
-    assert found["depends_on"] == ["speed"] and found["untested"] == ["speed.unpredicted"]
+    assert [u["verdict"] for u in found["under"]] == ["pass", "inconclusive", "untested", "untested"]
+    assert found["depends_on"] == ["speed"] and found["untested"] == ["speed.unpredicted", "speed.too-big"]
+    # a row that does not fit under an alternative is not predicted: the claim says so
+    assert found["under"][3]["why"] == "llama-qkv-offload-lhs is out of memory under it (250.0 GiB)"
 
 
 def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies(tmp_path, tables):

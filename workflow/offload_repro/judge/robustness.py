@@ -158,6 +158,12 @@ def robustness(
             replacement = alternative_observations(alternative, target)
             rows = {o["row"] for o in replacement if o["evidence"] == "compiled"}
             errors = {row: r["message"] for row, r in alternative["results"].items() if r and r["status"] == "error"}
+            # a row that does not fit is not predicted: a speed claim on it is left untested, saying so
+            too_big = {
+                row: r["device_gib"]
+                for row, r in alternative["results"].items()
+                if r and r["status"] == "ok" and not r.get("fits", True)
+            }
             under = verdicts_of(
                 compiled_claims,
                 substituted(observations, replacement, rows, target),
@@ -180,6 +186,12 @@ def robustness(
                     why = "; ".join(f"{row} does not compile: {errors[row]}" for row in sorted(touched & set(errors)))
                 elif varied_by(claim) == "predicted" and not alternative.get("predicted"):
                     verdict, why = "untested", "no prediction under it"
+                elif varied_by(claim) == "predicted" and touched & set(too_big):
+                    verdict = "untested"
+                    why = "; ".join(
+                        f"{row} is out of memory under it ({too_big[row]:.1f} GiB)"
+                        for row in sorted(touched & set(too_big))
+                    )
                 elif verdict in ("not-comparable", "error"):  # its evidence cannot judge it under this alternative
                     own = "; ".join(dict.fromkeys(reason for row in sorted(touched) for reason in gaps.get(row, [])))
                     verdict, why = "untested", own or why or f"{verdict} under it"
