@@ -119,9 +119,14 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
     sensitivity = {
         "target": "gb200-nvl72",
         "assumptions": [
-            {"id": "length", "alternatives": [{"id": "short", **variant(120.0)}, {"id": "long", **variant(170.0)}]},
+            {
+                "id": "length",
+                "affects": ["r"],
+                "alternatives": [{"id": "short", **variant(120.0)}, {"id": "long", **variant(170.0)}],
+            },
             {
                 "id": "split",
+                "affects": ["r"],
                 "alternatives": [
                     {
                         "id": "experts",

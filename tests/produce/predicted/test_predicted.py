@@ -636,7 +636,16 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
             "predicted": predicted_file("too-big", 10e15),
         },
     ]
-    sensitivity = {"target": "gb200-nvl72", "assumptions": [{"id": "speed", "alternatives": alternatives}]}
+    # an alternative of another model's rows predicts this model again (here, slower), but cannot change
+    # it: its claims keep the default prediction
+    elsewhere = {"id": "slow", "results": {}, "predicted": predicted_file("elsewhere", 12e15)}
+    sensitivity = {
+        "target": "gb200-nvl72",
+        "assumptions": [
+            {"id": "speed", "affects": ["llama-qkv-offload-lhs"], "alternatives": alternatives},
+            {"id": "other-model", "affects": ["deepseek-remat"], "alternatives": [elsewhere]},
+        ],
+    }
     # a compiled fact of a row no alternative compiled again stays in every alternative's evidence
     fits = {"evidence": "compiled", "target": "gb200-nvl72", "row": "llama-baseline", "policy": None, "at": None}
     observations += [
@@ -648,12 +657,12 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
         "judged_by": [{"evidence": "compiled", "hardware": "any"}],
     }
     everything = robustness([claim, outcome], observations, sensitivity, judge, {}, {})
-    assert [u["verdict"] for u in everything["baseline-fits"]["under"]] == ["pass", "pass", "pass", "pass"]
+    assert [u["verdict"] for u in everything["baseline-fits"]["under"]] == ["pass"] * 5
     found = everything["lhs-faster"]
     assert (found["by"], found["default"], found["robust"]) == ("predicted", "pass", False)
     # more compute makes the offload row slower, and the default throughputs no longer fit: the
     # error measured under it is too wide to decide the ordering
-    assert [u["verdict"] for u in found["under"]] == ["pass", "inconclusive", "untested", "untested"]
+    assert [u["verdict"] for u in found["under"]] == ["pass", "inconclusive", "untested", "untested", "pass"]
     assert found["depends_on"] == ["speed"] and found["untested"] == ["speed.unpredicted", "speed.too-big"]
     # a row that does not fit under an alternative is not predicted: the claim says so
     assert found["under"][3]["why"] == "llama-qkv-offload-lhs is out of memory under it (250.0 GiB)"

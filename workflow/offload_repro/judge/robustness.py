@@ -28,18 +28,40 @@ VARIED = ("compiled", "predicted")  # the evidence an alternative assumption cha
 
 
 def substituted(
-    observations: list[dict[str, Any]], replacement: list[dict[str, Any]], rows: set[str], target: str
+    observations: list[dict[str, Any]],
+    replacement: list[dict[str, Any]],
+    rows: set[str],
+    target: str,
+    predicted_rows: set[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The observations with the target's compiled ones of `rows`, and (when the replacement has a
-    prediction) all its predicted ones, replaced."""
+    """The observations with the target's compiled ones of `rows` replaced, and, when the replacement
+    has a prediction, the predicted ones of `predicted_rows` (all of them where it is None): a row
+    whose model the alternative does not touch keeps the default prediction, band and all."""
     predicted = any(o["evidence"] == "predicted" for o in replacement)
+
+    def varied(o: dict[str, Any]) -> bool:
+        return predicted_rows is None or o["row"] in predicted_rows
 
     def replaced(o: dict[str, Any]) -> bool:
         if o["target"] != target:
             return False
-        return (o["evidence"] == "compiled" and o["row"] in rows) or (o["evidence"] == "predicted" and predicted)
+        return (o["evidence"] == "compiled" and o["row"] in rows) or (
+            o["evidence"] == "predicted" and predicted and varied(o)
+        )
 
-    return [o for o in observations if not replaced(o)] + replacement
+    kept = [o for o in replacement if o["evidence"] != "predicted" or varied(o)]
+    return [o for o in observations if not replaced(o)] + kept
+
+
+def predicted_rows(alternative: dict[str, Any], affects: list[str]) -> set[str] | None:
+    """The rows whose prediction an alternative can change: every row of a model an affected row
+    belongs to (a model is calibrated as a whole); None where it has no prediction. The others keep
+    the default's, which also covers programs an alternative's own prediction does not (its band)."""
+    if not alternative.get("predicted"):
+        return None
+    family_of = {row["row"]: row["family"] for row in read_result(alternative["predicted"], "predicted")["rows"]}
+    touched = {family_of[row] for row in affects if row in family_of}
+    return {row for row, family in family_of.items() if family in touched}
 
 
 def frontier_verdict(
@@ -166,7 +188,7 @@ def robustness(
             }
             under = verdicts_of(
                 compiled_claims,
-                substituted(observations, replacement, rows, target),
+                substituted(observations, replacement, rows, target, predicted_rows(alternative, entry["affects"])),
                 judge,
                 target,
                 policy_rows,
