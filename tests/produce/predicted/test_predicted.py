@@ -728,7 +728,7 @@ def test_a_target_without_an_fp4_peak_predicts_llama_at_bf16():
     central = target_rates.settings(SPEED)[0]
     bf16_gathers = target_rates.rates(gb200, 1e15, central, "nvfp4-bf16-gathers", SPEED)
     assert target_rates.peak_flops(gb200, "nvfp4-bf16-gathers", SPEED) == 10000e12
-    assert bf16_gathers.weight_gather_scale == 1.0 and bf16_gathers.attention_share == 0.25
+    assert bf16_gathers.weight_gather_bytes == 2.0 and bf16_gathers.attention_share == 0.25
     assert target_rates.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
 
 

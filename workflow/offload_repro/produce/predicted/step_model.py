@@ -24,6 +24,9 @@ from dataclasses import dataclass, replace
 from offload_repro.produce.predicted.hlo_schedule import Event
 
 NETWORK_ENDS = ("ring", "floor")
+# The element types FSDP gathers weights in (bf16, or FP8 where the program quantises before the
+# gather), with their bytes: a gather of them is charged at the predicted precision's bytes per value.
+WEIGHT_ELEMENT_BYTES = {"bf16": 2, "f8e4m3fn": 1, "f8e5m2": 1}
 
 
 @dataclass(frozen=True)
@@ -36,13 +39,17 @@ class Rates:
     network_bytes_per_s: float = math.inf  # one NIC, one direction
     network_end: str = "ring"
     attention_share: float = 1.0  # attention's rate as a share of the GEMMs' (BF16 under FP4 weights)
-    weight_gather_scale: float = 1.0  # bytes of a gathered weight per bf16 byte (FP4 weights: 0.28)
+    # bytes per value of a gathered weight at the precision predicted (FP4 weights: 0.5625), None: as
+    # the program moves it
+    weight_gather_bytes: float | None = None
     overlap: str = "scheduled"  # which of a program's schedules is replayed: as XLA scheduled it, or "ideal"
 
     def seconds(self, event: Event) -> float:
         if event.channel == "collective":
             network = event.network_ring if self.network_end == "ring" else event.network_floor
-            scale = self.weight_gather_scale if event.what == "all-gather" and event.element == "bf16" else 1.0
+            scale = 1.0
+            if self.weight_gather_bytes and event.what == "all-gather" and event.element in WEIGHT_ELEMENT_BYTES:
+                scale = self.weight_gather_bytes / WEIGHT_ELEMENT_BYTES[event.element]
             return scale * max(event.bytes / self.collective_bytes_per_s, network / self.network_bytes_per_s)
         rate = self.to_host_bytes_per_s if event.channel == "to_host" else self.from_host_bytes_per_s
         return event.bytes / rate if rate else math.inf

@@ -107,7 +107,7 @@ def rates(
         network * GB * share["network_link"] if network else math.inf,
         end,
         attention_share=bf16_peak / gemm_peak if gemm_peak and bf16_peak else 1.0,
-        weight_gather_scale=speed["precision"]["gathered_bytes_per_bf16_byte"].get(precision, 1.0),
+        weight_gather_bytes=speed["precision"]["gathered_bytes_per_value"].get(precision),
         overlap=overlap,
     )
 
