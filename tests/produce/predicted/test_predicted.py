@@ -980,7 +980,7 @@ def test_a_measured_runs_gradient_reduce_scatters_move_the_bf16_bytes_of_its_wei
     assert scatter["network_ring_bytes"] == pytest.approx(scatter["bus_bytes"] / 8, rel=1e-6)
 
 
-def test_a_claim_left_unjudged_under_an_alternative_is_told_its_own_familys_reasons(tmp_path):
+def test_a_claim_left_unjudged_under_an_alternative_is_told_its_own_familys_reasons():
     """Why no calibration was found under an alternative, per row: the reasons of the row's family at
     the precision it is predicted at, never another family's or a ruled-out precision's."""
     import json
@@ -988,10 +988,8 @@ def test_a_claim_left_unjudged_under_an_alternative_is_told_its_own_familys_reas
     from offload_repro.judge.robustness import uncalibrated
 
     prediction = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
-    path = tmp_path / "predicted.json"
-    path.write_text(json.dumps(prediction))
-    reasons = uncalibrated({"predicted": str(path)})
+    reasons = uncalibrated(prediction)
     deepseek = prediction["uncalibrated"]["deepseek-offload-optimized/bfloat16"]["reason"]
     assert reasons["deepseek-offload-plain"] == reasons["deepseek-offload-optimized"] == [deepseek]
     assert "llama-baseline" not in reasons  # Llama is predicted at nvfp4: its bfloat16 alternative is ruled out
-    assert uncalibrated({}) == {}
+    assert uncalibrated(None) == {}

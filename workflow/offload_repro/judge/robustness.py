@@ -53,13 +53,13 @@ def substituted(
     return [o for o in observations if not replaced(o)] + kept
 
 
-def predicted_rows(alternative: dict[str, Any], affects: list[str]) -> set[str] | None:
+def predicted_rows(prediction: dict[str, Any] | None, affects: list[str]) -> set[str] | None:
     """The rows whose prediction an alternative can change: every row of a model an affected row
     belongs to (a model is calibrated as a whole); None where it has no prediction. The others keep
     the default's, which also covers programs an alternative's own prediction does not (its band)."""
-    if not alternative.get("predicted"):
+    if prediction is None:
         return None
-    family_of = {row["row"]: row["family"] for row in read_result(alternative["predicted"], "predicted")["rows"]}
+    family_of = {row["row"]: row["family"] for row in prediction["rows"]}
     touched = {family_of[row] for row in affects if row in family_of}
     return {row for row, family in family_of.items() if family in touched}
 
@@ -86,9 +86,16 @@ def frontier_verdict(
     return "undetermined", f"its rows bound it only to [{low}, {high}): a frontier search under it would decide"
 
 
-def alternative_observations(alternative: dict[str, Any], target: str) -> list[dict[str, Any]]:
+def alternative_prediction(alternative: dict[str, Any]) -> dict[str, Any] | None:
+    """The alternative's prediction, where it has one."""
+    return read_result(alternative["predicted"], "predicted") if alternative.get("predicted") else None
+
+
+def alternative_observations(
+    alternative: dict[str, Any], target: str, prediction: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     """The compiled observations of an alternative's rows, from their result files, under the rows'
-    own ids and the target they replace."""
+    own ids and the target they replace, and those of its `prediction`."""
     found = []
     for row, compiled in alternative["results"].items():
         if compiled and compiled.get("file"):
@@ -96,19 +103,17 @@ def alternative_observations(alternative: dict[str, Any], target: str) -> list[d
             found += [
                 {**o.record(), "row": row, "target": target} for o in compile_observations(result, compiled["file"])
             ]
-    if alternative.get("predicted"):
-        prediction = read_result(alternative["predicted"], "predicted")
+    if prediction is not None:
         found += [o.record() for o in predicted_observations(prediction, alternative["predicted"])]
     return found
 
 
-def uncalibrated(alternative: dict[str, Any]) -> dict[str, list[str]]:
-    """Per row the alternative predicted, why its model family could not be calibrated under it at the
-    precision it is predicted at (no entry where it could): a claim left unjudged is told its own
-    family's reasons, not another family's nor those of a precision it is not predicted at."""
-    if not alternative.get("predicted"):
+def uncalibrated(prediction: dict[str, Any] | None) -> dict[str, list[str]]:
+    """Per row an alternative's `prediction` predicted, why its model family could not be calibrated
+    under it at the precision it is predicted at (no entry where it could): a claim left unjudged is
+    told its own family's reasons, not another family's nor those of a precision it is not predicted at."""
+    if prediction is None:
         return {}
-    prediction = read_result(alternative["predicted"], "predicted")
     predicted = {row["row"]: (row["family"], row.get("precision")) for row in prediction["rows"]}
     reasons: dict[tuple[str, str | None], list[str]] = {}
     for key, entry in prediction.get("uncalibrated", {}).items():
@@ -177,7 +182,8 @@ def robustness(
     }
     for entry in sensitivity["assumptions"]:
         for alternative in entry["alternatives"]:
-            replacement = alternative_observations(alternative, target)
+            prediction = alternative_prediction(alternative)  # read once, for everything below
+            replacement = alternative_observations(alternative, target, prediction)
             rows = {o["row"] for o in replacement if o["evidence"] == "compiled"}
             errors = {row: r["message"] for row, r in alternative["results"].items() if r and r["status"] == "error"}
             # a row that does not fit is not predicted: a speed claim on it is left untested, saying so
@@ -188,14 +194,14 @@ def robustness(
             }
             under = verdicts_of(
                 compiled_claims,
-                substituted(observations, replacement, rows, target, predicted_rows(alternative, entry["affects"])),
+                substituted(observations, replacement, rows, target, predicted_rows(prediction, entry["affects"])),
                 judge,
                 target,
                 policy_rows,
                 micro_batches,
             )
             name = variant_id(entry, alternative)
-            gaps = uncalibrated(alternative)  # read once, for every claim it leaves unjudged
+            gaps = uncalibrated(prediction)
             for claim in compiled_claims:
                 verdict, why = under[claim["id"]]
                 mine = found[claim["id"]]
