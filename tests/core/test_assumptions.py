@@ -166,15 +166,19 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
             variant_files.append(tmp_path / name / f"{row}.json")
             write_result(variant_files[-1], "compile", result)
     sensitivity = tmp_path / "assumptions.json"
+    # one alternative predicted (the real GB200 prediction fixture stands in for it and for the defaults)
+    predicted = tmp_path / "deepseek-sequence-length.seq-2048" / "predicted.json"
+    predicted.write_text((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
     write_sensitivity(
         list(ROWS.values()),
         GB200,
         default_files=[fixtures / f"{r}.json" for r in deepseek],
         variant_files=variant_files,
-        predicted_files=[],
+        predicted_files=[predicted],
         out=sensitivity,
         programs=tmp_path / "programs",
         work_dir=tmp_path / "work",
+        default_predicted=FIXTURES / "results/predicted/gb200-nvl72.json",
     )
     evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
     compiled = [str(path) for path in sorted(fixtures.glob("*.json"))]
@@ -194,6 +198,13 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
     assert 'depends on <a href="#assumption-deepseek-sequence-length">' in line[: line.index("</tr>")]
     section = html[html.index('<section id="assumptions">') :]
     assert 'id="assumption-deepseek-parallelism"' in section and "max_target_length 8192" in section
+    # each setting's leave-one-out error per model beside its memory: the defaults', a predicted
+    # alternative's, and an alternative that was not predicted
+    table = section[: section.index("</table>")]
+    errors = "llama 6.4%, 10.3%; deepseek 33.6%, 33.6%"
+    assert table.count(errors) == 2
+    short, long = table.index('id="alternative-deepseek-sequence-length-seq-2048"'), table.index("seq-8192</strong>")
+    assert errors in table[short:long] and "not predicted" in table[long:]
     assert raw_placeholders(html) == []
 
 

@@ -44,4 +44,10 @@ def assumptions_section(
         )
     robust = [c for c in verdicts["claims"] if c.get("robustness") and c["robustness"]["robust"]]
     dependent = [c for c in verdicts["claims"] if c.get("robustness") and not c["robustness"]["robust"]]
-    return {"entries": entries, "fit": sensitivity["fit"], "robust": robust, "dependent": dependent}
+    return {
+        "entries": entries,
+        "fit": sensitivity["fit"],
+        "robust": robust,
+        "dependent": dependent,
+        "default_speed_error": sensitivity.get("default_speed_error"),
+    }

@@ -228,5 +228,6 @@ def write_sensitivity(
             alternative["speed_error"] = errors[key] = speed_error(predicted.get(key))
             alternative["step_terms"] = step_terms(predicted.get(key))
     data["default_step_terms"] = step_terms(default_predicted)
+    data["default_speed_error"] = errors[""]
     data["fit"]["best_for_speed_and_memory"] = speed_and_memory(data["fit"], errors)
     return write_result(out, "assumptions", data)
