@@ -59,9 +59,14 @@ def predicted_rows(prediction: dict[str, Any] | None, affects: list[str]) -> set
     the default's, which also covers programs an alternative's own prediction does not (its band)."""
     if prediction is None:
         return None
-    family_of = {row["row"]: row["family"] for row in prediction["rows"]}
-    touched = {family_of[row] for row in affects if row in family_of}
-    return {row for row, family in family_of.items() if family in touched}
+    kind_of = predicted_kinds(prediction)
+    touched = {kind_of[row][0] for row in affects if row in kind_of}
+    return {row for row, (family, _) in kind_of.items() if family in touched}
+
+
+def predicted_kinds(prediction: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
+    """Each row a prediction predicted: its model family and the precision it is predicted at."""
+    return {row["row"]: (row["family"], row.get("precision")) for row in prediction["rows"]}
 
 
 def frontier_verdict(
@@ -114,7 +119,7 @@ def uncalibrated(prediction: dict[str, Any] | None) -> dict[str, list[str]]:
     told its own family's reasons, not another family's nor those of a precision it is not predicted at."""
     if prediction is None:
         return {}
-    predicted = {row["row"]: (row["family"], row.get("precision")) for row in prediction["rows"]}
+    predicted = predicted_kinds(prediction)
     reasons: dict[tuple[str, str | None], list[str]] = {}
     for key, entry in prediction.get("uncalibrated", {}).items():
         family = predicted.get(entry["row"], ("", None))[0]

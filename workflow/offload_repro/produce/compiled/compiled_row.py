@@ -113,33 +113,27 @@ def compiled_evidence(
     computed once, here, and handed to the program's key, its compile and the result.
     `latency_profile`: the profile its scheduler is guided by (produce/predicted/model_profile.py)."""
     overrides = compile_overrides(row, target)
-    program, program_file, cached = program_for(
-        row,
-        target,
-        work_dir,
-        programs,
-        python,
-        compile_only_flags,
-        launcher,
-        overrides=overrides,
-        latency_profile=latency_profile,
-    )
-    fallback = None
-    if compile_only_flags != DEFAULT_AUTOTUNING and NO_DEFAULT_CONFIG.search(program["message"] or ""):
-        # the one failure autotuning itself avoids: compile again at XLA's default level, and say so
-        said = " ".join(line.strip() for line in program["message"].splitlines()[:2])  # the count and an example
-        fallback = {"compile_only_flags": list(DEFAULT_AUTOTUNING), "why": said[:WHY_LENGTH]}
-        program, program_file, cached = program_for(
+
+    def compiled_with(flags: tuple[str, ...]) -> tuple[dict[str, Any], Path | None, bool]:
+        return program_for(
             row,
             target,
             work_dir,
             programs,
             python,
-            DEFAULT_AUTOTUNING,
+            flags,
             launcher,
             overrides=overrides,
             latency_profile=latency_profile,
         )
+
+    program, program_file, cached = compiled_with(compile_only_flags)
+    fallback = None
+    if compile_only_flags != DEFAULT_AUTOTUNING and NO_DEFAULT_CONFIG.search(program["message"] or ""):
+        # the one failure autotuning itself avoids: compile again at XLA's default level, and say so
+        said = " ".join(line.strip() for line in program["message"].splitlines()[:2])  # the count and an example
+        fallback = {"compile_only_flags": list(DEFAULT_AUTOTUNING), "why": said[:WHY_LENGTH]}
+        program, program_file, cached = compiled_with(DEFAULT_AUTOTUNING)
     result = compile_result(row, target, program, program_file, cached, overrides)
     if fallback:
         result["autotuning_fallback"] = fallback

@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from offload_repro.produce.compiled.hlo_text import ELEMENT_BYTES
 from offload_repro.produce.predicted.hlo_schedule import Event
 
 NETWORK_ENDS = ("ring", "floor")
 # The element types FSDP gathers weights in (bf16, or FP8 where the program quantises before the
-# gather), with their bytes: a gather of them is charged at the predicted precision's bytes per value.
-WEIGHT_ELEMENT_BYTES = {"bf16": 2, "f8e4m3fn": 1, "f8e5m2": 1}
+# gather): a gather of them is charged at the predicted precision's bytes per value.
+WEIGHT_ELEMENTS = ("bf16", "f8e4m3fn", "f8e5m2")
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,8 @@ class Rates:
         if event.channel == "collective":
             network = event.network_ring if self.network_end == "ring" else event.network_floor
             scale = 1.0
-            if self.weight_gather_bytes and event.what == "all-gather" and event.element in WEIGHT_ELEMENT_BYTES:
-                scale = self.weight_gather_bytes / WEIGHT_ELEMENT_BYTES[event.element]
+            if self.weight_gather_bytes and event.what == "all-gather" and event.element in WEIGHT_ELEMENTS:
+                scale = self.weight_gather_bytes / ELEMENT_BYTES[event.element]
             return scale * max(event.bytes / self.collective_bytes_per_s, network / self.network_bytes_per_s)
         rate = self.to_host_bytes_per_s if event.channel == "to_host" else self.from_host_bytes_per_s
         return event.bytes / rate if rate else math.inf

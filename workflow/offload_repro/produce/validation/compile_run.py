@@ -11,8 +11,7 @@ from typing import Any
 from offload_repro.core.measured_elsewhere import MeasuredRun, compiled_as, load_validation, target_for
 from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
-from offload_repro.produce.compiled.compiled_row import compile_result
-from offload_repro.produce.compiled.program_cache import compile_overrides, program_for
+from offload_repro.produce.compiled.compiled_row import compiled_evidence
 from offload_repro.produce.validation.xla_flags import unknown_flags
 
 
@@ -32,18 +31,10 @@ def compile_measured(
     target = target_for(run)
     unknown = unknown_flags(run.xla_flags, python)
     compiled = compiled_as(run, target, validation, unknown)
-    overrides = compile_overrides(compiled.row, target)
-    program, program_file, cached = program_for(
-        compiled.row,
-        target,
-        work_dir,
-        programs,
-        python,
-        launcher=launcher,
-        overrides=overrides,
-        latency_profile=latency_profile,
+    # the one path every compile takes: the program from the cache or compiled, and its result
+    result = compiled_evidence(
+        compiled.row, target, work_dir, programs, python, launcher=launcher, latency_profile=latency_profile
     )
-    result = compile_result(compiled.row, target, program, program_file, cached, overrides)
     result["measured_elsewhere"] = {
         "source": run.source,
         "source_file": run.source_file,
