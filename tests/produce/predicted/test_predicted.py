@@ -993,3 +993,27 @@ def test_a_claim_left_unjudged_under_an_alternative_is_told_its_own_familys_reas
     assert reasons["deepseek-offload-plain"] == reasons["deepseek-offload-optimized"] == [deepseek]
     assert "llama-baseline" not in reasons  # Llama is predicted at nvfp4: its bfloat16 alternative is ruled out
     assert uncalibrated(None) == {}
+
+
+def test_each_models_stated_calibration_is_one_that_calibrates_within_the_peak():
+    """A calibration that needs more than its precision's dense peak is ruled out, never the stated
+    one: on the real GB200 prediction, DeepSeek's optimized row (above the peak at every setting where
+    a rate reaches it) is ruled out at DeepSeek's precision, no row is predicted on it, and each model's
+    stated calibration row, where the prediction has it, is the one its rows are predicted on."""
+    import json
+
+    from offload_repro.produce.predicted.target_rates import load_speed
+
+    prediction = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    rows = [r for r in prediction["rows"] if r["status"] == "ok"]
+    precision_of = {r["row"]: r["precision"] for r in rows}
+    ruled_out = {
+        e["row"] for key, e in prediction["uncalibrated"].items() if key == f"{e['row']}/{precision_of[e['row']]}"
+    }
+    assert ruled_out == {"deepseek-offload-optimized"}
+    for family, stated in load_speed()["calibration"]["rows"].items():
+        assert stated not in ruled_out
+        calibrated = {r["calibrated_on"] for r in rows if r["family"] == family}
+        assert not calibrated & ruled_out
+        if stated in precision_of:
+            assert calibrated == {stated}, family
