@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES, REPO
 from offload_repro.core.assumptions import check_ids, load_assumptions, variants
 from offload_repro.core.data import DataError, load_rows, load_target
-from offload_repro.core.variants import apply, variant_id, variant_row
+from offload_repro.core.variants import apply, combined_row, resolved, variant_id, variant_row
 from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
 from offload_repro.plan.inputs import stage_code
 from offload_repro.produce.compiled.program_cache import program_key
@@ -51,7 +51,9 @@ def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program(t
     for assumption in load_assumptions().values():
         for row_id in assumption.get("affects", []):
             row = ROWS[row_id]
-            assert program_key(apply(row, assumption["default"], ""), GB200) == program_key(row, GB200), (
+            assert program_key(apply(row, resolved(assumption, assumption["default"]), ""), GB200) == program_key(
+                row, GB200
+            ), (
                 assumption["id"],
                 row_id,
             )
@@ -223,3 +225,22 @@ def test_a_profile_guided_schedule_affects_exactly_the_rows_whose_scheduler_a_pr
     assert [entry["id"] for entry in guided] == ["xla-latency-estimator"]
     lhs_on = [row.id for row in load_rows(tables) if LHS_OFF not in xla_flags(row)]
     assert sorted(guided[0]["affects"]) == sorted(lhs_on)
+
+
+def test_an_alternative_replaces_only_the_flags_its_own_assumption_states():
+    """Two assumptions state the Llama rows' unstated flags (the rematerialisation pass, the recipes'
+    collective flags): each alternative swaps its own and keeps the other's, alone or combined."""
+    known = load_assumptions()
+    remat, collective = known["xla-rematerialization"], known["llama-collective-flags"]
+    row = ROWS["llama-qkv-offload-lhs"]
+    remat_flag = "--xla_disable_hlo_passes=rematerialization"
+    pipelined = "--xla_gpu_enable_pipelined_all_gather=true"
+    assert {remat_flag, pipelined} <= set(row.unstated_xla_flags)
+    pass_on = variant_row(row, remat, remat["alternatives"][0])
+    assert remat_flag not in pass_on.unstated_xla_flags and pipelined in pass_on.unstated_xla_flags
+    xla_collectives = variant_row(row, collective, collective["alternatives"][0])
+    assert xla_collectives.unstated_xla_flags == [remat_flag]
+    both = combined_row(row, [(remat, remat["alternatives"][0]), (collective, collective["alternatives"][0])])
+    assert both.unstated_xla_flags == []
+    # a default keeps its flags where the row states them: the row as compiled
+    assert apply(row, resolved(remat, remat["default"]), "").unstated_xla_flags == row.unstated_xla_flags

@@ -25,7 +25,11 @@ def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
     assert plan.evidence_files["predicted"] == ["results/predicted/gb200-nvl72.json"]
     assert "frontier" not in plan.evidence_files and plan.preflight == []
     # the alternatives whose programs the band also covers are compiled and predicted: no other
-    banded = ["xla-rematerialization.xla-default", "xla-latency-estimator.profile-guided"]
+    banded = [
+        "xla-rematerialization.xla-default",
+        "xla-latency-estimator.profile-guided",
+        "llama-collective-flags.xla-default",
+    ]
     assert list(plan.variants) == plan.band_variants == banded
     predicted = [f"results/whatif/assumptions/{name}/predicted.json" for name in banded]
     assert plan.band_predictions("gb200-nvl72") == predicted

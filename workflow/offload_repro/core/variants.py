@@ -12,6 +12,7 @@ from typing import Any
 from offload_repro.core.data import Row
 
 SEPARATOR = "@"  # a variant row's id: <row>@<assumption>.<alternative>
+FLAGS = "unstated_xla_flags"
 
 
 def schedules_by_profile(settings: dict[str, Any]) -> bool:
@@ -23,9 +24,29 @@ def variant_id(assumption: dict[str, Any], alternative: dict[str, Any]) -> str:
     return f"{assumption['id']}.{alternative['id']}"
 
 
+def resolved(assumption: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings of `assumption` (its default's or an alternative's) as a row takes them: their unstated
+    XLA flags take the place of the assumption's default flags and leave the flags other assumptions
+    state, since two assumptions may each state some of a row's flags."""
+    fields = settings.get("row", {})
+    if not isinstance(fields.get(FLAGS), list):
+        return settings
+    default = assumption["default"].get("row", {}).get(FLAGS, [])
+    return {**settings, "row": {**fields, FLAGS: {"replace": default, "with": fields[FLAGS]}}}
+
+
+def _flags(row: Row, change: dict[str, list[str]]) -> list[str]:
+    """The row's unstated flags with `change['replace']` replaced by `change['with']`, in their place."""
+    flags = row.unstated_xla_flags
+    at = next((i for i, flag in enumerate(flags) if flag in change["replace"]), len(flags))
+    return flags[:at] + list(change["with"]) + [flag for flag in flags[at:] if flag not in change["replace"]]
+
+
 def apply(row: Row, settings: dict[str, Any], suffix: str) -> Row:
-    """The row with `settings` applied: its own fields replaced, MaxText overrides added."""
+    """The row with `settings` (`resolved`) applied: its own fields replaced, MaxText overrides added."""
     fields = dict(settings.get("row", {}))
+    if isinstance(fields.get(FLAGS), dict):
+        fields[FLAGS] = _flags(row, fields[FLAGS])
     return dataclasses.replace(
         row,
         id=f"{row.id}{SEPARATOR}{suffix}" if suffix else row.id,
@@ -35,13 +56,13 @@ def apply(row: Row, settings: dict[str, Any], suffix: str) -> Row:
 
 
 def variant_row(row: Row, assumption: dict[str, Any], alternative: dict[str, Any]) -> Row:
-    return apply(row, alternative["settings"], variant_id(assumption, alternative))
+    return apply(row, resolved(assumption, alternative["settings"]), variant_id(assumption, alternative))
 
 
 def combined_row(row: Row, chosen: list[tuple[dict[str, Any], dict[str, Any]]]) -> Row:
     """The row under several alternatives at once (each for a different assumption)."""
     for assumption, alternative in chosen:
         if row.id.split(SEPARATOR)[0] in assumption["affects"]:
-            row = apply(row, alternative["settings"], "")
+            row = apply(row, resolved(assumption, alternative["settings"]), "")
     suffix = "+".join(variant_id(a, alt) for a, alt in chosen)
     return dataclasses.replace(row, id=f"{row.id}{SEPARATOR}{suffix}")

@@ -19,7 +19,7 @@ from offload_repro.core.assumptions import check_ids, variants
 from offload_repro.core.data import DataError, Row, Target, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.core.measured_elsewhere import load_measured
-from offload_repro.core.variants import schedules_by_profile, variant_id
+from offload_repro.core.variants import resolved, schedules_by_profile, variant_id
 
 READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
 TARGETS_DIR = "experiments/targets"
@@ -177,7 +177,10 @@ def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
     found = {}
     for assumption, alternative in variants():
         rows = [row for row in assumption["affects"] if row in row_ids]
-        found[variant_id(assumption, alternative)] = {"settings": alternative["settings"], "rows": rows}
+        found[variant_id(assumption, alternative)] = {
+            "settings": resolved(assumption, alternative["settings"]),
+            "rows": rows,
+        }
     return found
 
 
