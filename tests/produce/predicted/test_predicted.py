@@ -98,6 +98,8 @@ def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedul
             "bus_bytes": 2 * 1024 * 1024 * 7 // 8,
             "network_ring_bytes": 0,
             "network_floor_bytes": 0,
+            "synchronous": 0,
+            "synchronous_bytes": 0,
             "groups": [8],
         }
     }
@@ -155,6 +157,8 @@ def test_a_combined_reduce_scatter_moves_every_operand_of_every_layer():
     assert moved["all-gather"]["bytes"] == 126 * 2 * 128 * 53248 * 128  # the shard times the group
     assert moved["reduce-scatter"]["count"] == moved["all-gather"]["count"] == 126
     assert moved["all-gather"]["groups"] == [128]
+    # both asynchronous start / done pairs: none runs on the compute stream
+    assert moved["reduce-scatter"]["synchronous"] == moved["all-gather"]["synchronous"] == 0
 
 
 def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
@@ -164,6 +168,9 @@ def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
     computations = hlo_text.parse(NOLHS_LAYER)
     moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
     assert moved["reduce-scatter"]["bytes"] == 126 * 2 * 2 * 16384 * 53248
+    # a plain `reduce-scatter` is what XLA leaves synchronous: all 126, with all their bytes
+    assert moved["reduce-scatter"]["synchronous"] == moved["reduce-scatter"]["count"] == 126
+    assert moved["reduce-scatter"]["synchronous_bytes"] == moved["reduce-scatter"]["bytes"]
     deepseek = [
         "  %loop_select_fusion = bf16[1024,4096,8]{2,1,0} fusion(%input_concatenate_fusion.10.remat3), kind=kLoop",
         "  %reduce-scatter.8.2 = bf16[8,4096,8]{2,1,0} reduce-scatter(%loop_select_fusion), channel_id=199,"

@@ -84,6 +84,11 @@ def collective_gb(kind: str) -> str:
     return f"{kind}_gb_per_step"
 
 
+def collective_runs(kind: str, synchronous: bool = False) -> str:
+    """How many collectives of a kind run per step; `synchronous`: of them, on the compute stream."""
+    return f"{kind}_synchronous_per_step" if synchronous else f"{kind}_per_step"
+
+
 def clone(kind: str, measure: str) -> str:
     return f"clone_{kind}_{measure}"
 
@@ -149,6 +154,7 @@ NAMES = frozenset(
         STEP_S,
         *STEP_TERMS,
         *(collective_gb(kind) for kind in COLLECTIVE_KINDS),
+        *(collective_runs(kind, sync) for kind in COLLECTIVE_KINDS for sync in (False, True)),
         *(clone(kind, measure) for kind in CLONE_KINDS for measure in CLONE_MEASURES),
         *(model_component(component) for component in MODEL_COMPONENTS),
         *(copy_side(side, measure) for side in COPY_SIDES for measure in COPY_MEASURES),

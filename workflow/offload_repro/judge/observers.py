@@ -293,6 +293,8 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         copy_observations(seen, row["host_copies"].get("by_direction", {}))
         for kind, collective in row["collectives"].items():
             seen.add(names.collective_gb(kind), collective["bytes"] / memory.GB, "GB")
+            seen.add(names.collective_runs(kind), collective["count"])
+            seen.add(names.collective_runs(kind, synchronous=True), collective.get("synchronous"))
         seen.add("collective_gb_per_step", sum(c["bytes"] for c in row["collectives"].values()) / memory.GB, "GB")
         clone_observations(seen, row.get("clones"), row.get("rematerialization"))
         for name, value in (row.get("breakdown") or {}).items():

@@ -33,6 +33,7 @@ SPEED_COLUMNS = (
     "implied_host_gb_s_per_direction",
     *(f"network_{end}_{what}" for what in ("gb_per_nic", "s_per_step") for end in names.NETWORK_ENDS),
     *(names.collective_gb(kind) for kind in names.COLLECTIVE_KINDS),
+    *(names.collective_runs(kind, sync) for kind in names.COLLECTIVE_KINDS for sync in (False, True)),
     *(names.clone(kind, what) for kind in names.CLONE_KINDS for what in names.CLONE_MEASURES),
     "remat_pass",
     "remat_limit_met",
@@ -149,7 +150,14 @@ def speed(
                 "message": lookup.message(row.id, "predicted", names.STATUS),
                 "band": lookup.band(row.id, "predicted", names.TFLOPS),
                 "measured": lookup.value(row.id, "measured", names.TFLOPS) if measured_here else None,
-                "collectives": {kind: values[names.collective_gb(kind)] for kind in names.COLLECTIVE_KINDS},
+                "collectives": {
+                    kind: {
+                        "gb": values[names.collective_gb(kind)],
+                        "runs": values[names.collective_runs(kind)],
+                        "synchronous": values[names.collective_runs(kind, synchronous=True)],
+                    }
+                    for kind in names.COLLECTIVE_KINDS
+                },
                 **values,
             }
         )

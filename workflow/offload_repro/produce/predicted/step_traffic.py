@@ -22,9 +22,9 @@ def loop_flops(events: dict[str, list[Event]], name: str) -> int:
 def transfers(computations: dict[str, Computation], events: dict[str, list[Event]]) -> dict[str, Any]:
     """Bytes per step to the host, back from it, and per collective type (the buffer, the bus bytes
     on NVLink, the bytes per NIC between NVLink domains at each end of their band, the group
-    sizes); each host copy with whether it is asynchronous and the FLOPs scheduled between its
-    start and done; the HBM bytes of the compute; from the schedule's events
-    (`hlo_schedule.schedule`), each computation as many times as it runs."""
+    sizes, how many run synchronously and their buffers); each host copy with whether it is
+    asynchronous and the FLOPs scheduled between its start and done; the HBM bytes of the compute;
+    from the schedule's events (`hlo_schedule.schedule`), each computation as many times as it runs."""
     runs, _ = executions(computations)
     host = {"to_host": 0, "from_host": 0}
     collectives: dict[str, dict[str, Any]] = {}
@@ -50,10 +50,21 @@ def transfers(computations: dict[str, Computation], events: dict[str, list[Event
             elif event.channel == "collective":
                 entry = collectives.setdefault(
                     event.what,
-                    {"count": 0, "bytes": 0, "bus_bytes": 0, "network_ring_bytes": 0, "network_floor_bytes": 0},
+                    {
+                        "count": 0,
+                        "bytes": 0,
+                        "bus_bytes": 0,
+                        "network_ring_bytes": 0,
+                        "network_floor_bytes": 0,
+                        "synchronous": 0,
+                        "synchronous_bytes": 0,
+                    },
                 )
                 entry["count"] += times
                 entry["bytes"] += event.buffer * times
+                if event.kind == "transfer":  # XLA runs it on the compute stream: nothing hides it
+                    entry["synchronous"] += times
+                    entry["synchronous_bytes"] += event.buffer * times
                 entry["bus_bytes"] += event.bytes * times
                 entry["network_ring_bytes"] += int(event.network_ring * times)
                 entry["network_floor_bytes"] += int(event.network_floor * times)
