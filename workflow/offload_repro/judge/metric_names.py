@@ -89,6 +89,10 @@ def collective_runs(kind: str, synchronous: bool = False) -> str:
     return f"{kind}_synchronous_per_step" if synchronous else f"{kind}_per_step"
 
 
+# per kind: how many run per step, and how many of them synchronously
+COLLECTIVE_RUNS = tuple(collective_runs(kind, sync) for kind in COLLECTIVE_KINDS for sync in (False, True))
+
+
 def clone(kind: str, measure: str) -> str:
     return f"clone_{kind}_{measure}"
 
@@ -154,7 +158,7 @@ NAMES = frozenset(
         STEP_S,
         *STEP_TERMS,
         *(collective_gb(kind) for kind in COLLECTIVE_KINDS),
-        *(collective_runs(kind, sync) for kind in COLLECTIVE_KINDS for sync in (False, True)),
+        *COLLECTIVE_RUNS,
         *(clone(kind, measure) for kind in CLONE_KINDS for measure in CLONE_MEASURES),
         *(model_component(component) for component in MODEL_COMPONENTS),
         *(copy_side(side, measure) for side in COPY_SIDES for measure in COPY_MEASURES),

@@ -33,7 +33,7 @@ SPEED_COLUMNS = (
     "implied_host_gb_s_per_direction",
     *(f"network_{end}_{what}" for what in ("gb_per_nic", "s_per_step") for end in names.NETWORK_ENDS),
     *(names.collective_gb(kind) for kind in names.COLLECTIVE_KINDS),
-    *(names.collective_runs(kind, sync) for kind in names.COLLECTIVE_KINDS for sync in (False, True)),
+    *names.COLLECTIVE_RUNS,
     *(names.clone(kind, what) for kind in names.CLONE_KINDS for what in names.CLONE_MEASURES),
     "remat_pass",
     "remat_limit_met",
