@@ -71,6 +71,8 @@ def test_a_compile_here_folds_dcn_into_ici_and_records_what_it_changes():
     assert "--xla_gpu_graph_level=0" not in row.xla_flags
     assert "--xla_gpu_unsupported_use_all_reduce_one_shot_kernel=false" in row.xla_flags
     assert not any(flag.startswith("--xla_gpu_pgle_profile_file_or_directory_path") for flag in row.xla_flags)
+    # planned within the memory the run's allocator had: its environment's share, not the target's
+    assert run.environment["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.94" and row.allocator_memory_fraction == 0.94
     assert {(s["setting"], s["becomes"]) for s in compiled.substitutions} >= {
         ("attention", "cudnn_flash_jax"),
         ("hardware", "gpu"),

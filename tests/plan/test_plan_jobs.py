@@ -29,6 +29,7 @@ def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
         "xla-rematerialization.xla-default",
         "xla-latency-estimator.profile-guided",
         "llama-collective-flags.xla-default",
+        "allocator-memory-fraction.recipes",
     ]
     assert list(plan.variants) == plan.band_variants == banded
     predicted = [f"results/whatif/assumptions/{name}/predicted.json" for name in banded]

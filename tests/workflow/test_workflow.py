@@ -111,14 +111,15 @@ def test_every_row_compiles_at_full_scale_for_gb200(main_job):
 @pytest.mark.slow
 def test_the_deepseek_rows_the_source_ran_would_not_fit_under_the_recipes_collective_flags(finished_copy):
     """Why the DeepSeek rows keep XLA's collective defaults (assumption deepseek-collective-flags):
-    the optimized row ran in 165.2 GiB, which its default program matches, while the collective flags
-    the Llama rows take (pipelined all-gathers and reduce-scatters) need more than the GPU holds."""
+    the optimized row ran in 165.2 GiB, which its default program matches within the runtime tolerance
+    (5%), while the collective flags the Llama rows take (pipelined all-gathers and reduce-scatters)
+    need more than the GPU holds."""
     target = "results/whatif/assumptions/deepseek-collective-flags.recipe-flags/deepseek-offload-optimized.json"
     done = snakemake(finished_copy, "--cores", "2", "--config", "assumptions=True", "--", target)
     assert done.returncode == 0, done.stderr[-3000:]
     default = compiled(finished_copy)["deepseek-offload-optimized"]
     recipe = json.loads((finished_copy / target).read_text())
-    assert abs(default["device_bytes"] / GIB - 165.2) < 0.5 and default["fits"] is True
+    assert abs(default["device_bytes"] / GIB / 165.2 - 1) < 0.05 and default["fits"] is True
     assert recipe["status"] == "ok" and recipe["fits"] is False
     assert recipe["device_bytes"] - default["device_bytes"] > 20 * GIB
 

@@ -3,6 +3,8 @@ results are judged against (the offload expected of a program, the meaning of XL
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from conftest import FIXTURES, REPO
@@ -12,7 +14,7 @@ from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.judge.observers import warning_meaning
 from offload_repro.produce.compiled.compiled_row import compile_overrides
-from offload_repro.produce.compiled.program_cache import memory_warnings
+from offload_repro.produce.compiled.program_cache import memory_warnings, program_key
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +50,25 @@ def test_target_description_facts(gb200):
     assert "device_memory_size: 197897748480" in text
     assert gpu.capacity_bytes(gb200) == 197897748480  # the one source of device memory
     assert gpu.capacity_bytes(load_target("cpu")) is None
+
+
+def test_a_compile_plans_within_the_memory_a_runs_allocator_gives(gb200, tables):
+    """XLA takes 80% of a description's memory where no allocator states one: the description a
+    compile is given is scaled so that this is the run's share, and nothing else in it changes."""
+    text = (REPO / gb200.spec["compile"]["description_file"]).read_text()
+    scaled = gpu.as_run_allocates(text, 0.92)
+    assert round(gpu.capacity_bytes_of(scaled) * gpu.DESCRIPTION_SHARE) == round(197897748480 * 0.92)
+    changed = [(a, b) for a, b in zip(text.splitlines(), scaled.splitlines(), strict=True) if a != b]
+    assert [a.strip() for a, _ in changed] == ["device_memory_size: 197897748480"]
+    # the row's own share first, then what the target's runs set (a cluster's, else its own), then JAX's
+    assert gpu.allocator_fraction(None, gb200) == 0.92  # cluster.environment
+    assert gpu.allocator_fraction(0.94, gb200) == 0.94
+    assert gpu.allocator_fraction(None, load_target("h200-1")) == 0.95  # a local target's environment
+    assert gpu.allocator_fraction(None, load_target("cpu")) == gpu.JAX_DEFAULT_FRACTION == 0.75
+    row = rows(tables)["llama-baseline"]
+    at_94 = dataclasses.replace(row, allocator_memory_fraction=0.94)
+    assert program_key(at_94, gb200) != program_key(row, gb200)
+    assert program_key(dataclasses.replace(row, allocator_memory_fraction=0.92), gb200) == program_key(row, gb200)
 
 
 # Verbatim from the GB200 compile logs of deepseek-offload-plain and deepseek-device-mb8.

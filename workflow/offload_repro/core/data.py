@@ -88,6 +88,10 @@ class Row:
     # MaxText settings applied after the target's own when compiled: an assumption's alternative
     # (core/assumptions.py); empty for every row as published.
     maxtext_overrides: dict[str, Any] = field(default_factory=dict)
+    # The share of GPU memory JAX's allocator takes on a run (XLA_PYTHON_CLIENT_MEM_FRACTION): None,
+    # what the target's runs set (core/gpu.py, allocator_fraction); an assumption's alternative or a
+    # published run's environment states its own.
+    allocator_memory_fraction: float | None = None
 
     def xla_flag(self, name: str) -> str | None:
         """The value the row's published flags give `name` ('--xla_gpu_...'), None where they do not set it."""

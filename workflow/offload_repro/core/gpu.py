@@ -64,3 +64,35 @@ def cudnn_version(text: str) -> int:
 def compute_capability(text: str) -> tuple[int, int]:
     found = _field(text, r"cuda_compute_capability\s*{\s*major:\s*(\d+)(?:\s*minor:\s*(\d+))?", "compute capability")
     return int(found.group(1)), int(found.group(2) or 0)
+
+
+# The share of a GPU's memory JAX's allocator takes where XLA_PYTHON_CLIENT_MEM_FRACTION is unset
+# (JAX, docs/gpu_memory_allocation.rst: "instead of the default 75%").
+JAX_DEFAULT_FRACTION = 0.75
+FRACTION_VARIABLE = "XLA_PYTHON_CLIENT_MEM_FRACTION"
+# Where no allocator states the module's device memory (a compile without a GPU), XLA takes this share
+# of the description's memory (xla/service/gpu/gpu_hlo_schedule.cc, GetSchedulerMemoryLimit).
+DESCRIPTION_SHARE = 0.80
+
+
+def allocator_fraction(row_fraction: float | None, target: Target) -> float:
+    """The share of each GPU's memory JAX's allocator takes on a run of the row on the target: the
+    row's own (an assumption's alternative, or a published run's environment), else what the target's
+    runs set (its cluster's environment for a cluster target, its own otherwise), else JAX's default."""
+    if row_fraction is not None:
+        return float(row_fraction)
+    where = target.spec.get("cluster", {}) if target.launcher == "slurm" else target.spec
+    return float(where.get("environment", {}).get(FRACTION_VARIABLE, JAX_DEFAULT_FRACTION))
+
+
+def as_run_allocates(text: str, fraction: float) -> str:
+    """The description a compile without a GPU is given so that XLA plans the program under the
+    memory a run gives it. On a GPU, JAX hands XLA its allocator's limit (the fraction of the GPU's
+    memory) as the module's device memory; without one XLA takes 80% of the description's memory.
+    XLA's latency-hiding scheduler overlaps transfers only within that memory (less the program's
+    arguments and outputs), and the rematerialisation pass aims at it, so a compile-only program
+    scheduled under 80% serialises transfers a run would overlap. The description's memory is scaled
+    so that its 80% is the run's limit; the device's capacity is read from the file itself."""
+    memory = capacity_bytes_of(text)
+    scaled = round(memory * fraction / DESCRIPTION_SHARE)
+    return re.sub(r"device_memory_size:\s*\d+", f"device_memory_size: {scaled}", text, count=1)

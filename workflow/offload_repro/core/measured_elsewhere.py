@@ -17,6 +17,7 @@ from typing import Any
 
 from offload_repro.core.data import DataError, Row, Target, load_target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.gpu import FRACTION_VARIABLE, JAX_DEFAULT_FRACTION
 from offload_repro.core.maxtext_configs import base_config
 
 MEASURED_DIR = REPO_ROOT / "experiments" / "measured-elsewhere"
@@ -214,5 +215,7 @@ def compiled_as(run: MeasuredRun, target: Target, validation: dict[str, Any], un
         citation=run.citation,
         source_file=run.source_file,
         maxtext_overrides=settings,
+        # the run's allocator share, which sets the memory XLA's scheduler plans within (core/gpu.py)
+        allocator_memory_fraction=float(run.environment.get(FRACTION_VARIABLE, JAX_DEFAULT_FRACTION)),
     )
     return CompiledAs(row, substitutions, not_compiled, added)

@@ -42,6 +42,8 @@ def settings_text(settings: dict[str, Any]) -> str:
             return " ".join(str(item) for item in value)
         if value == "":
             return "none"
+        if value is None:  # a setting left to the target (allocator_memory_fraction: its runs' share)
+            return "the target's"
         return str(value).lower() if isinstance(value, bool) else str(value)
 
     parts = [f"{key} {value_text(value)}" for key, value in settings.get("row", {}).items()]

@@ -84,6 +84,12 @@ def compile_overrides(row: Row, target: Target) -> dict[str, Any]:
     return overrides
 
 
+def compile_description(row: Row, target: Target) -> str:
+    """The target's XLA description as the row's compile is given it: its memory planned as a run's
+    allocator gives it (core/gpu.py, as_run_allocates)."""
+    return gpu.as_run_allocates(gpu.description(target), gpu.allocator_fraction(row.allocator_memory_fraction, target))
+
+
 @cache
 def program_code() -> dict[str, str]:
     return {name: (REPO_ROOT / "workflow/offload_repro" / name).read_text() for name in PROGRAM_CODE}
@@ -105,7 +111,7 @@ def program_key(
     decided = {
         "arguments": maxtext_args.as_arguments(overrides),
         "xla_flags": maxtext_args.xla_flags(row, list(compile_only_flags)),
-        "description": gpu.description(target),
+        "description": compile_description(row, target),
         "topology": target.spec["compile"]["topology"],
         "code": program_code(),
         "versions": provenance.versions(),
@@ -138,12 +144,15 @@ def compile_program(
     a compile whose program XLA found no instruction of in it fails, saying so."""
     work_dir = fresh_work_dir(work_dir)
     spec = target.spec["compile"]
-    description_path, description = gpu.description_path(target), gpu.description(target)
+    description = compile_description(row, target)
+    fraction = gpu.allocator_fraction(row.allocator_memory_fraction, target)
     if overrides is None:
         overrides = compile_overrides(row, target)
     run = {**overrides, "base_output_directory": str(work_dir / "output"), "run_name": row.id}
     arguments = [str(base_config()), *maxtext_args.as_arguments(run)]
     stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
+    description_path = work_dir / "target.txtpb"
+    description_path.write_text(description, encoding="utf-8")
     flags = maxtext_args.xla_flags(row, list(compile_only_flags))
     if kernels is not None:  # not part of the program key: it changes no byte of what is read back
         flags += " " + kernel_cache.checkout(kernels, work_dir / KERNELS_FILE)
@@ -195,6 +204,9 @@ def compile_program(
             "maxtext_arguments": arguments,
             "xla_flags": env["XLA_FLAGS"],
             "target_description": spec["description_file"],
+            # the run's memory XLA planned the program under (core/gpu.py, as_run_allocates)
+            "allocator_memory_fraction": fraction,
+            "module_device_memory_bytes": round(gpu.capacity_bytes(target) * fraction),
             "topology": spec["topology"],
             "declared_cudnn": gpu.cudnn_version(description),
             "versions": provenance.versions(),
