@@ -63,6 +63,17 @@ def test_a_compile_gives_memory_fit_mechanism_and_program():
     assert table[(*key, "capacity_gib", None)].value == pytest.approx(184.3, abs=0.05)
 
 
+def test_a_compile_says_within_what_memory_xla_planned_it():
+    """A compile since the programs are planned as a run's allocator gives XLA memory: its share and
+    the memory it makes (GB200's 184.3 GiB at the target's runs' 0.92); older compiles say nothing."""
+    table, _ = observed(RESULTS / "compiled/as-run/llama-baseline.json")
+    key = ("llama-baseline", "compiled")
+    assert table[(*key, "allocator_share", None)].value == 0.92
+    assert table[(*key, "planned_within_gib", None)].value == pytest.approx(0.92 * 184.31, abs=0.01)
+    older, _ = observed(COMPILED / "llama-qkv-offload-lhs.json")
+    assert ("llama-qkv-offload-lhs", "compiled", "allocator_share", None) not in older
+
+
 def test_a_compile_that_does_not_fit_is_an_outcome_with_a_negative_margin():
     table, _ = observed(COMPILED / "deepseek-device-mb8.json")
     assert table[("deepseek-device-mb8", "compiled", "outcome", None)].value == "oom"

@@ -938,6 +938,15 @@ def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_pat
     assert "1,234.5" in html  # GB300's prediction in the speed table
 
 
+def test_the_page_says_within_what_memory_the_programs_were_planned(tmp_path, tables):
+    """The speed section names the memory XLA planned the programs within, from their compiles."""
+    fixtures = FIXTURES / "results"
+    inputs = [fixtures / "predicted/gb200-nvl72.json", fixtures / "compiled/as-run/llama-baseline.json"]
+    html = rendered_page(tmp_path, tables, "cpu", inputs)
+    assert "planned within the memory a run gives XLA: 92% of each GPU (169.6 GiB)" in html
+    assert "allocator-memory-fraction" in html
+
+
 def test_the_comparison_shows_the_throughputs_published_speedups_imply(tmp_path, tables):
     """DeepSeek's remat and plain offload rows have no published throughput; the 57% and 67.7%
     speedups over 908.2 imply 578.5 and 541.6, which the comparison shows as implied, as the

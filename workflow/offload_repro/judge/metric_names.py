@@ -179,6 +179,9 @@ NAMES = frozenset(
         # compiles
         "compile_s",
         "compile_peak_rss_gib",
+        # the memory XLA planned the program within: the run's allocator share of the GPU (core/gpu.py)
+        "allocator_share",
+        "planned_within_gib",
         "host_buffers",
         "expected_host_buffers",
         "host_buffer_gib",

@@ -161,6 +161,11 @@ def speed(
                 **values,
             }
         )
+    # the memory each program was planned within: the run's allocator share (one per target, as a rule)
+    planned = {
+        (lookup.value(row.id, "compiled", "allocator_share"), lookup.value(row.id, "compiled", "planned_within_gib"))
+        for row in rows
+    }
     judged = []
     for claim in verdicts["claims"]:
         for judgement in claim["judgements"]:
@@ -182,6 +187,9 @@ def speed(
         "ruled_out_precisions": prediction.get("ruled_out_precisions") or [],
         "cross_checks": prediction.get("cross_checks") or [],
         "band_programs": prediction.get("band_programs") or [],
+        "planned_within": [
+            {"share": share, "gib": gib} for share, gib in sorted(p for p in planned if p[0] is not None)
+        ],
         "programs_chart": programs_chart(rows, lookup, prediction.get("band_programs") or []),
         "assumptions": prediction["assumptions"],
         "file": prediction["file"],
