@@ -133,3 +133,13 @@ def test_a_links_measured_share_must_run_low_to_high(tmp_path):
     directory = target_copy(tmp_path, "gb200-nvl72", swapped)
     with pytest.raises(DataError, match=r"gb200-nvl72.yaml: field 'hardware.link_efficiency.hbm': low 0.93"):
         load_target("gb200-nvl72", directory)
+
+
+def test_an_allocator_share_that_is_no_share_is_refused_naming_the_field(tmp_path):
+    """XLA_PYTHON_CLIENT_MEM_FRACTION is the memory a compile plans within (core/gpu.py): it must read as
+    a share of the GPU, in (0, 1]."""
+    directory = target_copy(
+        tmp_path, "gb200-nvl72", lambda text: text.replace('MEM_FRACTION: "0.92"', 'MEM_FRACTION: "92%"', 1)
+    )
+    with pytest.raises(DataError, match=r"gb200-nvl72.yaml: .*cluster.*environment.*XLA_PYTHON_CLIENT_MEM_FRACTION"):
+        load_target("gb200-nvl72", directory)

@@ -53,6 +53,15 @@ def test_a_malformed_run_is_refused_by_the_schema_naming_file_run_and_field(tmp_
         load_file(path)
 
 
+def test_a_runs_allocator_share_must_be_a_share_naming_file_run_and_field(tmp_path):
+    """A run's XLA_PYTHON_CLIENT_MEM_FRACTION is the memory its compile plans within (core/gpu.py)."""
+    data = read_yaml(LLAMA3)
+    data["runs"][1]["environment"] = {"XLA_PYTHON_CLIENT_MEM_FRACTION": "1.5"}
+    path = written(tmp_path, data)
+    with pytest.raises(DataError, match=r"run 2 .*field 'environment.XLA_PYTHON_CLIENT_MEM_FRACTION'"):
+        load_file(path)
+
+
 def test_a_run_whose_parallelism_does_not_span_its_gpus_is_refused(tmp_path):
     data = read_yaml(LLAMA3)
     data["runs"][0]["maxtext"]["dcn_fsdp_parallelism"] = 8
