@@ -88,7 +88,8 @@ def calibrate_row(
     precision's dense peak; ValueError where the central one can't, saying why and at which
     settings one can."""
     found: list[float | None] = []
-    above_peak: list[float] = []
+    above_peak: list[float] = []  # each setting's needed rate over the peak, where it exceeds it
+    central_above = None
     peak = peak_flops(target, precision, speed)
     chosen = settings(speed)[:1] if only_central else settings(speed)
     for setting in chosen:
@@ -100,6 +101,8 @@ def calibrate_row(
             rate = None
         if rate and peak and rate > peak:  # faster than the tensor cores can go: no physical calibration
             above_peak.append(rate / peak)
+            if not found:  # the central setting, the first
+                central_above = rate / peak
             rate = None
         found.append(rate)
     if found[0] is None:
@@ -110,12 +113,17 @@ def calibrate_row(
         ]
         where = f"; it is reached only at {'; '.join(reached)}" if reached else " nor at any other setting"
         if above_peak:
-            within = f"; within the peak it is reached only at {'; '.join(reached)}" if reached else ""
-            unreached = len(above_peak) + len(reached) < len(chosen)
-            others = " (at the others its transfers alone take longer)" if unreached else ""
+            # ruled out at every setting: where some other setting would reach it within the peak is
+            # not an alternative calibration, and is not offered as one
+            central = (
+                f"{central_above:.0%} at the central one"
+                if central_above
+                else "at the central one its transfers alone take longer"
+            )
             raise AbovePeak(
                 f"ruled out: reaching it needs {min(above_peak):.0%} to {max(above_peak):.0%} of the {precision}"
-                f" dense peak at {len(above_peak)} of {len(chosen)} settings{others}{within}",
+                f" dense peak at {len(above_peak)} of {len(chosen)} settings ({central}), which no hardware"
+                " does; it calibrates at no setting",
                 min(above_peak),
                 max(above_peak),
             )
