@@ -131,7 +131,7 @@ def check_host_memory(facts: dict[str, Any], target: Target, largest: tuple[str,
     row, per_device = largest
     processes_per_node = target.tasks_per_node
     needed = per_device * processes_per_node
-    pinned_limit = target.spec["cluster"].get("environment", {}).get("XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB")
+    pinned_limit = target.run_environment.get("XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB")
     detail = (
         f"{seen}; {row} compiles to {memory.gib(per_device):.1f} GiB of host buffers per GPU,"
         f" {memory.gib(needed):.1f} GiB for {processes_per_node} processes"

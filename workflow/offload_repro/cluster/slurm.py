@@ -141,7 +141,7 @@ def rank_environment(row: Row, target: Target) -> dict[str, str]:
     return {
         "XLA_FLAGS": maxtext_args.xla_flags(row),
         "PYTHONPATH": str(REPO_ROOT / "workflow"),
-        **target.spec.get("cluster", {}).get("environment", {}),
+        **target.run_environment,
     }
 
 

@@ -149,6 +149,13 @@ class Target:
         return self.spec["maxtext"]
 
     @property
+    def run_environment(self) -> dict[str, str]:
+        """The variables a row's training processes run with on this target: a cluster's ranks take
+        `cluster.environment`, a local run the target's own `environment`."""
+        where = self.spec.get("cluster", {}) if self.launcher == "slurm" else self.spec
+        return where.get("environment", {})
+
+    @property
     def judges(self) -> list[str]:
         """Hardware classes whose claims this target's evidence may judge (see claims.yaml)."""
         return self.spec.get("judges", [])

@@ -36,8 +36,11 @@ def _field(text: str, pattern: str, what: str) -> re.Match[str]:
     return found
 
 
+MEMORY_FIELD = r"device_memory_size:\s*(\d+)"  # the device's memory, bytes
+
+
 def capacity_bytes_of(text: str) -> int:
-    return int(_field(text, r"device_memory_size:\s*(\d+)", "device_memory_size").group(1))
+    return int(_field(text, MEMORY_FIELD, "device_memory_size").group(1))
 
 
 def capacity_bytes(target: Target) -> int | None:
@@ -81,8 +84,7 @@ def allocator_fraction(row_fraction: float | None, target: Target) -> float:
     runs set (its cluster's environment for a cluster target, its own otherwise), else JAX's default."""
     if row_fraction is not None:
         return float(row_fraction)
-    where = target.spec.get("cluster", {}) if target.launcher == "slurm" else target.spec
-    return float(where.get("environment", {}).get(FRACTION_VARIABLE, JAX_DEFAULT_FRACTION))
+    return float(target.run_environment.get(FRACTION_VARIABLE, JAX_DEFAULT_FRACTION))
 
 
 def as_run_allocates(text: str, fraction: float) -> str:
@@ -95,4 +97,4 @@ def as_run_allocates(text: str, fraction: float) -> str:
     so that its 80% is the run's limit; the device's capacity is read from the file itself."""
     memory = capacity_bytes_of(text)
     scaled = round(memory * fraction / DESCRIPTION_SHARE)
-    return re.sub(r"device_memory_size:\s*\d+", f"device_memory_size: {scaled}", text, count=1)
+    return re.sub(MEMORY_FIELD, f"device_memory_size: {scaled}", text, count=1)

@@ -85,9 +85,10 @@ def compile_observations(result: dict[str, Any], source: str) -> list[Observatio
     seen.add(names.CAPACITY_GIB, memory.gib(result["capacity_bytes"]), "GiB")
     seen.add("compile_s", result.get("compile_seconds"), "s")
     seen.add("compile_peak_rss_gib", memory.gib(result.get("peak_rss_bytes")), "GiB")
-    planned = result.get("provenance") or {}  # absent from compiles before it was recorded
-    seen.add("allocator_share", planned.get("allocator_memory_fraction"))
-    seen.add("planned_within_gib", memory.gib(planned.get("module_device_memory_bytes")), "GiB")
+    share = (result.get("provenance") or {}).get("allocator_memory_fraction")  # absent before it was recorded
+    seen.add("allocator_share", share)
+    capacity = result.get("capacity_bytes")
+    seen.add("planned_within_gib", memory.gib(capacity * share) if share and capacity else None, "GiB")
     if result["status"] != "ok":
         return seen.observations
     seen.add(names.OUTCOME, "fits" if result["fits"] else "oom")

@@ -204,9 +204,8 @@ def compile_program(
             "maxtext_arguments": arguments,
             "xla_flags": env["XLA_FLAGS"],
             "target_description": spec["description_file"],
-            # the run's memory XLA planned the program under (core/gpu.py, as_run_allocates)
+            # the share of the GPU's memory XLA planned the program within (core/gpu.py, as_run_allocates)
             "allocator_memory_fraction": fraction,
-            "module_device_memory_bytes": round(gpu.capacity_bytes(target) * fraction),
             "topology": spec["topology"],
             "declared_cudnn": gpu.cudnn_version(description),
             "versions": provenance.versions(),
