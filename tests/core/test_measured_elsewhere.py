@@ -222,3 +222,47 @@ def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shar
     assert all(entry["rate_tflops"] == pytest.approx(rate / 1e12) for entry in record.values())
     entries = [line for line in out.read_text().splitlines() if line.startswith("costs")]
     assert len(entries) == record["a-64gpu"]["entries"] == len(set(entries))  # one program: its entries once
+
+
+def test_each_gpu_and_precision_reports_the_rate_its_run_fits_and_its_share_of_peak():
+    """What calibration (a) fits, as a share of the precision's dense peak from the target file,
+    beside the share of the source's calibration that (c) carries to those runs."""
+    from offload_repro.produce.predicted.target_rates import load_speed, peak_flops, settings
+    from offload_repro.produce.validation.against_measured import fitted_rates
+
+    speed = load_speed()
+    small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
+    rate = small.calibrate(settings(speed)[0], speed)
+    carried = {"a-64gpu": {"calibrated_on": "gb200-nvl72/x", "calibration_precision": "nvfp4", "share_of_peak": 0.42}}
+    (found,) = fitted_rates({small.group: small}, {small.group: [rate]}, carried, speed)
+    assert found["calibrated_on"] == "a-64gpu" and found["precision"] == "bfloat16"
+    assert found["effective_tflops"] == pytest.approx(rate / 1e12)
+    assert found["share_of_peak"] == pytest.approx(rate / peak_flops(small.target, "bfloat16", speed))
+    assert found["carried"] == carried["a-64gpu"]
+    # a group the source's calibration does not reach carries nothing; a rate no setting reaches is none
+    (none,) = fitted_rates({small.group: small}, {small.group: [None]}, {}, speed)
+    assert none["effective_tflops"] is None and none["share_of_peak"] is None and none["carried"] is None
+
+
+def test_the_page_shows_the_rates_real_runs_fit_beside_the_share_carried_across_hardware(tmp_path, tables):
+    """From the validation stage's real result over the 22 H100 runs: each GPU and precision's fitted
+    rate and its share of that precision's dense peak (a physical bound: at most all of it), beside
+    the share of the NVFP4 peak the source's GB200 calibration carries to them, which is what (c)'s
+    error comes from."""
+    import json
+    import re
+
+    from produce.predicted.test_predicted import rendered_page
+
+    from conftest import FIXTURES
+    from report_page import visible_text
+
+    result = FIXTURES / "results/validation/model.json"
+    fitted = json.loads(result.read_text())["fitted_rates"]
+    assert {(f["target"], f["precision"]) for f in fitted} == {("h100-sxm", "bfloat16"), ("h100-sxm", "fp8")}
+    assert all(0 < f["share_of_peak"] <= 1 for f in fitted)
+    html = rendered_page(tmp_path, tables, "cpu", [result])
+    sentence = " ".join(visible_text(re.search(r'<span id="fitted-rates">.*?</span>', html, re.S).group(0)).split())
+    assert "bfloat16 on h100-sxm 627.1 TFLOP/s, 63.4% of its dense peak" in sentence
+    assert "fp8 on h100-sxm 1,213.9 TFLOP/s, 61.3% of its dense peak" in sentence
+    assert "where (c) carries 42.0% of nvfp4's peak from gb200-nvl72/llama-baseline" in sentence

@@ -39,9 +39,17 @@ PREDICTED_DETAILS = (
     "cross_checks",
     "band_programs",
 )
-# The validation stage's error tables, weak scaling, where the model is off, its calibrations and
-# how the runs were compiled.
-VALIDATION_DETAILS = ("errors", "weak_scaling", "where_off", "calibrations", "compile", "profile_guided")
+# The validation stage's error tables, weak scaling, where the model is off, its calibrations, the
+# rates the runs fit and how the runs were compiled.
+VALIDATION_DETAILS = (
+    "errors",
+    "weak_scaling",
+    "where_off",
+    "calibrations",
+    "fitted_rates",
+    "compile",
+    "profile_guided",
+)
 
 
 RESULT_KINDS = {

@@ -193,6 +193,34 @@ def rates_by_setting(calibrating: Measured, speed: dict[str, Any]) -> list[float
     return [calibrating.calibrate(setting, speed) for setting in settings(speed)]
 
 
+def fitted_rates(
+    smallest: dict[tuple[str, str], Measured],
+    fitted: dict[tuple[str, str], list[float | None]],
+    carried: dict[str, dict[str, Any]],
+    speed: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Per GPU and precision, the rate calibration (a) fits at the central setting and its share of
+    that precision's dense peak: what the runs reach, beside the share (c) carries to them (None
+    where the source's calibration carries none)."""
+    found = []
+    for group, calibrating in sorted(smallest.items()):
+        rate, peak = fitted[group][0], peak_flops(calibrating.target, calibrating.run.precision, speed)
+        source = carried.get(calibrating.run.id)
+        found.append(
+            {
+                "target": calibrating.target.name,
+                "precision": calibrating.run.precision,
+                "calibrated_on": calibrating.run.id,
+                "effective_tflops": rate / 1e12 if rate else None,
+                "share_of_peak": rate / peak if rate and peak else None,
+                "carried": {key: source[key] for key in ("calibrated_on", "calibration_precision", "share_of_peak")}
+                if source
+                else None,
+            }
+        )
+    return found
+
+
 def band(entry: Measured, fitted: list[float | None], speed: dict[str, Any]) -> list[float | None]:
     """`entry`'s step at every setting, at the rate fitted there (`rates_by_setting`)."""
     return [
@@ -436,6 +464,7 @@ def validate_model(
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
         "weak_scaling": weak_scaling(measured, pairs_of),
+        "fitted_rates": fitted_rates(smallest, fitted, carried, speed),
         "where_off": where_off(rows),
         "settings": [list(setting) for setting in settings(speed)],
         "compile": compile_record(validation, compiled),
