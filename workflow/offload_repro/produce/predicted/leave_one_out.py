@@ -88,8 +88,7 @@ def calibrate_row(
     precision's dense peak; ValueError where the central one can't, saying why and at which
     settings one can."""
     found: list[float | None] = []
-    above_peak: list[float] = []  # each setting's needed rate over the peak, where it exceeds it
-    central_above = None
+    over_peak: list[float | None] = []  # each setting's needed rate over the peak, where it exceeds it
     peak = peak_flops(target, precision, speed)
     chosen = settings(speed)[:1] if only_central else settings(speed)
     for setting in chosen:
@@ -99,12 +98,9 @@ def calibrate_row(
             rate = step_model.calibrate(events, entry, program["model_flops"], published * 1e12, at)
         except ValueError:
             rate = None
-        if rate and peak and rate > peak:  # faster than the tensor cores can go: no physical calibration
-            above_peak.append(rate / peak)
-            if not found:  # the central setting, the first
-                central_above = rate / peak
-            rate = None
-        found.append(rate)
+        above = rate / peak if rate and peak and rate > peak else None  # faster than the tensor cores go
+        over_peak.append(above)
+        found.append(None if above else rate)
     if found[0] is None:
         reached = [
             f"link efficiency {link}, network {end}, {overlap} overlap"
@@ -112,12 +108,12 @@ def calibrate_row(
             if rate
         ]
         where = f"; it is reached only at {'; '.join(reached)}" if reached else " nor at any other setting"
-        if above_peak:
+        if above_peak := [share for share in over_peak if share]:
             # ruled out at every setting: where some other setting would reach it within the peak is
             # not an alternative calibration, and is not offered as one
             central = (
-                f"{central_above:.0%} at the central one"
-                if central_above
+                f"{over_peak[0]:.0%} at the central one"
+                if over_peak[0]
                 else "at the central one its transfers alone take longer"
             )
             raise AbovePeak(

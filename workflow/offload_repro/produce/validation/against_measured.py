@@ -57,8 +57,12 @@ class Measured:
             )
         except ValueError:
             return None
-        peak = peak_flops(self.target, self.run.precision, speed)
+        peak = self.peak_flops(speed)
         return None if peak and rate > peak else rate
+
+    def peak_flops(self, speed: dict[str, Any]) -> float | None:
+        """The dense peak of this run's GPU at its precision (the target file's)."""
+        return peak_flops(self.target, self.run.precision, speed)
 
 
 def read_measured(
@@ -204,7 +208,7 @@ def fitted_rates(
     where the source's calibration carries none)."""
     found = []
     for group, calibrating in sorted(smallest.items()):
-        rate, peak = fitted[group][0], peak_flops(calibrating.target, calibrating.run.precision, speed)
+        rate, peak = fitted[group][0], calibrating.peak_flops(speed)
         source = carried.get(calibrating.run.id)
         found.append(
             {
