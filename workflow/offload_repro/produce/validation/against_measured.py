@@ -14,6 +14,8 @@ over one rate, is the model to beat.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -233,6 +235,15 @@ def band(entry: Measured, fitted: list[float | None], speed: dict[str, Any]) -> 
     ]
 
 
+def predicted_steps(measured: dict[str, Measured], pairs: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
+    """Run id -> the step calibration (a) predicts for it; the calibrating run's own is its measured
+    one, by construction."""
+    steps = {p["predicted"]: p["predicted_step_s"] for p in pairs["smallest"]}
+    for p in pairs["smallest"]:
+        steps.setdefault(p["calibrated_on"], measured[p["calibrated_on"]].run.step_seconds)
+    return steps
+
+
 def weak_scaling(
     measured: dict[str, Measured], pairs_of: dict[str, dict[str, list[dict[str, Any]]]]
 ) -> list[dict[str, Any]]:
@@ -249,9 +260,7 @@ def weak_scaling(
             continue
         rise: dict[str, float | None] = {}
         for model, pairs in pairs_of.items():
-            steps = {p["predicted"]: p["predicted_step_s"] for p in pairs["smallest"]}
-            for p in pairs["smallest"]:  # the calibrating run's own step is its measured one, by construction
-                steps.setdefault(p["calibrated_on"], measured[p["calibrated_on"]].run.step_seconds)
+            steps = predicted_steps(measured, pairs)
             a, b = steps.get(first.run.id), steps.get(last.run.id)
             rise[model] = b / a - 1 if a and b else None
         found.append(
@@ -262,6 +271,60 @@ def weak_scaling(
                 "to": {"run": last.run.id, "gpus": last.run.gpus, "measured_step_s": last.run.step_seconds},
                 "measured_rise": last.run.step_seconds / first.run.step_seconds - 1,
                 "predicted_rise": rise,
+            }
+        )
+    return found
+
+
+# The settings that say how many data-parallel replicas a run has. Runs alike in everything else run
+# one per-device program but for the replicas' all-reduce of the gradients.
+REPLICA_SETTINGS = ("dcn_data_parallelism", "ici_data_parallelism")
+
+
+def replicas(run: MeasuredRun) -> int:
+    return math.prod(int(run.maxtext.get(setting) or 1) for setting in REPLICA_SETTINGS)
+
+
+def replica_sets(measured: dict[str, Measured]) -> list[list[Measured]]:
+    """The runs that differ only in their number of data-parallel replicas (their MaxText settings
+    but those, their XLA flags, environment and container the same), each set in order of GPUs."""
+    sets: dict[tuple[Any, ...], list[Measured]] = {}
+    for entry in measured.values():
+        run = entry.run
+        others = sorted((k, repr(v)) for k, v in run.maxtext.items() if k not in REPLICA_SETTINGS)
+        key = (run.source, run.target, run.model, run.precision, run.container, tuple(others), tuple(run.xla_flags))
+        sets.setdefault((*key, *sorted(run.environment.items())), []).append(entry)
+    return [sorted(found, key=lambda e: e.run.gpus) for _, found in sorted(sets.items()) if len(found) > 1]
+
+
+def replica_spread(
+    measured: dict[str, Measured], pairs_of: dict[str, dict[str, list[dict[str, Any]]]]
+) -> list[dict[str, Any]]:
+    """Per set of runs that differ only in their data-parallel replicas (`replica_sets`): how far apart
+    their measured steps are (the largest over the smallest, less one), whether they move in the
+    order of the replicas, and how far apart each model predicts them under calibration (a). What
+    the measured steps do where the model's input barely changes bounds what it can resolve."""
+    found = []
+    by_model = {model: predicted_steps(measured, pairs) for model, pairs in pairs_of.items()}
+    for entries in replica_sets(measured):
+        steps = [e.run.step_seconds for e in entries]
+        rising = all(b >= a for a, b in itertools.pairwise(steps))
+        falling = all(b <= a for a, b in itertools.pairwise(steps))
+        spread: dict[str, float | None] = {}
+        for model, predicted_of in by_model.items():
+            predicted = [predicted_of.get(e.run.id) for e in entries]
+            spread[model] = max(predicted) / min(predicted) - 1 if all(predicted) else None
+        found.append(
+            {
+                "source": entries[0].run.source,
+                "precision": entries[0].run.precision,
+                "runs": [e.run.id for e in entries],
+                "gpus": [e.run.gpus for e in entries],
+                "replicas": [replicas(e.run) for e in entries],
+                "measured_step_s": steps,
+                "measured_spread": max(steps) / min(steps) - 1,
+                "in_order_of_replicas": rising or falling,
+                "predicted_spread": spread,
             }
         )
     return found
@@ -468,6 +531,7 @@ def validate_model(
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
         "weak_scaling": weak_scaling(measured, pairs_of),
+        "replica_spread": replica_spread(measured, pairs_of),
         "fitted_rates": fitted_rates(smallest, fitted, carried, speed),
         "where_off": where_off(rows),
         "settings": [list(setting) for setting in settings(speed)],
