@@ -327,6 +327,15 @@ def test_the_page_sets_the_measured_steps_of_runs_alike_but_for_their_replicas_b
         "A weak-scaling rise smaller than 2.7% is within what these steps move when only the replicas change."
         in sentence
     )
+    # where the model predicts no set (no rate calibrates them), the page says what was measured only
+    for entry in sets:
+        entry["predicted_spread"][model] = None
+    unpredicted = tmp_path / "unpredicted" / "model.json"
+    unpredicted.parent.mkdir()
+    unpredicted.write_text(json.dumps(found))
+    html = rendered_page(unpredicted.parent, tables, "cpu", [unpredicted])
+    sentence = " ".join(visible_text(re.search(r'<p id="replica-spread">.*?</p>', html, re.S).group(0)).split())
+    assert "the model predicts" not in sentence and "15.52, 15.6, 15.9 s, 2.4% apart" in sentence
 
 
 def test_the_page_shows_the_rates_real_runs_fit_beside_the_share_carried_across_hardware(tmp_path, tables):
