@@ -163,7 +163,12 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
     is predicted slower by exactly that collective's time at NVLink's cited rate x its central
     efficiency (no network: one NVLink domain is all a synchronous transfer event names here)."""
     from offload_repro.produce.predicted.target_rates import link_efficiency, load_speed, settings
-    from offload_repro.produce.validation.against_measured import calibrated_pairs, smallest_of, weak_scaling
+    from offload_repro.produce.validation.against_measured import (
+        calibrated_pairs,
+        predicted_steps,
+        smallest_of,
+        weak_scaling,
+    )
 
     speed = load_speed()
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
@@ -182,7 +187,8 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
     (flat,) = calibrated_pairs(group, speed, ("hbm", "host", "collective"), [small])
     assert flat["predicted_step_s"] == pytest.approx(10.0, rel=1e-9)
     pairs = {"full": {"smallest": [pair]}, "flat": {"smallest": [flat]}}
-    (scaling,) = weak_scaling({m.run.id: m for m in group}, pairs)
+    measured = {m.run.id: m for m in group}
+    (scaling,) = weak_scaling(measured, predicted_steps(measured, pairs))
     assert scaling["measured_rise"] == pytest.approx(0.1)
     assert scaling["predicted_rise"]["flat"] == pytest.approx(0.0, abs=1e-12)
     assert scaling["predicted_rise"]["full"] == pytest.approx(expected / 10.0 - 1, rel=1e-9)
@@ -250,7 +256,12 @@ def test_runs_that_differ_only_in_their_replicas_are_set_side_by_side_with_how_f
     smallest, less one), whether they move in the replicas' order, and each model's predicted spread."""
     from dataclasses import replace
 
-    from offload_repro.produce.validation.against_measured import Measured, replica_sets, replica_spread
+    from offload_repro.produce.validation.against_measured import (
+        Measured,
+        predicted_steps,
+        replica_sets,
+        replica_spread,
+    )
 
     def alike(run_id, gpus, step_s, fsdp, data, flags=()):
         entry = synthetic(run_id, gpus, step_s=step_s, flops=5e15, collective_bytes=int(45e9))
@@ -281,7 +292,7 @@ def test_runs_that_differ_only_in_their_replicas_are_set_side_by_side_with_how_f
             ]
         },
     }
-    (spread,) = replica_spread(measured, pairs_of)
+    (spread,) = replica_spread(measured, predicted_steps(measured, pairs_of))
     assert spread["runs"] == ["a-512gpu", "a-1024gpu", "a-2048gpu"] and spread["replicas"] == [4, 8, 16]
     assert spread["measured_step_s"] == [10.2, 10.5, 10.3]
     assert spread["measured_spread"] == pytest.approx(10.5 / 10.2 - 1)

@@ -235,20 +235,23 @@ def band(entry: Measured, fitted: list[float | None], speed: dict[str, Any]) -> 
     ]
 
 
-def predicted_steps(measured: dict[str, Measured], pairs: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
-    """Run id -> the step calibration (a) predicts for it; the calibrating run's own is its measured
-    one, by construction."""
-    steps = {p["predicted"]: p["predicted_step_s"] for p in pairs["smallest"]}
-    for p in pairs["smallest"]:
-        steps.setdefault(p["calibrated_on"], measured[p["calibrated_on"]].run.step_seconds)
-    return steps
-
-
-def weak_scaling(
+def predicted_steps(
     measured: dict[str, Measured], pairs_of: dict[str, dict[str, list[dict[str, Any]]]]
-) -> list[dict[str, Any]]:
+) -> dict[str, dict[str, float]]:
+    """Per model, run id -> the step calibration (a) predicts for it; the calibrating run's own is its
+    measured one, by construction."""
+    found = {}
+    for model, pairs in pairs_of.items():
+        steps = {p["predicted"]: p["predicted_step_s"] for p in pairs["smallest"]}
+        for p in pairs["smallest"]:
+            steps.setdefault(p["calibrated_on"], measured[p["calibrated_on"]].run.step_seconds)
+        found[model] = steps
+    return found
+
+
+def weak_scaling(measured: dict[str, Measured], steps_of: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     """Per source and precision: the measured rise of the step from the fewest to the most GPUs, and
-    the rise each model predicts under calibration (a)."""
+    the rise each model predicts under calibration (a) (`predicted_steps`)."""
     found = []
     by_source: dict[tuple[str, str], list[Measured]] = {}
     for entry in measured.values():
@@ -259,8 +262,7 @@ def weak_scaling(
         if first is last:
             continue
         rise: dict[str, float | None] = {}
-        for model, pairs in pairs_of.items():
-            steps = predicted_steps(measured, pairs)
+        for model, steps in steps_of.items():
             a, b = steps.get(first.run.id), steps.get(last.run.id)
             rise[model] = b / a - 1 if a and b else None
         found.append(
@@ -297,21 +299,19 @@ def replica_sets(measured: dict[str, Measured]) -> list[list[Measured]]:
     return [sorted(found, key=lambda e: e.run.gpus) for _, found in sorted(sets.items()) if len(found) > 1]
 
 
-def replica_spread(
-    measured: dict[str, Measured], pairs_of: dict[str, dict[str, list[dict[str, Any]]]]
-) -> list[dict[str, Any]]:
+def replica_spread(measured: dict[str, Measured], steps_of: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     """Per set of runs that differ only in their data-parallel replicas (`replica_sets`): how far apart
     their measured steps are (the largest over the smallest, less one), whether they move in the
-    order of the replicas, and how far apart each model predicts them under calibration (a). What
+    order of the replicas, and how far apart each model predicts them under calibration (a)
+    (`predicted_steps`). What
     the measured steps do where the model's input barely changes bounds what it can resolve."""
     found = []
-    by_model = {model: predicted_steps(measured, pairs) for model, pairs in pairs_of.items()}
     for entries in replica_sets(measured):
         steps = [e.run.step_seconds for e in entries]
         rising = all(b >= a for a, b in itertools.pairwise(steps))
         falling = all(b <= a for a, b in itertools.pairwise(steps))
         spread: dict[str, float | None] = {}
-        for model, predicted_of in by_model.items():
+        for model, predicted_of in steps_of.items():
             predicted = [predicted_of.get(e.run.id) for e in entries]
             spread[model] = max(predicted) / min(predicted) - 1 if all(predicted) else None
         found.append(
@@ -463,7 +463,7 @@ def profile_guided(
             name: {calibration: summary(pairs[calibration], key=kind) for calibration in ("smallest", "every_run")}
             for name, pairs in pairs_of.items()
         },
-        "weak_scaling": weak_scaling(measured, pairs_of),
+        "weak_scaling": weak_scaling(measured, predicted_steps(measured, pairs_of)),
         "matched": {
             run_id: (result.get("latency_profile") or {}).get("matched") for run_id, result in profiled.items()
         },
@@ -487,6 +487,7 @@ def validate_model(
         raise DataError("no measured run compiled and fits: nothing to validate the model against")
     full = MODELS[-1][0]
     pairs_of = {name: by_calibration(measured, speed, free) for name, free in MODELS}
+    steps_of = predicted_steps(measured, pairs_of)
     carried = across_hardware(measured, speed, source, calibration_target) if source and calibration_target else {}
     smallest = {group: smallest_of(entries) for group, entries in groups(measured).items()}
     fitted = {group: rates_by_setting(calibrating, speed) for group, calibrating in smallest.items()}
@@ -530,8 +531,8 @@ def validate_model(
             "across_hardware": summary(across_pairs, key=kind),
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
-        "weak_scaling": weak_scaling(measured, pairs_of),
-        "replica_spread": replica_spread(measured, pairs_of),
+        "weak_scaling": weak_scaling(measured, steps_of),
+        "replica_spread": replica_spread(measured, steps_of),
         "fitted_rates": fitted_rates(smallest, fitted, carried, speed),
         "where_off": where_off(rows),
         "settings": [list(setting) for setting in settings(speed)],
