@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO
 from offload_repro.core.data import DataError
 from offload_repro.core.files import read_yaml
-from offload_repro.plan.jobs import band_variants, make_plan
+from offload_repro.plan.jobs import make_plan
 
 DEFAULT = read_yaml(REPO / "experiments" / "config.yaml")
 
@@ -24,21 +24,9 @@ def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
     assert plan.evidence_files["compile"] == [f"results/compiled/gb200-nvl72/{row}.json" for row in plan.row_ids]
     assert plan.evidence_files["predicted"] == ["results/predicted/gb200-nvl72.json"]
     assert "frontier" not in plan.evidence_files and plan.preflight == []
-    # the alternatives whose programs the band also covers are compiled and predicted: no other
-    banded = [
-        "xla-rematerialization.xla-default",
-        "xla-latency-estimator.profile-guided",
-        "llama-collective-flags.xla-default",
-        "allocator-memory-fraction.recipes",
-    ]
-    assert list(plan.variants) == plan.band_variants == banded
-    predicted = [f"results/whatif/assumptions/{name}/predicted.json" for name in banded]
-    assert plan.band_predictions("gb200-nvl72") == predicted
-    # only the profile-guided schedule takes the profile of the compile target's default programs
-    assert plan.variant_profile(banded[0]) == []
-    assert plan.variant_profile(banded[1]) == ["results/profiles/gb200-nvl72.pbtxt"]
-    assert "llama-qkv-offload-nolhs" not in plan.variants[banded[1]]["rows"]
-    assert plan.calibration_source("gb200-nvl72") == [] and plan.kept == {}
+    # the default run compiles what it judges: the rows, no alternative (the sensitivity stage's)
+    assert plan.variants == {} and plan.variant_files == [] and plan.variant_predictions == []
+    assert plan.calibration_source("gb200-nvl72") == []
     assert plan.page_targets == ["cpu"]
 
 
@@ -61,15 +49,14 @@ def test_a_frontier_targets_rows_compile_first_and_its_searches_before_any_row()
     assert planned().frontier_targets == []  # no what-if: every compile alike
 
 
-def test_results_on_disk_keep_their_stage_and_the_plan_says_why():
+def test_results_on_disk_never_add_a_stage_only_the_command_does():
+    """The same command plans the same jobs whatever `results/` holds: an optional stage's result
+    left by an earlier run neither enters the evidence nor reruns its stage."""
+    assert planned(nothing_on_disk=False).evidence_files == planned().evidence_files
     plan = planned(nothing_on_disk=False)
-    assert plan.whatif and plan.sensitivity and plan.validation
-    assert plan.kept == {
-        "whatif": "results/whatif/budget.json exists",
-        "assumptions": "results/whatif/assumptions.json exists",
-        "validation": "results/validation/model.json exists",
-    }
-    assert len(plan.variant_files) >= 6 and set(plan.varied_rows) <= set(plan.row_ids)
+    assert not (plan.whatif or plan.sensitivity or plan.validation) and plan.variants == {}
+    asked = planned(assumptions=True)
+    assert len(asked.variant_files) >= 6 and set(asked.varied_rows) <= set(asked.row_ids)
 
 
 def test_rows_can_be_chosen_and_an_unknown_one_is_named():
@@ -103,6 +90,11 @@ def test_a_compile_target_without_a_compile_section_and_an_unknown_frontier_targ
 
 def test_each_alternative_predicts_every_row_from_its_own_compiles_where_it_has_them():
     plan = planned(assumptions=True)
+    # only the profile-guided schedule takes the profile of the compile target's default programs
+    assert plan.variant_profile("xla-rematerialization.xla-default") == []
+    guided = "xla-latency-estimator.profile-guided"
+    assert plan.variant_profile(guided) == ["results/profiles/gb200-nvl72.pbtxt"]
+    assert "llama-qkv-offload-nolhs" not in plan.variants[guided]["rows"]
     name = next(iter(plan.variants))
     varied = set(plan.variants[name]["rows"])
     compiled = plan.variant_compiled(name)
@@ -116,14 +108,3 @@ def test_each_alternative_predicts_every_row_from_its_own_compiles_where_it_has_
             else f"results/compiled/gb200-nvl72/{row}.json"
         )
         assert path == expected
-
-
-def test_the_band_covers_only_alternatives_that_exist_and_only_where_they_are_compiled():
-    with pytest.raises(DataError, match=r"experiments/speed.yaml: field 'programs.alternatives': \['pass-off.typo'\]"):
-        band_variants({"programs": {"alternatives": ["pass-off.typo"]}}, {"xla-rematerialization.xla-default": {}})
-    assert band_variants({}, {}) == []
-    # a what-if target scales from the calibration target's prediction: its band is its own
-    plan = planned(whatif=True)
-    assert plan.band_predictions("gb300-nvl72") == []
-    # variants compile for the compile target only: where it is not the calibration target, no band program
-    assert planned(compile_target="gb300-nvl72").band_predictions("gb200-nvl72") == []

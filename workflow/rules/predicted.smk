@@ -8,8 +8,6 @@ rule predict:
         compiled=expand("results/compiled/{{gpu_target}}/{row}.json", row=PLAN.row_ids),
         target="experiments/targets/{gpu_target}.yaml",
         calibrated_by=lambda wildcards: PLAN.calibration_source(wildcards.gpu_target),
-        # the alternative programs the band also covers (experiments/speed.yaml, programs)
-        band=lambda wildcards: PLAN.band_predictions(wildcards.gpu_target),
         claims=CLAIMS_FILE,
         code=CODE["predict"],
     output:
@@ -21,12 +19,9 @@ rule predict:
     params:
         cli=cli,
         calibrated_by=lambda wildcards, input: (f"--calibrated-by {input.calibrated_by}" if input.calibrated_by else ""),
-        band=lambda wildcards, input: " ".join(
-            f"--band-program {os.path.basename(os.path.dirname(path))}={path}" for path in input.band
-        ),
     shell:
         "{params.cli} predict --tables {input.tables:q} --target {wildcards.gpu_target} --out {output}"
-        " --claims {input.claims} {params.calibrated_by} {params.band} {input.compiled}"
+        " --claims {input.claims} {params.calibrated_by} {input.compiled}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 

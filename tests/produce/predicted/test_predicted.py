@@ -4,6 +4,7 @@ never lets a prediction use the published number of a row it judges."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
@@ -632,7 +633,11 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
     default = predicted_file("default", 10e15)
     observations = [o.record() for o in predicted_observations(read_result(default, "predicted"), default)]
     qualifying = {"source-hardware": ["gb200-nvl72"]}
-    judge = varied_verdicts(lambda chosen, seen: check_claims(chosen, views(seen, {"gb200-nvl72": target}), qualifying))
+    # no error on real GPUs recorded: the band is the leave-one-out error alone
+    kinds = {"llama": {"families": ["llama"], "what": "dense", "recorded_error": None}}
+    judge = varied_verdicts(
+        lambda chosen, seen: check_claims(chosen, views(seen, {"gb200-nvl72": target}), qualifying, kinds)
+    )
     alternatives = [
         {"id": "same", "results": {}, "predicted": predicted_file("same", 10e15)},
         {"id": "slow", "results": {}, "predicted": predicted_file("slow", 12e15)},
@@ -1033,3 +1038,26 @@ def test_each_models_stated_calibration_is_one_that_calibrates_within_the_peak()
         assert not calibrated & ruled_out
         if stated in precision_of:
             assert calibrated == {stated}, family
+
+
+def test_the_predicted_chart_draws_each_value_claims_prediction_and_the_band_its_verdict_took(tmp_path, tables):
+    """The real GB200 prediction judged, then drawn: a row a value claim judges shows that claim's
+    prediction and band (the error on real GPUs included), the same numbers as its verdict; before,
+    the chart widened each row by its family's leave-one-out error alone, another band."""
+    from offload_repro.core.results import read_result
+
+    fixtures = FIXTURES / "results"
+    inputs = [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), fixtures / "predicted/gb200-nvl72.json"]
+    html = rendered_page(tmp_path, tables, "cpu", inputs)
+    verdicts = read_result(tmp_path / "verdicts.json", "verdicts")
+    claim = next(c for c in verdicts["claims"] if c["id"] == "llama-qkv-lhs-throughput")
+    judgement = next(j for j in claim["judgements"] if j["evidence"] == "predicted")
+    band = judgement["band"]
+    assert band["error_from"] == "real GPUs" and band["error"] == pytest.approx(0.216)
+    spec = re.search(r'<script type="application/json" id="spec-predicted">(.*?)</script>', html, re.S).group(1)
+    data = next(iter(json.loads(spec.replace("<\\/", "</"))["datasets"].values()))
+    drawn = next(d for d in data if d["row"] == "llama-qkv-offload-lhs" and d["source"] == "predicted")
+    assert drawn["tflops"] == pytest.approx(judgement["observed"])
+    assert (drawn["low"], drawn["high"]) == (pytest.approx(band["low"]), pytest.approx(band["high"]))
+    # a physical bound: widened by 21.6% the band spans more than a fifth of the prediction
+    assert (drawn["high"] - drawn["low"]) / drawn["tflops"] > 0.2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import re
 
 import pytest
 
@@ -269,20 +270,24 @@ def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, t
         assert f"results/whatif/rubin-copy/frontier-{item['id']}.json" in plan
 
 
-def test_what_if_results_on_disk_keep_judging_on_a_default_run(tmp_path):
-    """After a what-if run, a plain run keeps its evidence (and keeps it current) instead of
-    dropping it: the frontier and the budget stay inputs of the evidence table."""
+def test_a_default_run_plans_the_same_whatever_results_hold(tmp_path):
+    """The same command, the same plan: what-if, sensitivity and validation results left by earlier
+    runs neither enter a plain run's evidence nor are kept current by it; asking for a stage does."""
     from workflow_copy import copy_workflow, snakemake
 
     directory = copy_workflow(tmp_path)
     plain = snakemake(directory, "-n")
     assert plain.returncode == 0 and "frontier-deepseek-device.json" not in plain.stdout
-    (directory / "results/whatif").mkdir(parents=True)
-    (directory / "results/whatif/budget.json").write_text("{}")
-    kept = snakemake(directory, "-n")
-    assert kept.returncode == 0, kept.stderr[-3000:]
-    assert "results/whatif/gb200-nvl72/frontier-deepseek-device.json" in kept.stdout
-    assert "results/compiled/vr-nvl144/deepseek-device-mb8.json" in kept.stdout
+    for left in ("whatif/budget.json", "whatif/assumptions.json", "validation/model.json"):
+        (directory / "results" / left).parent.mkdir(parents=True, exist_ok=True)
+        (directory / "results" / left).write_text("{}")
+    again = snakemake(directory, "-n")
+    assert again.returncode == 0, again.stderr[-3000:]
+    planned = re.compile(r"^\s+output: (.*)$", re.M)
+    assert planned.findall(again.stdout) == planned.findall(plain.stdout) != []
+    asked = snakemake(directory, "-n", "--config", "whatif=True")
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    assert "results/whatif/gb200-nvl72/frontier-deepseek-device.json" in asked.stdout
 
 
 def test_a_profile_guided_schedule_is_a_memory_candidate_alone_never_combined(rows, tmp_path):

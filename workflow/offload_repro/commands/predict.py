@@ -19,13 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--claims", default="experiments/claims.yaml", type=Path, help="the speedups that imply throughputs"
     )
-    parser.add_argument(
-        "--band-program",
-        action="append",
-        default=[],
-        metavar="NAME=PREDICTED",
-        help="an alternative program's prediction the band also covers (experiments/speed.yaml, programs)",
-    )
     parser.add_argument("compiled", nargs="+", type=Path, help="the rows' compiled results on the target")
 
 
@@ -40,7 +33,6 @@ def run(args: argparse.Namespace) -> int:
         load_target(speed["calibration"]["target"]),
         args.calibrated_by,
         args.claims,
-        {name: Path(path) for name, path in (entry.split("=", 1) for entry in args.band_program)},
     )
     calibrated = sum(1 for row in predicted["rows"] if row.get("calibrated_on"))
     print(f"{args.target}: {len(predicted['rows'])} rows predicted, {calibrated} calibrated")

@@ -7,11 +7,11 @@ import argparse
 from pathlib import Path
 
 from offload_repro.commands import arguments
-from offload_repro.core.data import load_target
-from offload_repro.core.measured_elsewhere import load_measured, load_validation
+from offload_repro.core.data import DataError, load_target
+from offload_repro.core.measured_elsewhere import VALIDATION_FILE, load_measured, load_validation
 from offload_repro.core.results import read_by_row, read_result, write_result
 from offload_repro.produce.predicted.target_rates import load_speed
-from offload_repro.produce.validation.against_measured import validate_model
+from offload_repro.produce.validation.against_measured import unrecorded, validate_model
 
 PARENTS = (arguments.OUT,)
 
@@ -36,9 +36,12 @@ def run(args: argparse.Namespace) -> int:
     profiled = read_by_row(args.profiled, "compile")
     source = read_result(args.calibrated_by, "predicted") if args.calibrated_by else None
     calibration_target = load_target(speed["calibration"]["target"])
-    found = validate_model(
-        load_measured(), compiled, speed, load_validation(), source, calibration_target, profiled or None
-    )
+    validation = load_validation()
+    found = validate_model(load_measured(), compiled, speed, validation, source, calibration_target, profiled or None)
+    # every run's verdicts take the recorded error: a stage that computes another stops, naming it
+    differs = unrecorded(found["real_hardware_error"], validation["kinds"], VALIDATION_FILE)
+    if differs:
+        raise DataError("; ".join(differs) + " (record it, so that every run's verdicts take it)")
     written = write_result(args.out, "validation", found)
     model = written["errors"]["by_model"][written["errors"]["model"]]["smallest"]
     simple = written["errors"]["by_model"][written["errors"]["simple_model"]]["smallest"]

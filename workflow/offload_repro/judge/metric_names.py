@@ -31,9 +31,6 @@ HLO_SHA256 = "hlo_sha256"  # the digest of a compiled program's optimized HLO
 
 # --- speed ---
 TFLOPS = "tflops_per_device"
-# the band of a row's prediction widened by its model's largest leave-one-out error (None: open)
-TFLOPS_WITH_ERROR_LOW = "tflops_per_device_with_error_low"
-TFLOPS_WITH_ERROR_HIGH = "tflops_per_device_with_error_high"
 STEP_TIME_S = "step_time_s"  # a run's measured step
 PUBLISHED_TFLOPS = "published_tflops"  # the published throughput a prediction was compared with
 PUBLISHED_SOURCES = "published_sources"  # what that number derives from: rows and claims (a list)
@@ -48,7 +45,7 @@ CALIBRATED_ON = "calibrated_on"  # the row (or run) a prediction's default calib
 LOO_ERROR = "loo_error"  # predicted / published - 1, calibrated on another row (`calibrated_on`)
 FAMILY = "family"
 PLACEMENT_KIND = "placement_kind"
-SETTINGS = ("setting_link_level", "setting_network_end", "setting_overlap", "setting_program")
+SETTINGS = ("setting_link_level", "setting_network_end", "setting_overlap")
 
 # A predicted step's terms, in the order they add up (produce/predicted/step_model.TERMS), and
 # how the pages and explanations name them.
@@ -139,8 +136,6 @@ NAMES = frozenset(
         STATUS,
         HLO_SHA256,
         TFLOPS,
-        TFLOPS_WITH_ERROR_LOW,
-        TFLOPS_WITH_ERROR_HIGH,
         STEP_TIME_S,
         PUBLISHED_TFLOPS,
         PUBLISHED_SOURCES,

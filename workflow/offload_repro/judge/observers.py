@@ -15,7 +15,6 @@ from offload_repro.core import memory
 from offload_repro.core.accounting import compiled_accounting
 from offload_repro.core.observation import Observation, Observer
 from offload_repro.judge import metric_names as names
-from offload_repro.judge.prediction_verdicts import widened
 
 # A run's status -> whether the row fitted on the device (an error says nothing about fitting).
 OUTCOME_OF_STATUS = {"ok": "fits", "oom": "oom"}
@@ -241,7 +240,6 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
     for family in ((result.get("model_error") or {}).get("families") or {}).values():
         for pair in family["pairs"]:
             errors.setdefault(pair["predicted"], []).append(pair)
-    families = (result.get("model_error") or {}).get("families") or {}
     for row in result["rows"]:
         seen = Observer(row, source, "predicted", row["row"], result["target"])
         seen.status_line()
@@ -258,18 +256,10 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
             seen.add(names.TFLOPS, values[0], "TFLOPs/s/device", low=min(present), high=max(present), **tagged)
             for index, value in enumerate(values):
                 seen.add(names.TFLOPS, value, "TFLOPs/s/device", at=float(index), **tagged)
-        largest = (families.get(row["family"]) or {}).get("largest_abs")
-        central = [value for value in row.get("tflops_per_device") or [] if value is not None]
-        if central and largest is not None:
-            # where a published value lies, given the band and its family's largest leave-one-out error
-            low, high = widened(min(central), largest)[0], widened(max(central), largest)[1]
-            seen.add(names.TFLOPS_WITH_ERROR_LOW, low, "TFLOPs/s/device")
-            seen.add(names.TFLOPS_WITH_ERROR_HIGH, high, "TFLOPs/s/device")
         chosen = result.get("settings") or {}
         links, ends = chosen.get("link_level", []), chosen.get("network_end", [])
         overlaps = chosen.get("overlap") or ["scheduled"] * len(links)
-        programs = chosen.get("program") or ["default"] * len(links)
-        for index, setting in enumerate(zip(links, ends, overlaps, programs, strict=True)):
+        for index, setting in enumerate(zip(links, ends, overlaps, strict=True)):
             for name, value in zip(names.SETTINGS, setting, strict=True):
                 seen.add(name, value, at=float(index))
         seen.add(names.FAMILY, row["family"])

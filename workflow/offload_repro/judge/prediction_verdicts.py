@@ -34,7 +34,7 @@ from offload_repro.judge import metric_names as names
 from offload_repro.judge.spread import number
 
 Span = tuple[float | None, float | None]  # (low, high); None: that side is open
-Setting = tuple[str, str, str, str]  # the links' efficiency level, network end, schedule, program
+Setting = tuple[str, str, str]  # the links' efficiency level, network end, schedule
 LEVEL_ORDER = {"low": 0, "central": 1, "high": 2}  # the links' efficiency levels, slowest first
 # {row: {metric: {calibrated_on: value}}}: an evidence view's predictions under each calibration
 Calibrated = dict[str, dict[str, dict[str, Any]]]
@@ -126,40 +126,34 @@ def measured_error(
     return largest, f"±{largest:.1%}, the largest leave-one-out error of {family}'s {kind} pairs ({count})"
 
 
-def real_hardware_error(
-    family: str | None, runs: dict[str, dict[str, Any]], kinds: dict[str, Any]
-) -> tuple[float | None, str]:
-    """The largest error of the model calibrated on one measured run predicting another of the same
-    model and precision (the analogue of the source's rows, which compare settings of one model), over
-    the runs measured elsewhere of the kind experiments/validation.yaml states for the family; (None,
-    why) where none was predicted."""
+def real_hardware_error(family: str | None, kinds: dict[str, Any]) -> tuple[float | None, str]:
+    """The error on real GPUs that experiments/validation.yaml records for the family's kind of claim:
+    the largest throughput error of a run measured elsewhere predicted from another of its model and
+    precision (the analogue of the source's rows, which compare settings of one model). Recorded, not
+    read from results/, so that every run judges with it; (None, why) where no run of the kind is."""
     kind = kinds.get(str(family))
     if kind is None:
         return None, f"no kind of measured run is stated for {family} (experiments/validation.yaml)"
-    errors = [
-        run["same_model_largest_abs_error"]
-        for run in runs.values()
-        if run.get("family") in kind["families"] and run.get("same_model_largest_abs_error") is not None
-    ]
-    if not errors:
-        return None, f"unmeasured on real hardware: no {kind['what']} run measured elsewhere was predicted"
-    largest = max(errors)
-    return largest, (
-        f"±{largest:.1%}, the largest error over {len(errors)} {kind['what']} runs measured on real GPUs, each"
-        " predicted from every other run of its model and precision"
+    recorded = kind["recorded_error"]
+    if recorded is None:
+        return None, f"unmeasured on real GPUs: no {kind['what']} run measured elsewhere is recorded"
+    error = recorded["throughput_error"]
+    return error, (
+        f"±{error:.1%}, the largest throughput error over {recorded['pairs']} pairs of {kind['what']} runs measured"
+        " on real GPUs, each predicted from another run of its model and precision (experiments/validation.yaml)"
     )
 
 
-def larger_error(own: tuple[float | None, str], real: tuple[float | None, str]) -> tuple[float | None, str]:
-    """The error a band takes: the larger of the source rows' own and that of real hardware, saying which."""
+def larger_error(own: tuple[float | None, str], real: tuple[float | None, str]) -> tuple[float | None, str, str]:
+    """The error a band takes, saying which set it: the larger of the source rows' leave-one-out
+    error and that on real GPUs. Unmeasured on the source's rows stays unmeasured: real GPUs never
+    stand in for the pairs of rows a claim compares."""
     (mine, my_why), (theirs, their_why) = own, real
-    if mine is None:  # unmeasured stays unmeasured: real hardware never stands in for the source rows' pairs
-        return mine, my_why
-    if theirs is None:  # no run of its kind measured elsewhere: its own, saying so where validation ran
-        return mine, f"{my_why}; {their_why}" if their_why else my_why
-    if theirs <= mine:
-        return mine, f"{my_why} (larger than on real hardware: {their_why})"
-    return theirs, f"{their_why} (larger than the source rows': {my_why})"
+    if mine is None:
+        return None, my_why, "unmeasured"
+    if theirs is None or theirs <= mine:
+        return mine, f"{my_why} ({their_why})", "leave-one-out"
+    return theirs, f"{their_why} (larger than the source rows': {my_why})", "real GPUs"
 
 
 def widened(value: float, error: float) -> Span:

@@ -37,7 +37,6 @@ PREDICTED_DETAILS = (
     "by_precision",
     "ruled_out_precisions",
     "cross_checks",
-    "band_programs",
 )
 # The validation stage's error tables, weak scaling, how far apart runs that differ only in their
 # replicas are, where the model is off, its calibrations, the rates the runs fit and how the runs

@@ -39,12 +39,11 @@ def judge_one(
     rule: dict[str, Any],
     candidates: list[EvidenceView],
     qualifying: dict[str, list[str]],
-    validation: EvidenceView | None = None,
     kinds: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets;
-    `validation`: the runs measured elsewhere, whose error of the kinds `kinds` (experiments/validation.yaml)
-    a predicted band also takes."""
+    `kinds`: the kinds of claim of experiments/validation.yaml, whose recorded error on real GPUs a
+    predicted band also takes."""
     if rule.get("metric"):  # this evidence measures the claim's quantity by a metric of its own
         claim = {**claim, "check": {**claim["check"], "metric": rule["metric"]}}
     check, kind = claim["check"], rule["evidence"]
@@ -72,7 +71,7 @@ def judge_one(
     if errors:
         return base | {"verdict": "error", "reason": "; ".join(errors)}
     if kind == "predicted":
-        return base | _judge_predicted(claim, rule, evidence, observed_rows, validation, kinds or {})
+        return base | _judge_predicted(claim, rule, evidence, observed_rows, kinds or {})
     judgement = evaluate(claim, rule, observed_rows)
     metric = check.get("metric")
     spreads = {
@@ -86,12 +85,11 @@ def _judge_predicted(
     rule: dict[str, Any],
     evidence: EvidenceView,
     observed_rows: dict[str, dict[str, Any]],
-    validation: EvidenceView | None,
     kinds: dict[str, Any],
 ) -> dict[str, Any]:
     """A speed claim by prediction: a calibration that is not the claim's own value, the band that
-    the model's measured error gives (the larger of the source rows' and, where runs measured
-    elsewhere were predicted, that of runs of its kind), and a verdict no stronger than that band
+    the model's measured error gives (the larger of the source rows' leave-one-out error and the
+    error on real GPUs recorded for its kind), and a verdict no stronger than that band
     (judge/prediction_verdicts.py)."""
     calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows, evidence.calibrated)
     if calibrated_on is None:
@@ -106,13 +104,11 @@ def _judge_predicted(
     judgement = evaluate(judged, rule, under) | {"calibrated_on": calibrated_on}
     if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
         return judgement | {"metric": metric, "note": basis}
-    errors, whys = {}, {}
-    runs = validation.rows if validation else {}
+    errors, whys, sources = {}, {}, {}
     for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
         own = prediction_verdicts.measured_error(claim, evidence.rows, evidence.calibrated, pair)
-        family = evidence.rows[pair[0]].get(names.FAMILY)
-        real = prediction_verdicts.real_hardware_error(family, runs, kinds) if runs else (None, "")
-        errors[pair], why = prediction_verdicts.larger_error(own, real)
+        real = prediction_verdicts.real_hardware_error(evidence.rows[pair[0]].get(names.FAMILY), kinds)
+        errors[pair], why, sources[pair] = prediction_verdicts.larger_error(own, real)
         whys[pair] = f"{pair[0]} against {pair[1]}: {why}" if len(claim["check"]["rows"]) > 2 else why
     note = f"{basis}; {'; '.join(dict.fromkeys(whys.values()))}"
     unmeasured = [whys[pair] for pair, error in errors.items() if error is None]
@@ -122,8 +118,7 @@ def _judge_predicted(
     first = evidence.series.get(claim["check"]["rows"][0], {})
     links, ends = first.get("setting_link_level", []), first.get("setting_network_end", [])
     overlaps = first.get("setting_overlap") or ["scheduled"] * len(links)
-    programs = first.get("setting_program") or ["default"] * len(links)
-    settings = list(zip(links, ends, overlaps, programs, strict=True))
+    settings = list(zip(links, ends, overlaps, strict=True))
     series = {
         row: evidence.calibrated_series.get(row, {}).get(metric, {}).get(calibrated_on, [])
         for row in claim["check"]["rows"]
@@ -133,6 +128,8 @@ def _judge_predicted(
     )
     if found is None:
         return judgement | {"verdict": "inconclusive", "reason": "no prediction at any setting", "note": note}
+    largest = max(errors, key=lambda pair: errors[pair] or 0)
+    found["error_from"] = sources[largest]
     tolerance = rule.get("tolerance") or claim.get("tolerance")
     judgement["verdict"] = prediction_verdicts.verdict(judged["check"], found, claim.get("published"), tolerance)
     if "holds_at" in found:
@@ -165,15 +162,16 @@ def check_claims(
     claims: list[dict[str, Any]],
     candidates: list[EvidenceView],
     qualifying: dict[str, list[str]],
+    kinds: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Every claim judged; `kinds`: the kinds of claim whose recorded error on real GPUs widens a
+    predicted band (experiments/validation.yaml's, read here: the same with or without the
+    validation stage)."""
     results = []
-    validation = next((view for view in candidates if view.evidence == "validation"), None)
-    kinds = load_validation()["kinds"] if validation else {}
+    kinds = load_validation()["kinds"] if kinds is None else kinds
     for claim in claims:
         judgements = [
-            judge_one(
-                claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying, validation, kinds
-            )
+            judge_one(claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying, kinds)
             for rule in claim["judged_by"]
         ]
         verdict = overall(judgements)
@@ -183,6 +181,8 @@ def check_claims(
                 "id": claim["id"],
                 "kind": claim["kind"],
                 "statement": claim["statement"],
+                "check": claim["check"]["type"],
+                "subjects": subjects(claim["check"]),
                 "published": claim.get("published"),
                 "unit": claim.get("unit"),
                 "tolerance": claim.get("tolerance"),

@@ -1,16 +1,16 @@
 """The jobs of one run: which rows, on which targets, with what resources, from which results.
 
 Snakemake's rule files read a `Plan` and stay thin; every decision and refusal is here, where
-tests can reach it. Evidence already on disk keeps judging: once the what-if stage or the
-sensitivity stage has run, a default run keeps its results current and in the evidence (deleting
-`results/whatif/` drops them), and the plan says so in `kept`.
+tests can reach it. What a run judges comes from its command alone: an optional stage (what-if,
+sensitivity, validation) enters only when its config key asks for it, never because its results
+happen to lie in `results/`, so the same command gives the same verdicts.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,6 @@ from offload_repro.core.variants import resolved, schedules_by_profile, variant_
 
 READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
 TARGETS_DIR = "experiments/targets"
-# Once written, these keep their stage in every later run (see the module's docstring).
-KEPT_BY = {
-    "whatif": "results/whatif/budget.json",
-    "assumptions": "results/whatif/assumptions.json",
-    "validation": "results/validation/model.json",
-}
 
 
 def as_bool(value: Any) -> bool:
@@ -52,8 +46,7 @@ class Plan:
     grid_targets: list[str]  # every GPU target each row is compiled for
     frontier_targets: list[str]  # the targets whose capacity frontier is searched (what-if only)
     policies: list[str]
-    variants: dict[str, dict[str, Any]]  # variant id -> {settings, rows}
-    band_variants: list[str]  # the alternatives whose programs the calibration target's band also covers
+    variants: dict[str, dict[str, Any]]  # variant id -> {settings, rows}: the sensitivity stage's alternatives
     calibration_target: str
     evidence_files: dict[str, list[str]]  # by producer
     page_targets: list[str]  # this run's target first, then every earlier one whose page exists
@@ -62,7 +55,6 @@ class Plan:
     sensitivity: bool  # each alternative assumption compiled
     validation: bool  # the step-time model against published runs measured elsewhere
     measured_runs: dict[str, str]  # run id -> its target (experiments/measured-elsewhere/), with validation
-    kept: dict[str, str] = field(default_factory=dict)  # stage -> the result that keeps it on
 
     @property
     def row_ids(self) -> list[str]:
@@ -80,13 +72,6 @@ class Plan:
     def variant_predictions(self) -> list[str]:
         """Each alternative's prediction of every row (its speed claims re-judged under it)."""
         return [f"results/whatif/assumptions/{name}/predicted.json" for name in self.variants]
-
-    def band_predictions(self, gpu_target: str) -> list[str]:
-        """The predictions of the alternative programs a target's band also covers
-        (experiments/speed.yaml, programs): the calibration target's, where it is the compile target."""
-        if gpu_target != self.calibration_target or gpu_target != self.compile_target.name:
-            return []
-        return [f"results/whatif/assumptions/{name}/predicted.json" for name in self.band_variants]
 
     def variant_profile(self, name: str) -> list[str]:
         """The latency profile an alternative schedules by (its `latency_profile`), if any."""
@@ -184,18 +169,6 @@ def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def band_variants(speed: dict[str, Any], known: dict[str, dict[str, Any]]) -> list[str]:
-    """The alternatives experiments/speed.yaml's band covers, each one of experiments/assumptions.yaml."""
-    names = (speed.get("programs") or {}).get("alternatives", [])
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise DataError(
-            f"experiments/speed.yaml: field 'programs.alternatives': {unknown} are no '<assumption>.<alternative>'"
-            " of experiments/assumptions.yaml"
-        )
-    return names
-
-
 def earlier_targets(current: str, exists: Callable[[str], bool], results: Path) -> list[str]:
     """Targets other than this run's whose pages exist: the entry page keeps linking them."""
     found = []
@@ -225,10 +198,8 @@ def make_plan(
         raise DataError(f"{where}: field 'compile': needed for config 'compile_target'")
     refuse_unpinned(target, rows, config["container_runtime"], as_bool(config["allow_unpinned_container"]))
 
-    kept = {stage: f"{path} exists" for stage, path in KEPT_BY.items() if exists(path) and not as_bool(config[stage])}
-    whatif = as_bool(config["whatif"]) or "whatif" in kept
-    sensitivity = as_bool(config["assumptions"]) or "assumptions" in kept
-    validation = as_bool(config["validation"]) or "validation" in kept
+    whatif, sensitivity = as_bool(config["whatif"]), as_bool(config["assumptions"])
+    validation = as_bool(config["validation"])
     measured = {run.id: run.target for run in load_measured()} if validation else {}
     found_whatif = whatif_targets(config["frontier_targets"]) if whatif else []
     grid = [compile_target.name, *[name for name in found_whatif if name != compile_target.name]]
@@ -237,8 +208,6 @@ def make_plan(
         grid.append(target.name)
     policies = [policy["id"] for policy in read_yaml(REPO_ROOT / "experiments/frontier.yaml")["policies"]]
     speed = read_yaml(REPO_ROOT / "experiments/speed.yaml")
-    every_variant = variants_of(row_ids)
-    banded = band_variants(speed, every_variant)
 
     evidence = {
         "run": [f"results/{target.name}/runs/{row}.json" for row in row_ids],
@@ -267,8 +236,7 @@ def make_plan(
         grid_targets=grid,
         frontier_targets=frontiers,
         policies=policies,
-        variants=every_variant if sensitivity else {name: every_variant[name] for name in banded},
-        band_variants=banded,
+        variants=variants_of(row_ids) if sensitivity else {},
         calibration_target=speed["calibration"]["target"],
         evidence_files=evidence,
         page_targets=[target.name, *earlier_targets(target.name, exists, results)],
@@ -277,5 +245,4 @@ def make_plan(
         sensitivity=sensitivity,
         validation=validation,
         measured_runs=measured,
-        kept=kept,
     )

@@ -23,6 +23,7 @@ def chart_specs(
     observations: pd.DataFrame,
     target: Target,
     compiled_on: Target | None,
+    verdicts: dict[str, Any],
 ) -> list:
     labels = {row.id: row for row in rows}
     built = []
@@ -31,7 +32,8 @@ def chart_specs(
     if throughput is not None:
         built.append(("throughput", throughput))
     if compiled_on is not None:
-        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name)
+        bands = charts.verdict_bands(verdicts)
+        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name, bands)
         if predicted is not None:
             built.append(("predicted", predicted))
         terms = charts.step_terms(observations, labels, compiled_on.name)

@@ -259,25 +259,33 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
     )
 
 
+def verdict_bands(verdicts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per row, the prediction a value claim on its throughput was judged by, with the band its
+    verdict took: the one value and band of that claim on every page."""
+    found = {}
+    for claim in verdicts["claims"]:
+        if claim["check"] != "value":
+            continue
+        for judgement in claim["judgements"]:
+            band = judgement.get("band") or {}
+            if judgement["evidence"] == "predicted" and "low" in band and judgement.get("metric") == names.TFLOPS:
+                value = judgement["observed"]
+                # an open side (no bound) is drawn only as far as the prediction
+                low, high = (value if end is None else end for end in (band["low"], band["high"]))
+                found[claim["subjects"][0]] = {"tflops": value, "low": low, "high": high}
+    return found
+
+
 def predicted_throughput(
-    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str
+    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, bands: dict[str, Any]
 ) -> alt.TopLevelMixin | None:
-    """Predicted TFLOPs/s/device beside the published, with the band that the stated uncertainties
-    and the model's measured error give together (as the observers widened it)."""
+    """Predicted TFLOPs/s/device beside the published. A row a value claim judges shows the
+    prediction and the band its verdict took (`bands`: the stated uncertainties widened by the
+    model's measured error); any other row its default calibration's range over the settings."""
     chosen = _points(observations, "predicted", names.TFLOPS)
-    ends = {
-        (o.row, o.metric): o.value
-        for o in observations[observations["target"] == machine].itertuples()
-        if o.metric in (names.TFLOPS_WITH_ERROR_LOW, names.TFLOPS_WITH_ERROR_HIGH)
-    }
     records = [
-        {
-            "row": o.row,
-            "source": "predicted",
-            "tflops": o.value,
-            "low": ends.get((o.row, names.TFLOPS_WITH_ERROR_LOW), o.low),
-            "high": ends.get((o.row, names.TFLOPS_WITH_ERROR_HIGH), o.high),
-        }
+        {"row": o.row, "source": "predicted", "tflops": o.value, "low": o.low, "high": o.high}
+        | (bands.get(o.row) or {})
         for o in chosen.itertuples()
         if o.target == machine
     ]
@@ -308,10 +316,9 @@ def predicted_throughput(
     )
     title = titled(
         f"Predicted throughput per row on {machine}, beside the published",
-        "The step-time model over each compiled program at its model's default calibration; the line is"
-        " its range over the stated uncertainties (link efficiencies, the network's band), before any claim's"
-        " measured error widens it."
-        " A published point inside the line is a claim the model cannot decide.",
+        "A row whose throughput a claim states: the prediction and band its verdict took (the stated"
+        " settings' range widened by the model's measured error; an open side is drawn only to the point). Any other"
+        " row: its default calibration's range over the settings alone.",
     )
     return (
         alt.layer(band, points)

@@ -108,7 +108,7 @@ def render_target(
             notes=notes,
             note_numbers=numbers,
             tables=tables(rows, lookup),
-            charts=chart_specs.chart_specs(rows, observations[own], target, compiled_on)
+            charts=chart_specs.chart_specs(rows, observations[own], target, compiled_on, verdicts)
             + chart_specs.whatif_charts(observations),
             whatif=whatif(rows, observations),
             speed=speed(

@@ -10,8 +10,6 @@ import pandas as pd
 
 from offload_repro.core.data import Row
 from offload_repro.judge import metric_names as names
-from offload_repro.present import charts
-from offload_repro.present.chart_specs import inline_spec
 from offload_repro.present.lookup import Lookup
 
 SPEED_COLUMNS = (
@@ -101,27 +99,6 @@ def error_on_hardware(observations: pd.DataFrame, target: str | None) -> dict[st
     return found if found["rows"] else None
 
 
-def programs_chart(rows: list[Row], lookup: Lookup, band_programs: list[dict[str, Any]]) -> dict[str, str] | None:
-    """Each row's predicted step terms under its default program and under each alternative program
-    the band covers, side by side (the prediction's details)."""
-    if not band_programs:
-        return None
-    default = {
-        row.id: {term: lookup.value(row.id, "predicted", term) for term in (names.STEP_S, *names.STEP_TERMS)}
-        for row in rows
-    }
-    by_program = {"default": default} | {entry["program"]: entry.get("step_terms") or {} for entry in band_programs}
-    chart = charts.step_terms_by_setting(
-        [row.id for row in rows],
-        by_program,
-        {row.id: row for row in rows},
-        "What makes each predicted step, under each program",
-        "Each row's step at the central setting, replayed from its default program and from each alternative"
-        " program the band covers (each calibrated on its own programs): which term the other program moves.",
-    )
-    return inline_spec("steps-by-program", chart) if chart is not None else None
-
-
 def speed(
     rows: list[Row],
     lookup: Lookup,
@@ -186,11 +163,9 @@ def speed(
         "by_precision": prediction.get("by_precision") or [],
         "ruled_out_precisions": prediction.get("ruled_out_precisions") or [],
         "cross_checks": prediction.get("cross_checks") or [],
-        "band_programs": prediction.get("band_programs") or [],
         "planned_within": [
             {"share": share, "gib": gib} for share, gib in sorted(p for p in planned if p[0] is not None)
         ],
-        "programs_chart": programs_chart(rows, lookup, prediction.get("band_programs") or []),
         "assumptions": prediction["assumptions"],
         "file": prediction["file"],
     }

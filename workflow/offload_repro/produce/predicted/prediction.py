@@ -29,7 +29,6 @@ from offload_repro.core.variants import SEPARATOR
 from offload_repro.produce.compiled import hlo_text, model_flops
 from offload_repro.produce.compiled.program_cache import compile_overrides, hlo_path
 from offload_repro.produce.predicted import hlo_flops, hlo_schedule, step_model, step_traffic, xla_clones
-from offload_repro.produce.predicted.band_programs import with_programs
 from offload_repro.produce.predicted.leave_one_out import (
     CLAIMS_FILE,
     calibrations,
@@ -437,16 +436,9 @@ def write_prediction(
     calibration_target: Target | None = None,
     source_file: Path | None = None,
     claims_file: str | Path = CLAIMS_FILE,
-    band_files: dict[str, Path] | None = None,
 ) -> dict[str, Any]:
-    """`band_files`: the predictions of the alternative programs the band also covers, by name."""
     speed = load_speed(speed_file)
     compiled = [read_result(path, "compile") for path in compiled_files]
     source = read_result(source_file, "predicted") if source_file else None
     prediction = predict_target(rows, target, compiled, speed, calibration_target, source, claims_file)
-    alternatives = {name: read_result(path, "predicted") for name, path in (band_files or {}).items()}
-    if alternatives:
-        prediction = with_programs(prediction, alternatives)
-        prediction["gains"] = gains(prediction["rows"], speed)  # over every program's settings
-        prediction["assumptions"].append(speed["programs"]["reason"])
     return write_result(out, "predicted", prediction)
