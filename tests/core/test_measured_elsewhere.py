@@ -4,6 +4,7 @@ into the row a compile here takes, and found by the validation stage without bei
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -67,6 +68,180 @@ def test_a_run_whose_parallelism_does_not_span_its_gpus_is_refused(tmp_path):
     data["runs"][0]["maxtext"]["dcn_fsdp_parallelism"] = 8
     with pytest.raises(DataError, match=r"field 'maxtext': its parallelism spans 64 devices, not 128"):
         load_file(written(tmp_path, data))
+
+
+def compiled_run(path, run_id):
+    run = next(run for run in load_file(path) if run.id == run_id)
+    return compiled_as(run, target_for(run), load_validation(), [])
+
+
+def test_an_axis_left_to_maxtext_is_resolved_in_its_own_group_before_dcn_is_folded_into_ici(tmp_path):
+    """MaxText fills a -1 with what the other axes of its group leave: ICI over a node's 8 GPUs, DCN
+    over the nodes; the FSDP axis compiled here is then 8 x 2, not -1 x 2."""
+    data = read_yaml(LLAMA3)
+    data["runs"][0]["maxtext"].update(ici_fsdp_parallelism=-1, dcn_fsdp_parallelism=2, dcn_data_parallelism=8)
+    path = written(tmp_path, data)
+    run = load_file(path)[0]
+    assert run.maxtext["ici_fsdp_parallelism"] == 8
+    row = compiled_run(path, "llama3-70b-bf16-128gpu").row
+    assert row.parallelism["ici_fsdp_parallelism"] == 16 and row.parallelism["ici_data_parallelism"] == 8
+
+
+def test_a_run_leaving_its_axes_to_maxtexts_defaults_compiles_as_the_one_that_states_them(tmp_path):
+    """MaxText's base.yml leaves ici_fsdp and dcn_data at -1: a file that omits them gets the sizes
+    MaxText gives them, written out, and the same compile as the published file."""
+    data = read_yaml(LLAMA3)
+    del data["defaults"]["maxtext"]["ici_fsdp_parallelism"]
+    del data["runs"][2]["maxtext"]["dcn_data_parallelism"]  # 64 nodes over dcn_fsdp 16
+    path = written(tmp_path, data)
+    run = load_file(path)[2]
+    assert (run.maxtext["ici_fsdp_parallelism"], run.maxtext["dcn_data_parallelism"]) == (8, 4)
+    published = compiled_run(LLAMA3, "llama3-70b-bf16-512gpu").row
+    assert compiled_run(path, "llama3-70b-bf16-512gpu").row == replace(published, source_file=str(path))
+
+
+@pytest.mark.parametrize(
+    ("run_settings", "message"),
+    [
+        (
+            {"ici_fsdp_parallelism": -1, "dcn_fsdp_parallelism": 2},
+            r"field 'maxtext': its parallelism spans 16 devices, not 128; its DCN axes \(dcn_fsdp_parallelism 2\)"
+            r" span 2, not the run's 16 nodes",
+        ),
+        (
+            {"ici_fsdp_parallelism": -1, "ici_data_parallelism": -1},
+            r"field 'maxtext.ici_fsdp_parallelism': -1, and so is ici_data_parallelism: MaxText fills at most one ICI",
+        ),
+        (
+            {"ici_fsdp_parallelism": -1, "ici_tensor_parallelism": 3},
+            r"field 'maxtext.ici_fsdp_parallelism': -1 cannot be resolved: the run's 8 GPUs per node are not a"
+            r" whole multiple of the other ICI axes' product 3",
+        ),
+        (
+            {"dcn_data_parallelism": 0},
+            r"field 'maxtext.dcn_data_parallelism': 0 is not a size MaxText takes",
+        ),
+        (
+            {"ici_fsdp_parallelism": 16, "dcn_fsdp_parallelism": 8},  # 128 devices, but 16 per node of 8
+            r"field 'maxtext': its ICI axes \(ici_fsdp_parallelism 16\) span 16, not the run's 8 GPUs per node",
+        ),
+        (
+            {"ici_sequence_parallelism": 2, "ici_fsdp_parallelism": 4},
+            r"field 'maxtext.ici_sequence_parallelism': 2, but MaxText's mesh_axes .* have no axis 'sequence'",
+        ),
+    ],
+    ids=["minus-one-beside-dcn-2", "two-minus-ones", "not-divisible", "zero", "ici-beyond-a-node", "not-a-mesh-axis"],
+)
+def test_a_mesh_maxtext_would_refuse_is_refused_naming_file_run_and_field(tmp_path, run_settings, message):
+    data = read_yaml(LLAMA3)
+    data["runs"][0]["maxtext"].update(run_settings)
+    path = written(tmp_path, data)
+    with pytest.raises(DataError, match=message) as err:
+        load_file(path)
+    assert str(err.value).startswith(f"{path}: run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext")
+
+
+def test_an_axis_from_the_files_defaults_is_named_as_such(tmp_path):
+    data = read_yaml(LLAMA3)
+    data["defaults"]["maxtext"]["ici_tensor_parallelism"] = -1
+    data["runs"][0]["maxtext"]["ici_fsdp_parallelism"] = -1
+    with pytest.raises(DataError) as err:
+        load_file(written(tmp_path, data))
+    assert "run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext.ici_tensor_parallelism' (the file's defaults): -1," in (
+        str(err.value)
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "reason"),
+    [
+        ('--xla_disable_hlo_passes=rematerialization"', "a stray quote"),
+        ('--xla_gpu_graph_level="0', "opens a quote"),
+        ("--xla_gpu_graph_level='0'", "its value is quoted: XLA strips the quotes and takes '0'"),
+        ("--xla_gpu_graph_level=", "its value is empty"),
+        ("--xla_gpu_graph_level=0 --xla_dump_to=x", "whitespace"),
+        ("--xla_gpu_graph_level=0\t", "whitespace"),
+    ],
+    ids=["stray-quote", "unclosed-quote", "quoted", "empty", "two-in-one", "tab"],
+)
+def test_a_malformed_xla_flag_is_refused_naming_file_run_and_field(tmp_path, flag, reason):
+    data = read_yaml(LLAMA3)
+    data["runs"][1]["xla_flags"].insert(1, flag)
+    path = written(tmp_path, data)
+    with pytest.raises(DataError) as err:
+        load_file(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: run 2 (id 'llama3-70b-bf16-256gpu'), field 'xla_flags[1]': {flag!r}: ")
+    assert reason in message
+
+
+def test_a_flag_not_of_xla_is_refused_naming_file_and_field(tmp_path):
+    data = read_yaml(LLAMA3)
+    data["defaults"]["xla_flags"][3] = "-xla_gpu_enable_pipelined_all_gather=true"
+    with pytest.raises(DataError, match=r"field 'defaults.xla_flags.3': .* does not match"):
+        load_file(written(tmp_path, data))
+
+
+def test_a_malformed_flag_the_run_passed_is_kept_only_where_the_file_says_what_xla_made_of_it(tmp_path):
+    data = read_yaml(LLAMA3)
+    stray = '--xla_disable_hlo_passes=rematerialization"'
+    data["defaults"]["xla_flags"][10] = stray
+    with pytest.raises(DataError, match=r"defaults, field 'xla_flags\[10\]': .*list it under 'xla_flags_as_passed'"):
+        load_file(written(tmp_path, data))
+    kept = {"flag": stray, "effect": "the pass name with its quote matches no pass: rematerialization stayed on"}
+    data["defaults"]["xla_flags_as_passed"] = [kept]
+    runs = load_file(written(tmp_path, data))
+    assert all(
+        stray in run.xla_flags and "--xla_disable_hlo_passes=rematerialization" not in run.xla_flags for run in runs
+    )
+    # a flag that would swallow the flags after it in XLA_FLAGS cannot be kept; nor can a flag listed but absent
+    unclosed = '--xla_disable_hlo_passes="rematerialization'
+    data["defaults"]["xla_flags"][10] = unclosed
+    data["defaults"]["xla_flags_as_passed"] = [{**kept, "flag": unclosed}]
+    with pytest.raises(DataError, match=r"field 'xla_flags\[10\]': .*cannot be passed as it is"):
+        load_file(written(tmp_path, data))
+    data["defaults"]["xla_flags"][10] = "--xla_disable_hlo_passes=rematerialization"
+    data["defaults"]["xla_flags_as_passed"] = [kept]
+    with pytest.raises(DataError, match=r"defaults, field 'xla_flags_as_passed\[0\].flag': .* is not one of its"):
+        load_file(written(tmp_path, data))
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("per_device_batch_size", 0, "0 is not a positive number"),
+        ("per_device_batch_size", -2, "-2 is not a positive number"),
+        ("max_target_length", 0, "0 is not a positive whole number of tokens"),
+        ("max_target_length", 8192.5, "8192.5 is not a positive whole number of tokens"),
+        ("quantization", "fp9", "'fp9' is not one MaxText takes"),
+        ("dtype", "bf16", "'bf16' is not one MaxText takes"),
+        ("remat_policy_for_vit", "x", None),  # typed str by MaxText: any string is taken
+        ("model_name", "llama2-70b", "'llama2-70b' is not the file's model 'llama3-70b'"),
+        ("per_device_batch_size", 0.3, "x 128 GPUs is a batch of 38.4 sequences, not a whole number"),
+    ],
+    ids=[
+        "batch-0",
+        "batch-negative",
+        "length-0",
+        "length-fraction",
+        "quantization",
+        "dtype",
+        "free-string",
+        "model",
+        "batch-fraction",
+    ],
+)
+def test_a_value_maxtext_would_refuse_is_refused_naming_file_run_and_field(tmp_path, setting, value, message):
+    data = read_yaml(LLAMA3)
+    data["runs"][0]["maxtext"][setting] = value
+    path = written(tmp_path, data)
+    if message is None:
+        assert load_file(path)[0].maxtext[setting] == value
+        return
+    with pytest.raises(DataError) as err:
+        load_file(path)
+    assert str(err.value).startswith(f"{path}: run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext.{setting}'")
+    assert message in str(err.value)
 
 
 def test_a_compile_here_folds_dcn_into_ici_and_records_what_it_changes():
@@ -254,8 +429,6 @@ def test_runs_that_differ_only_in_their_replicas_are_set_side_by_side_with_how_f
     """Three runs alike but for dcn_data_parallelism form a set (a fourth with another XLA flag, and
     the calibrating run with another FSDP width, do not): their measured steps' spread (largest over
     smallest, less one), whether they move in the replicas' order, and each model's predicted spread."""
-    from dataclasses import replace
-
     from offload_repro.produce.validation.against_measured import (
         Measured,
         predicted_steps,

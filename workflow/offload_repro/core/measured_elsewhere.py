@@ -8,8 +8,10 @@ source: every setting a run needs is in its file.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 from offload_repro.core.data import DataError, Row, Target, load_target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.core.gpu import FRACTION_VARIABLE, JAX_DEFAULT_FRACTION
-from offload_repro.core.maxtext_configs import base_config
+from offload_repro.core.maxtext_configs import base_config, model_config, model_file
 
 MEASURED_DIR = REPO_ROOT / "experiments" / "measured-elsewhere"
 VALIDATION_FILE = "experiments/validation.yaml"
@@ -69,10 +71,236 @@ def _check_maxtext(path: Path, where: str, settings: dict[str, Any]) -> None:
             )
 
 
-def _devices(settings: dict[str, Any]) -> int | None:
-    """The devices the run's mesh spans (ICI x DCN axes), None where an axis is left to MaxText (-1)."""
-    sizes = [int(value) for key, value in settings.items() if key.endswith("_parallelism")]
-    return None if any(size < 1 for size in sizes) else math.prod(sizes)
+def _union_members(node: ast.expr) -> list[ast.expr]:
+    """The members of `X | Y | None` (or a single annotation)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return [*_union_members(node.left), *_union_members(node.right)]
+    return [node]
+
+
+@cache
+def maxtext_choices() -> dict[str, frozenset[str]]:
+    """The values MaxText's config takes for each setting typed as one of its enums or a Literal of
+    strings, read from its own configs/types.py (parsed, not imported: importing it starts JAX)."""
+    tree = ast.parse((base_config().parent / "types.py").read_text(encoding="utf-8"))
+    choices: dict[str, frozenset[str]] = {}
+
+    def strings(nodes: list[ast.expr]) -> frozenset[str] | None:
+        values = [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        return frozenset(values) if values and len(values) == len(nodes) else None
+
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "Enum" for b in node.bases):
+            values = [item.value for item in node.body if isinstance(item, ast.Assign)]
+            if found := strings(values):
+                choices[node.name] = found
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Subscript)
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == "Literal"
+        ):
+            items = node.value.slice.elts if isinstance(node.value.slice, ast.Tuple) else [node.value.slice]
+            if found := strings(list(items)):
+                choices[node.targets[0].id] = found
+    by_setting: dict[str, set[frozenset[str]]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        allowed: set[str] = set()
+        for part in _union_members(node.annotation):
+            if isinstance(part, ast.Constant) and part.value is None:
+                continue
+            if isinstance(part, ast.Name) and part.id in choices:
+                allowed |= choices[part.id]
+            elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Name) and part.value.id == "Literal":
+                items = part.slice.elts if isinstance(part.slice, ast.Tuple) else [part.slice]
+                if (found := strings(list(items))) is None:
+                    break
+                allowed |= found
+            else:
+                break  # a member of another type (str, int, ...): any value of it may be meant
+        else:
+            by_setting.setdefault(node.target.id, set()).add(frozenset(allowed))
+    # a name two config classes type differently is left unchecked
+    return {key: next(iter(sets)) for key, sets in by_setting.items() if len(sets) == 1}
+
+
+def _check_values(path: Path, where: str, settings: dict[str, Any]) -> None:
+    """Values MaxText's config refuses (or that make no step), found without starting MaxText."""
+    choices = maxtext_choices()
+    for key, value in settings.items():
+        if key in choices and value not in choices[key]:
+            close = difflib.get_close_matches(str(value), choices[key], n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise DataError(
+                f"{path}: {where}, field 'maxtext.{key}': {value!r} is not one MaxText takes"
+                f" (its configs/types.py allows {sorted(choices[key])}){hint}"
+            )
+    if "per_device_batch_size" in settings:
+        value = settings["per_device_batch_size"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise DataError(
+                f"{path}: {where}, field 'maxtext.per_device_batch_size': {value!r} is not a positive number"
+            )
+    if "max_target_length" in settings:
+        value = settings["max_target_length"]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise DataError(
+                f"{path}: {where}, field 'maxtext.max_target_length': {value!r} is not a positive whole number"
+                " of tokens"
+            )
+
+
+# A mesh axis takes its size from ici_<name>_parallelism and dcn_<name>_parallelism, <name> the
+# axis's own but for these two (MaxText's configs/types.py, ici_map and dcn_map).
+AXIS_SETTING = {"stage": "pipeline", "model": "tensor"}
+GROUPS = (("ici", "ICI", "GPUs per node"), ("dcn", "DCN", "nodes"))
+
+
+def _mesh(
+    path: Path, where: str, settings: dict[str, Any], own: dict[str, Any], model: str, gpus_per_node: int, nodes: int
+) -> dict[str, int]:
+    """Every mesh axis's ICI and DCN size as MaxText makes them (maxtext_utils.create_device_mesh and
+    max_utils.fill_unspecified_mesh_axes): the ICI axes span a node's GPUs and the DCN axes the nodes;
+    in each group at most one axis is -1, which becomes the group's size over the others' product.
+    `own`: the run's own settings (the rest are the file's defaults or MaxText's)."""
+    defaults = model_config(model)
+
+    def field_of(key: str) -> str:
+        origin = "" if key in own else " (the file's defaults)" if key in settings else " (MaxText's default)"
+        return f"field 'maxtext.{key}'{origin}"
+
+    axes = settings.get("mesh_axes", defaults["mesh_axes"])
+    if not (isinstance(axes, list) and all(isinstance(axis, str) for axis in axes)):
+        raise DataError(f"{path}: {where}, {field_of('mesh_axes')}: {axes!r} is not a list of axis names")
+    names = [AXIS_SETTING.get(axis, axis) for axis in axes]
+    for key, value in settings.items():
+        for prefix, _, _ in GROUPS:
+            name = key.removeprefix(f"{prefix}_").removesuffix("_parallelism")
+            if key == f"{prefix}_{name}_parallelism" and name not in names and value != 1:
+                raise DataError(
+                    f"{path}: {where}, {field_of(key)}: {value!r}, but MaxText's mesh_axes {axes} have no axis"
+                    f" '{name}', so MaxText ignores it"
+                )
+    mesh: dict[str, int] = {}
+    spans: dict[str, list[tuple[str, int]]] = {}
+    for prefix, group, unit in GROUPS:
+        size = gpus_per_node if prefix == "ici" else nodes
+        # an axis with no setting of its own (MaxText's attn_dp, say) is 1
+        keys = [key for name in names if (key := f"{prefix}_{name}_parallelism") in defaults]
+        values: list[tuple[str, int]] = []
+        for key in keys:
+            value = settings.get(key, defaults[key])
+            if isinstance(value, bool) or not isinstance(value, int) or (value < 1 and value != -1):
+                raise DataError(
+                    f"{path}: {where}, {field_of(key)}: {value!r} is not a size MaxText takes: a whole number"
+                    " of devices, at least 1, or -1 for what the group's other axes leave"
+                )
+            values.append((key, value))
+        unspecified = list(dict.fromkeys(key for key, value in values if value == -1))
+        if len(unspecified) > 1:
+            raise DataError(
+                f"{path}: {where}, {field_of(unspecified[1])}: -1, and so is {unspecified[0]}: MaxText fills at"
+                f" most one {group} axis (-1) with what the others leave"
+            )
+        if unspecified:
+            others = math.prod(value for _, value in values if value != -1)
+            if size % others:
+                raise DataError(
+                    f"{path}: {where}, {field_of(unspecified[0])}: -1 cannot be resolved: the run's {size}"
+                    f" {unit} are not a whole multiple of the other {group} axes' product {others}"
+                )
+            values = [(key, size // others if value == -1 else value) for key, value in values]
+        mesh.update(values)
+        spans[group] = values
+    total = math.prod(value for values in spans.values() for _, value in values)
+    for prefix, group, unit in GROUPS:
+        size = gpus_per_node if prefix == "ici" else nodes
+        product = math.prod(value for _, value in spans[group])
+        if product != size:
+            axes_text = " x ".join(f"{key} {value}" for key, value in spans[group] if value != 1) or "every axis 1"
+            spanned = (
+                f"its parallelism spans {total} devices, not {gpus_per_node * nodes}; "
+                if total != (gpus_per_node * nodes)
+                else ""
+            )
+            raise DataError(
+                f"{path}: {where}, field 'maxtext': {spanned}its {group} axes ({axes_text}) span {product},"
+                f" not the run's {size} {unit}"
+            )
+    return mesh
+
+
+def _resolved(settings: dict[str, Any], mesh: dict[str, int], model: str) -> dict[str, Any]:
+    """The run's settings with each mesh axis at the size MaxText gives it: a -1 replaced by it, and
+    every axis not 1 written out (so a compile here, whose topology is one slice, and any reader of
+    the settings see the mesh that ran without resolving MaxText's defaults again)."""
+    defaults = model_config(model)
+    settings = dict(settings)
+    for key, value in mesh.items():
+        if key in settings or value != 1 or defaults[key] != value:
+            settings[key] = value
+    return settings
+
+
+FLAG = re.compile(r"--xla_[a-z0-9_]+")
+KEEP_FIELD = "xla_flags_as_passed"
+
+
+def _flag_problem(flag: str) -> tuple[str, bool] | None:
+    """What is wrong with an XLA flag as XLA_FLAGS would carry it (joined by spaces and split again
+    by XLA's own parser, xla/parse_flags_from_env.cc), and whether it can still be passed as it is
+    without changing how XLA reads the flags around it; None where nothing is."""
+    name, equals, value = flag.partition("=")
+    if not FLAG.fullmatch(name):
+        return "not an XLA flag (--xla_<name> or --xla_<name>=<value>)", False
+    if equals and not value:
+        return "its value is empty", True
+    if any(char.isspace() for char in value):
+        return "its value holds whitespace, where XLA_FLAGS splits: the rest would be read as another flag", False
+    if value and value[0] in "\"'":
+        if len(value) < 2 or value[-1] != value[0] or value[0] in value[1:-1]:
+            return (
+                f"its value opens a quote ({value[0]}) it does not close: XLA would read every flag after it"
+                " as part of this value",
+                False,
+            )
+        return f"its value is quoted: XLA strips the quotes and takes {value[1:-1]!r}; write that", True
+    if quote := next((char for char in value if char in "\"'"), None):
+        return f"a stray quote ({quote}) in its value: XLA takes it as part of the value {value!r}", True
+    return None
+
+
+def _check_flags(path: Path, where: str, flags: list[str], kept: list[dict[str, str]]) -> None:
+    """Each flag well-formed, or malformed but listed in `kept` (the source passed it so, and the
+    file says what XLA made of it)."""
+    kept_flags = {item["flag"] for item in kept}
+    for index, flag in enumerate(flags):
+        if (problem := _flag_problem(flag)) is None:
+            continue
+        reason, keepable = problem
+        if keepable and flag in kept_flags:
+            continue
+        if flag in kept_flags:
+            hint = "; it cannot be passed as it is without changing how XLA reads the flags around it"
+        elif keepable:
+            hint = f"; if the run passed it so, list it under '{KEEP_FIELD}' with what XLA made of it"
+        else:
+            hint = ""
+        raise DataError(f"{path}: {where}, field 'xla_flags[{index}]': {flag!r}: {reason}{hint}")
+    for index, item in enumerate(kept):
+        if item["flag"] not in flags:
+            raise DataError(
+                f"{path}: {where}, field '{KEEP_FIELD}[{index}].flag': {item['flag']!r} is not one of its xla_flags"
+            )
+        if _flag_problem(item["flag"]) is None:
+            raise DataError(
+                f"{path}: {where}, field '{KEEP_FIELD}[{index}].flag': {item['flag']!r} is well-formed;"
+                " only a malformed flag is listed as passed"
+            )
 
 
 def load_file(path: str | Path) -> list[MeasuredRun]:
@@ -86,21 +314,40 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
         raise DataError(f"{path}: field 'source': '{data['source']}' differs from the file name '{path.stem}'")
     load_target(data["target"])  # names the file when the target does not exist
     defaults = data["defaults"]
+    model = defaults["model"]
+    if not model_file(model).is_file():
+        raise DataError(f"{path}: field 'defaults.model': '{model}' is not a model of MaxText ({model_file(model)})")
     _check_maxtext(path, "defaults", defaults["maxtext"])
+    _check_values(path, "defaults", defaults["maxtext"])
+    _check_flags(path, "defaults", defaults["xla_flags"], defaults.get(KEEP_FIELD, []))
     runs = []
     for index, entry in enumerate(data["runs"]):
         where = _where(index, entry)
-        _check_maxtext(path, where, entry.get("maxtext", {}))
-        settings = {**defaults["maxtext"], **entry.get("maxtext", {})}
+        own = entry.get("maxtext", {})
+        _check_maxtext(path, where, own)
+        _check_values(path, where, own)
+        _check_flags(path, where, entry.get("xla_flags", []), entry.get(KEEP_FIELD, []))
+        settings = {**defaults["maxtext"], **own}
+        if settings.get("model_name", model) != model:
+            source = "" if "model_name" in own else " (the file's defaults)"
+            raise DataError(
+                f"{path}: {where}, field 'maxtext.model_name'{source}: '{settings['model_name']}' is not the file's"
+                f" model '{model}' (defaults.model), which the compile here takes"
+            )
         if entry["gpus"] != entry["nodes"] * data["gpus_per_node"]:
             raise DataError(
                 f"{path}: {where}, field 'gpus': {entry['gpus']} is not nodes x gpus_per_node"
                 f" ({entry['nodes']} x {data['gpus_per_node']})"
             )
-        if (devices := _devices(settings)) is not None and devices != entry["gpus"]:
+        batch = settings.get("per_device_batch_size", model_config(model)["per_device_batch_size"]) * entry["gpus"]
+        if batch != int(batch):
+            source = "" if "per_device_batch_size" in own else " (the file's defaults)"
             raise DataError(
-                f"{path}: {where}, field 'maxtext': its parallelism spans {devices} devices, not {entry['gpus']}"
+                f"{path}: {where}, field 'maxtext.per_device_batch_size'{source}: x {entry['gpus']} GPUs is a batch"
+                f" of {batch:g} sequences, not a whole number (MaxText would truncate it to {int(batch)})"
             )
+        mesh = _mesh(path, where, settings, own, model, data["gpus_per_node"], entry["nodes"])
+        settings = _resolved(settings, mesh, model)
         runs.append(
             MeasuredRun(
                 id=entry["id"],
