@@ -478,3 +478,23 @@ def test_a_validation_stage_that_computes_another_error_than_recorded_names_the_
         "experiments/validation.yaml: field 'kinds.deepseek.recorded_error': records null,"
         " this stage computes 0.3000 over 2 pairs",
     ]
+
+
+def test_the_counts_are_the_sources_claims_and_this_reproductions_own_checks_are_counted_apart(claims):
+    """Only sentences of the source are claims: the checks of this reproduction (flags change the
+    program, host buffers equal the analytic bytes) pass or fail apart and never enter the counts."""
+    checks = [claim for claim in claims if claim["kind"] == "check"]
+    assert {claim["id"] for claim in checks} == {
+        "host-buffers-equal-analytic-offload",
+        "llama-flags-change-the-program",
+        "deepseek-flags-change-the-program",
+    }
+    results = check_claims(claims, [], {})  # no evidence: every claim and check not comparable
+    assert results["counts"]["not-comparable"] == len(claims) - len(checks)
+    assert results["check_counts"] == {
+        "pass": 0,
+        "fail": 0,
+        "inconclusive": 0,
+        "not-comparable": len(checks),
+        "error": 0,
+    }

@@ -27,6 +27,7 @@ from offload_repro.judge.evidence_views import EvidenceView
 VERDICTS = ("pass", "fail", "inconclusive", "not-comparable", "error")
 STRENGTH = ("measured", "compiled", "analytic", "predicted")  # strongest first
 DECISIVE = ("error", "fail", "pass")
+CHECK = "check"  # a claim kind: this reproduction's own consistency check, not a sentence of the source
 
 
 def _not_comparable(reason: str, would_judge: str | None = None) -> dict[str, Any]:
@@ -207,14 +208,18 @@ def check_claims(
                 "judgements": judgements,
             }
         )
-    counts = Counter(result["verdict"] for result in results)
+    # the source's claims are counted; this reproduction's own checks apart (kind: check)
+    claimed = [result for result in results if result["kind"] != CHECK]
+    counts = Counter(result["verdict"] for result in claimed)
+    checks = Counter(result["verdict"] for result in results if result["kind"] == CHECK)
     by_evidence: dict[str, dict[str, int]] = {}
-    for result in results:
+    for result in claimed:
         if result["verdict"] in ("pass", "fail", "inconclusive"):
             kind = result["summary"]["evidence"]
             by_evidence.setdefault(kind, dict.fromkeys(("pass", "fail", "inconclusive"), 0))[result["verdict"]] += 1
     return {
         "counts": {verdict: counts.get(verdict, 0) for verdict in VERDICTS},
+        "check_counts": {verdict: checks.get(verdict, 0) for verdict in VERDICTS},
         "counts_by_evidence": by_evidence,
         "not_comparable_reasons": not_comparable_reasons(results),
         "claims": results,
