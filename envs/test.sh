@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The tests, in two tiers. Extra arguments go to pytest.
 #
-#   envs/test.sh --quick   after each edit (about 2 minutes on 2 cores): unit tests, dry runs on
-#                          workflow copies, report rendering. Needs .venv (envs/bootstrap.sh);
-#                          installs nothing, starts no SLURM and no main job, writes nothing
-#                          into the checkout (no bytecode, no pytest cache).
-#   envs/test.sh           everything (about 24 minutes): builds .venv if needed, installs the
-#                          browser and SLURM the slow tests use (Debian packages, when run as
-#                          root), runs the quick tier, checks that it left the checkout as it
-#                          was, then the slow, SLURM and browser tests.
+#   envs/test.sh --quick   after each edit: unit tests, dry runs on workflow copies, report
+#                          rendering. Needs .venv (envs/bootstrap.sh); installs nothing, starts
+#                          no SLURM and no main job, writes nothing into the checkout (no
+#                          bytecode, no pytest cache).
+#   envs/test.sh           everything: builds .venv if needed, installs the browser and SLURM
+#                          the slow tests use (Debian packages, when run as root), runs the quick
+#                          tier, checks that it left the checkout as it was, then the slow, SLURM
+#                          and browser tests.
+#
+# What each tier covers: docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
