@@ -463,7 +463,6 @@ def test_report_renders_every_chart_and_verdict(main_job):
         "throughput": "true",
         "predicted": "true",
         "step-terms": "true",
-        "steps-by-program": "true",  # the default program beside the pass-on program the band covers
         "memory": "true",
         "losses": "true",
     }
