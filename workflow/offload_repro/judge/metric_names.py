@@ -118,7 +118,6 @@ MEASURED_RUN = (
     "simple_model_error",
     "every_run_mean_abs_error",
     "every_run_largest_abs_error",
-    "same_model_largest_abs_error",
     "across_hardware_step_s",
     "across_hardware_error",
 )

@@ -371,7 +371,6 @@ def validation_observations(result: dict[str, Any], source: str) -> list[Observa
             seen.add("simple_model_error", smallest["by_model"].get(simple), "fraction")
             seen.add("every_run_mean_abs_error", run["every_run"]["mean_abs"], "fraction")
             seen.add("every_run_largest_abs_error", run["every_run"]["largest_abs"], "fraction")
-            seen.add("same_model_largest_abs_error", (run.get("same_model") or {}).get("largest_abs"), "fraction")
             across = run.get("across_hardware") or {}
             seen.add("across_hardware_step_s", (across.get("step_s") or [None])[0], "s")
             seen.add("across_hardware_error", across.get("error"), "fraction")

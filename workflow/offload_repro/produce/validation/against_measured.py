@@ -444,16 +444,14 @@ def run_line(
     pairs_of: dict[str, dict[str, list[dict[str, Any]]]],
     across: dict[str, Any] | None,
     speed: dict[str, Any],
-    models: dict[str, str],
 ) -> dict[str, Any]:
     """A predicted run: its step under calibration (a) (`calibrating`, and the rates it fits at every
-    setting: `fitted`) at every setting and by every model of the ablation, its errors under (b)
-    (from every run, and from runs of its own model: `models`, run id -> model) and (c), and its
-    step's terms at the central setting."""
+    setting: `fitted`) at every setting and by every model of the ablation, its errors under (b) and
+    (c), and its step's terms at the central setting. (Its error from runs of its own model, which
+    predicted bands take, is real_hardware_errors' over every pair.)"""
     run = entry.run
     own = {name: [p for p in pairs["smallest"] if p["predicted"] == run.id] for name, pairs in pairs_of.items()}
     every = [p for p in pairs_of[MODELS[-1][0]]["every_run"] if p["predicted"] == run.id]
-    mine = [p for p in every if models[p["calibrated_on"]] == run.model]
     steps = band(entry, fitted, speed)
     central = fitted[0]
     at = rates(entry.target, central, settings(speed)[0], run.precision, speed) if central else None
@@ -474,9 +472,6 @@ def run_line(
             },
         },
         "every_run": {"pairs": len(every), **summarised([abs(p["error"]) for p in every])},
-        # calibrated on a run of its own model (and precision): the analogue of the source's rows,
-        # which compare settings of one model
-        "same_model": {"pairs": len(mine), **summarised([abs(p["error"]) for p in mine])},
         "across_hardware": across
         and {**across, "error": error(across["step_s"][0], run.step_seconds) if across["step_s"][0] else None},
         "breakdown": step_model.breakdown(replayed(entry.program, at), entry.program["entry"], at) if at else None,
@@ -545,7 +540,6 @@ def validate_model(
     carried = across_hardware(measured, speed, source, calibration_target) if source and calibration_target else {}
     smallest = {group: smallest_of(entries) for group, entries in groups(measured).items()}
     fitted = {group: rates_by_setting(calibrating, speed) for group, calibrating in smallest.items()}
-    models = {run.id: run.model for run in runs}
     rows = [
         run_line(
             measured[run.id],
@@ -554,7 +548,6 @@ def validate_model(
             pairs_of,
             carried.get(run.id),
             speed,
-            models,
         )
         if run.id in measured
         else {**identity(run), **failed[run.id]}
