@@ -2,7 +2,7 @@
 # The one-GPU tier (target h200-1) on any machine with one H200, as one script that ends
 # within 10 minutes. It needs no Snakemake and no .venv there, only Python 3.12 with a CUDA
 # build of jax (an NGC JAX container has one); if that machine cannot install MaxText itself,
-# run envs/device/fetch-wheels.sh beside it first and bring the .whl/ folder along.
+# run envs/device/fetch-wheels.sh here first and bring .site.tgz along.
 #
 #   On the H200, in a copy of this checkout:
 #       OUT=/path/for/results bash envs/device/h200-1.sh
@@ -20,17 +20,19 @@
 #   turns them into verdicts and the h200-1 page, beside the H200 compile of the same rows.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/workflow"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/workflow${PYTHONPATH:+:$PYTHONPATH}"  # packages installed elsewhere stay visible
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 log() { echo "[h200-1 $(date +%T)] $*" | tee -a "$OUT/h200-1.log"; }
 
-if [[ -d .whl ]]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        || { log "wheel install failed"; exit 1; }
+if [[ -f .site.tgz ]]; then  # from envs/device/fetch-wheels.sh
+    mkdir -p /tmp/site && tar -xzf .site.tgz -C /tmp/site || { log "unpacking .site.tgz failed"; exit 1; }
     export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$OUT/h200-1.log"
-python3 -c "import jax, maxtext; print('jax', jax.__version__, jax.devices())" 2>&1 | tee -a "$OUT/h200-1.log"
+# Every row needs this stack: if it cannot import, say so once and stop, instead of failing each row.
+python3 -c "import jax, maxtext; import maxtext.trainers.pre_train.train; import offload_repro.produce.measured.launch
+print('jax', jax.__version__, jax.devices())" 2>&1 | tee -a "$OUT/h200-1.log"
+(( PIPESTATUS[0] == 0 )) || { log "the stack does not import: no row can run"; exit 1; }
 
 tables=(experiments/rows/llama3.1-405b.yaml experiments/rows/deepseek-v3-671b.yaml)
 # The capacity rows first: they are what this tier is for.
