@@ -60,3 +60,19 @@ def main_job(tmp_path_factory):
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     (directory / "main-job.out").write_text(done.stdout + done.stderr)
     return directory
+
+
+def program_of(compiled: dict) -> dict:
+    """The program a real compile result was made from, as the cache holds it."""
+    stats = {key: compiled[key] for key in ("memory", "hlo", "hlo_sha256", "devices", "mesh")}
+    stats |= {"compile_seconds": compiled["compile_seconds"], "peak_rss_bytes": compiled["peak_rss_bytes"]}
+    return {
+        "key": "0123456789abcdef",
+        "target": compiled["target"],
+        "compiled_as": compiled["row"],
+        "status": "ok",
+        "message": None,
+        "stats": stats,
+        "memory_warnings": compiled["xla_memory_warnings"],
+        "provenance": compiled["provenance"],
+    }

@@ -69,7 +69,7 @@ def test_a_compile_says_within_what_memory_xla_planned_it():
     table, _ = observed(RESULTS / "compiled/as-run/llama-baseline.json")
     key = ("llama-baseline", "compiled")
     assert table[(*key, "allocator_share", None)].value == 0.92
-    assert table[(*key, "planned_within_gib", None)].value == pytest.approx(0.92 * 184.31, abs=0.01)
+    assert table[(*key, "allocator_limit_gib", None)].value == pytest.approx(0.92 * 184.31, abs=0.01)
     older, _ = observed(COMPILED / "llama-qkv-offload-lhs.json")
     assert ("llama-qkv-offload-lhs", "compiled", "allocator_share", None) not in older
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, program_of
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.results import read_result, write_result
 from offload_repro.produce.compiled import program_cache
@@ -166,22 +166,6 @@ def test_a_program_is_keyed_by_everything_that_decides_it(rows):
         )
         == 7
     )
-
-
-def program_of(compiled: dict) -> dict:
-    """The program a real compile result was made from, as the cache holds it."""
-    stats = {key: compiled[key] for key in ("memory", "hlo", "hlo_sha256", "devices", "mesh")}
-    stats |= {"compile_seconds": compiled["compile_seconds"], "peak_rss_bytes": compiled["peak_rss_bytes"]}
-    return {
-        "key": "0123456789abcdef",
-        "target": compiled["target"],
-        "compiled_as": compiled["row"],
-        "status": "ok",
-        "message": None,
-        "stats": stats,
-        "memory_warnings": compiled["xla_memory_warnings"],
-        "provenance": compiled["provenance"],
-    }
 
 
 @pytest.mark.parametrize("row_id", ["deepseek-device-mb8", "deepseek-offload-plain", "llama-qkv-offload-lhs"])

@@ -5,7 +5,8 @@ A function takes the claim, the rule of its `judged_by` that names the evidence 
 set its own tolerance) and the observed rows ({row: {metric: value}}), and returns the judgement:
 its verdict and what was observed. A check of a metric reads that metric of every row first; a
 row without it makes the judgement a fail where the row ran out of memory (a result that
-contradicts a claim needing a number) and an error otherwise.
+contradicts a claim needing a number), not comparable where only its compiled program does not
+fit (a prediction has no step time for it), and an error otherwise.
 """
 
 from __future__ import annotations
@@ -26,12 +27,16 @@ def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool
     return abs(observed - published) <= tolerance["relative"] * abs(published)
 
 
+def _out_of_memory(observed: dict[str, Any]) -> bool:
+    return observed.get("outcome") == "oom" or observed.get("status") == "oom"
+
+
 def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, Any], str | None]:
     values, problems = {}, []
     for row, observed in observed_rows.items():
         if observed.get(metric) is not None:
             values[row] = observed[metric]
-        elif observed.get("outcome") == "oom":
+        elif _out_of_memory(observed):
             problems.append(
                 f"{row} ran out of memory" + (f" ({observed['message']})" if observed.get("message") else "")
             )
@@ -49,7 +54,12 @@ def reads_metric(judge: MetricCheck) -> Check:
         values, problem = _metric(observed_rows, claim["check"]["metric"])
         if problem:
             # An OOM where the claim needs a number is a result that contradicts it; anything else is an error.
-            oom = all(observed.get("outcome") == "oom" for row, observed in observed_rows.items() if row not in values)
+            oom = all(_out_of_memory(observed) for row, observed in observed_rows.items() if row not in values)
+            if oom and rule["evidence"] == "predicted":
+                # A program that does not fit as compiled has no step time to predict. The source ran
+                # the row, so what ran differed from it in a setting the source does not state.
+                reason = f"{problem}: no step time is predicted for a program that does not fit"
+                return {"verdict": "not-comparable", "reason": reason, "observed_rows": values}
             return {"verdict": "fail" if oom else "error", "reason": problem, "observed_rows": values}
         return judge(claim, rule, observed_rows, values)
 

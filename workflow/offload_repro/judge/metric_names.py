@@ -24,6 +24,8 @@ OFFLOADED_GIB = "offloaded_gib"  # analytic: the bytes a row's tensors offload p
 DEVICE_SAVED_GIB = "device_saved_gib"  # analytic: the device bytes that placement saves per step
 MARGIN_GIB = "margin_gib"
 CAPACITY_GIB = "capacity_gib"
+# the share of the GPU JAX's allocator takes: what a row must fit within (core/gpu.py)
+ALLOCATOR_LIMIT_GIB = "allocator_limit_gib"
 HOST_FITS = "host_fits"
 OUTCOME = "outcome"  # fits | oom
 STATUS = "status"
@@ -173,9 +175,9 @@ NAMES = frozenset(
         # compiles
         "compile_s",
         "compile_peak_rss_gib",
-        # the memory XLA planned the program within: the run's allocator share of the GPU (core/gpu.py)
+        # the memory XLA planned the program within and it must fit: the run's allocator share of the GPU
         "allocator_share",
-        "planned_within_gib",
+        ALLOCATOR_LIMIT_GIB,
         "host_buffers",
         "expected_host_buffers",
         "host_buffer_gib",

@@ -87,7 +87,9 @@ def compile_observations(result: dict[str, Any], source: str) -> list[Observatio
     share = (result.get("provenance") or {}).get("allocator_memory_fraction")  # absent before it was recorded
     seen.add("allocator_share", share)
     capacity = result.get("capacity_bytes")
-    seen.add("planned_within_gib", memory.gib(capacity * share) if share and capacity else None, "GiB")
+    # what the row must fit within, and XLA planned it within: the allocator's share of the GPU
+    limit = result.get("allocator_limit_bytes") or (capacity * share if share and capacity else None)
+    seen.add(names.ALLOCATOR_LIMIT_GIB, memory.gib(limit), "GiB")
     if result["status"] != "ok":
         return seen.observations
     seen.add(names.OUTCOME, "fits" if result["fits"] else "oom")

@@ -102,7 +102,7 @@ def memory(
                 if row.published[key] is not None:
                     records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
     data = _labelled(records, labels, ["source", "memory", "gib"])
-    capacity = _points(observations, "compiled", "capacity_gib")["value"]
+    capacity = _points(observations, "compiled", names.ALLOCATOR_LIMIT_GIB)["value"]
     bars = _bars(alt.Chart(), "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
     layers = [bars]
     purpose = (
@@ -111,14 +111,15 @@ def memory(
         else "Which rows fit the GPU"
     ) + "; analytic bars count the saved or offloaded activations only."
     if len(capacity):
-        data["capacity_gib"] = float(capacity.iloc[0])
+        data["limit_gib"] = float(capacity.iloc[0])
         layers.append(
             alt.Chart()
             .transform_filter(alt.datum.memory == "device")
             .mark_rule(color="crimson", strokeDash=[4, 3])
-            .encode(x="max(capacity_gib):Q")
+            .encode(x="max(limit_gib):Q")
         )
-        purpose += f" Dashed: the device's {float(capacity.iloc[0]):.1f} GiB capacity."
+        limit = float(capacity.iloc[0])
+        purpose += f" Dashed: the {limit:.1f} GiB JAX's allocator takes of each GPU, what a row must fit within."
     title = titled(
         f"Device and host memory per row, compiled for {machine}"
         + (", beside the published" if with_published else ""),
@@ -229,9 +230,9 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
             for o in chosen.itertuples()
         ]
     )
-    capacity = observations[(observations["metric"] == "capacity_gib") & observations["at"].isna()]
+    capacity = observations[(observations["metric"] == names.ALLOCATOR_LIMIT_GIB) & observations["at"].isna()]
     data = data.merge(
-        capacity.groupby("target")["value"].first().rename("capacity_gib").reset_index(), on="target", how="left"
+        capacity.groupby("target")["value"].first().rename("limit_gib").reset_index(), on="target", how="left"
     )
     points = (
         alt.Chart()
@@ -243,7 +244,7 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
             tooltip=["target", "policy", "micro_batch", alt.Tooltip("gib:Q", format=".1f")],
         )
     )
-    limit = alt.Chart().mark_rule(color="crimson", strokeDash=[4, 3]).encode(y="max(capacity_gib):Q")
+    limit = alt.Chart().mark_rule(color="crimson", strokeDash=[4, 3]).encode(y="max(limit_gib):Q")
     return (
         alt.layer(points, limit, data=data)
         .properties(width=300, height=240)

@@ -140,7 +140,10 @@ def speed(
         )
     # the memory each program was planned within: the run's allocator share (one per target, as a rule)
     planned = {
-        (lookup.value(row.id, "compiled", "allocator_share"), lookup.value(row.id, "compiled", "planned_within_gib"))
+        (
+            lookup.value(row.id, "compiled", "allocator_share"),
+            lookup.value(row.id, "compiled", names.ALLOCATOR_LIMIT_GIB),
+        )
         for row in rows
     }
     judged = []

@@ -2,7 +2,7 @@
 
 The program comes from `produce.compiled.program_cache` (compiled in a process of its own, or read from the
 cache of programs); this module turns it into the row's result: fits / out of memory from the
-per-device memory analysis against the target's device memory, the pinned host memory against
+per-device memory analysis against the memory JAX's allocator takes of the target's GPU, the pinned host memory against
 the host memory per GPU, XLA's own memory warnings as it printed them, and the MaxText settings
 the program was compiled with (what the compile observer, in judge/, explains the warnings and
 checks the offload against). The JSON is written atomically, whatever happened.
@@ -52,6 +52,12 @@ def compile_result(
     """The row's compiled evidence, from its program (compiled now or read from the cache);
     `overrides`: the row's `compile_overrides`, where the caller has them."""
     capacity = gpu.capacity_bytes(target)
+    # A run can use only what JAX's allocator takes: its share of the GPU (an H200 at 0.95 refused
+    # 75.5 GiB on top of 69.7 with 132.8 of 140.4 GiB its limit), so a program fits within that,
+    # not within the device's memory. JAX takes the share of what is free when it starts, after
+    # CUDA's own context (about 0.6 GiB there), so the real limit is a little lower still.
+    fraction = (program.get("provenance") or {}).get("allocator_memory_fraction")
+    limit = round(capacity * fraction) if capacity and fraction else capacity
     stats = program["stats"] or {}
     result: dict[str, Any] = {
         "row": row.id,
@@ -64,6 +70,7 @@ def compile_result(
         "devices": stats.get("devices"),
         "mesh": stats.get("mesh"),
         "capacity_bytes": capacity,
+        "allocator_limit_bytes": limit,
         "xla_memory_warnings": [],
         "compile_seconds": stats.get("compile_seconds"),
         "peak_rss_bytes": stats.get("peak_rss_bytes"),
@@ -85,7 +92,7 @@ def compile_result(
             memory=analysis,
             device_bytes=used,
             host_bytes=host,
-            **memory.fit(used, capacity),
+            **memory.fit(used, limit),
             hlo=stats["hlo"],
             hlo_sha256=stats["hlo_sha256"],
             xla_memory_warnings=program["memory_warnings"],
