@@ -10,6 +10,7 @@ import yaml
 
 from conftest import REPO
 from offload_repro.core.data import DataError, load_rows, load_target
+from offload_repro.present.text import hardware_text
 
 ROWS_FILE = REPO / "experiments" / "rows" / "llama3.1-405b.yaml"
 
@@ -143,3 +144,51 @@ def test_an_allocator_share_that_is_no_share_is_refused_naming_the_field(tmp_pat
     )
     with pytest.raises(DataError, match=r"gb200-nvl72.yaml: .*cluster.*environment.*XLA_PYTHON_CLIENT_MEM_FRACTION"):
         load_target("gb200-nvl72", directory)
+
+
+def test_every_hardware_fact_of_a_target_is_cited_with_a_source_and_its_quote():
+    """Each precision's peak, HBM, the links, NICs and host memory: a citation of each (a source and the
+    sentence quoted as it stands, or a stated assumption), or the fact is named, by file and field."""
+    rubin = load_target("vr-nvl144")
+    citations = rubin.spec["hardware"]["citations"]
+    assert set(citations) >= {"peak_dense_tflops.bfloat16", "hbm", "host_link", "network_link", "nics_per_gpu"}
+    assert "assumed" in citations["peak_dense_tflops.bfloat16"]  # no BF16 figure is published for Rubin
+    assert all("quote" in entry or "assumed" in entry for entry in citations.values())
+    gb200 = load_target("gb200-nvl72")
+    assert [line.split(": field ")[1].split(":")[0] for line in gb200.uncited] == [
+        "'hardware.network_link'",
+        "'hardware.nics_per_gpu'",
+    ]
+
+
+def test_a_fact_without_a_citation_is_named_by_file_and_field(tmp_path):
+    def without_fp8(text: str) -> str:
+        start = text.index("    peak_dense_tflops.fp8:")
+        return text[:start] + text[text.index("    hbm:", start) :]
+
+    h100 = load_target("h100-sxm", target_copy(tmp_path, "h100-sxm", without_fp8))
+    assert len(h100.uncited) == 1
+    assert re.search(r"h100-sxm.yaml: field 'hardware.peak_dense_tflops.fp8': no citation", h100.uncited[0])
+    assert "stated without a citation: peak_dense_tflops.fp8" in hardware_text(h100.spec["hardware"])
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (  # a citation in words, no source and quote
+            lambda text: text.replace('      quote: "NVLink-C2C with 900 GB/s of bidirectional bandwidth"\n', "", 1),
+            r"field 'hardware.citations.host_link'",
+        ),
+        (  # a citation of a fact the file does not state
+            lambda text: text.replace("  citations:\n", "  citations:\n    collective_lnk: {assumed: typo}\n", 1),
+            r"field 'hardware.citations.collective_lnk': cites a fact the file does not state",
+        ),
+        (  # HBM quoted from XLA's description as it does not stand there
+            lambda text: text.replace("memory_bandwidth: 7928064000000", "memory_bandwidth: 8000000000000", 1),
+            r"field 'hardware.citations.hbm': 'memory_bandwidth: 8000000000000' is not in",
+        ),
+    ],
+)
+def test_a_malformed_citation_is_refused_by_file_and_field(tmp_path, edit, message):
+    with pytest.raises(DataError, match=rf"gb200-nvl72.yaml: {message}"):
+        load_target("gb200-nvl72", target_copy(tmp_path, "gb200-nvl72", edit))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
@@ -17,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     rows = load_rows(args.tables)
     for name in args.targets:
-        load_target(name)
+        for uncited in load_target(name).uncited:
+            print(uncited, file=sys.stderr)
     for row in rows:
         print(f"{row.table}\t{row.id}\t{row.label}")
     return 0

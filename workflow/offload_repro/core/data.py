@@ -139,6 +139,8 @@ class Target:
     kind: str
     launcher: str
     spec: dict[str, Any]
+    # each hardware fact the file states without a citation, named by file and field
+    uncited: tuple[str, ...] = ()
 
     @property
     def scale(self) -> dict[str, Any]:
@@ -273,6 +275,51 @@ def _derived(spec: dict[str, Any], path: Path) -> dict[str, Any]:
     return spec
 
 
+# Hardware facts a target file states that are not derived from another: each needs its citation
+# in hardware.citations (a source and the quoted sentence, or a stated assumption); `topology`
+# may cite nodes and gpus_per_node.
+CITED_LINKS = ("host_link", "collective_link", "network_link")
+CITED_FACTS = ("host_memory", "nics_per_gpu", "nvlink_domain_nodes")
+
+
+def cited_facts(spec: dict[str, Any]) -> list[str]:
+    """The hardware facts of a target that need a citation, by their key in hardware.citations:
+    each precision's peak (`peak_dense_tflops.bfloat16`), `hbm` (device memory and bandwidth, where
+    XLA's description of the GPU states them), each link and each other stated fact."""
+    hardware = spec.get("hardware") or {}
+    facts = [f"peak_dense_tflops.{dtype}" for dtype in hardware.get("peak_dense_tflops") or {}]
+    if (spec.get("compile") or {}).get("description_file"):
+        facts.append("hbm")
+    facts += [key for key in (*CITED_LINKS, *CITED_FACTS) if hardware.get(key) is not None]
+    return facts
+
+
+def _uncited(spec: dict[str, Any], path: Path) -> tuple[str, ...]:
+    """Each fact without a citation, named by file and field; a citation of a fact the file does
+    not state is refused."""
+    facts = cited_facts(spec)
+    citations = (spec.get("hardware") or {}).get("citations") or {}
+    for key in citations:
+        if key not in facts and key != "topology":
+            raise DataError(
+                f"{path}: field 'hardware.citations.{key}': cites a fact the file does not state"
+                f" (its facts: {', '.join(facts) or 'none'})"
+            )
+    description = (spec.get("compile") or {}).get("description_file")
+    hbm = citations.get("hbm") or {}
+    if description and "quote" in hbm:  # XLA's description is in the checkout: its quoted lines must be in it
+        text = (REPO_ROOT / description).read_text()
+        for line in [hbm["quote"]] if isinstance(hbm["quote"], str) else hbm["quote"]:
+            if line not in text:
+                raise DataError(f"{path}: field 'hardware.citations.hbm': {line!r} is not in {description}")
+    return tuple(
+        f"{path}: field 'hardware.{fact}': no citation (hardware.citations.{fact}: a source and the quoted"
+        " sentence, or a stated assumption)"
+        for fact in facts
+        if fact not in citations
+    )
+
+
 def load_target(name: str, directory: Path = TARGET_DIR, nodes: int | None = None) -> Target:
     """The target of the file `name`; `nodes`: on that many nodes instead of the file's (a published
     run elsewhere states its own)."""
@@ -290,7 +337,8 @@ def load_target(name: str, directory: Path = TARGET_DIR, nodes: int | None = Non
                 f"{path}: field 'hardware.link_efficiency.{link}': low {share['low']}, central {share['central']},"
                 f" high {share['high']} are not in order"
             )
-    return Target(name=name, kind=spec["kind"], launcher=spec["launcher"], spec=spec)
+    uncited = _uncited(spec, path)
+    return Target(name=name, kind=spec["kind"], launcher=spec["launcher"], spec=spec, uncited=uncited)
 
 
 def hardware_classes(directory: Path = TARGET_DIR) -> dict[str, list[str]]:

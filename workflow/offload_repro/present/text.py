@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from offload_repro.core.data import Row
+from offload_repro.core.data import Row, cited_facts
 from offload_repro.judge.spread import range_text
 
 LHS = "--xla_gpu_enable_latency_hiding_scheduler"
@@ -89,6 +89,10 @@ def hardware_text(hardware: dict[str, Any]) -> str:
         parts.append(f"host memory {fmt(shared)} GB/s per CPU, {fmt(per_gpu)} GB/s per GPU when all copy at once")
     for dtype, tflops in (hardware.get("peak_dense_tflops") or {}).items():
         parts.append(f"peak dense {dtype} {fmt(tflops)} TFLOPs/s per GPU")
+    cited = hardware.get("citations") or {}
+    uncited = [fact for fact in cited_facts({"hardware": hardware}) if fact not in cited]
+    if uncited:
+        parts.append(f"stated without a citation: {', '.join(uncited)}")
     return "; ".join(parts)
 
 
