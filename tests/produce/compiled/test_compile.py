@@ -266,3 +266,18 @@ def test_a_fusion_without_a_default_config_is_compiled_again_with_autotuning_and
         " Example failure: No supported config found for HLO: %gemm_fusion_dot.138 = bf16[256,1280,2048]"
     )
     assert result["message"] == "JaxRuntimeError: a stand-in"  # the second compile's own outcome
+
+
+def test_a_targets_settings_for_measured_runs_do_not_reach_the_source_rows(tables):
+    """The source's rows compile with the source's attention on every GPU target: a target's
+    `maxtext` is given to every row, so a setting meant for the runs measured on that hardware (H100's
+    Transformer Engine attention, which MaxText refuses for packed rows without max_segments_per_seq)
+    belongs to those runs' own files."""
+    gb200 = load_target("gb200-nvl72")
+    gpu_targets = [load_target(path.stem) for path in sorted((REPO / "experiments/targets").glob("*.yaml"))]
+    for target in [t for t in gpu_targets if t.kind == "gpu"]:
+        for row in load_rows(tables):
+            assert compile_overrides(row, target)["attention"] == compile_overrides(row, gb200)["attention"], (
+                target.name,
+                row.id,
+            )

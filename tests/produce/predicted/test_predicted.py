@@ -3,6 +3,7 @@ never lets a prediction use the published number of a row it judges."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -744,6 +745,28 @@ def test_a_target_without_an_fp4_peak_predicts_llama_at_bf16():
     assert target_rates.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
 
 
+def test_a_prediction_in_a_precision_whose_peak_the_target_does_not_state_is_refused_by_name():
+    """The Llama rows are calibrated at NVFP4 on GB200; Vera Rubin's file states a BF16 peak only: its
+    Llama rows are not predicted (never GB200's share of the FP4 peak carried to BF16), and the
+    result says which peak is missing; DeepSeek (BF16 on both) is predicted."""
+    rows = llama_rows(2669)
+    source = predicted_result(rows, llama_programs())
+    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    gb200, rubin = load_target("gb200-nvl72"), load_target("vr-nvl144")
+    predicted = prediction.predict_programs(rows, llama_programs(), {}, rubin, SPEED, gb200, source, published)
+    assert {row["status"] for row in predicted["rows"]} == {"refused"}
+    assert all(row.get("tflops_per_device") is None for row in predicted["rows"])
+    message = predicted["rows"][0]["message"]
+    assert "calibrated at nvfp4 on gb200-nvl72" in message
+    assert "vr-nvl144.yaml states no nvfp4 peak (hardware.peak_dense_tflops.nvfp4)" in message
+    deepseek = load_rows([REPO / "experiments/rows/deepseek-v3-671b.yaml"])[0]
+    assert prediction.other_precision(deepseek, rubin, SPEED, gb200) is None
+    lines = [o for o in predicted_observations(predicted, "predicted.json") if o.metric == "status"]
+    assert len(lines) == len(llama_programs()) and {(o.status, o.message[:40]) for o in lines} == {
+        ("refused", message[:40])
+    }
+
+
 def test_the_setting_that_explains_speed_and_memory_together_is_named():
     """Each single alternative carries its prediction's leave-one-out error beside its memory
     distance; the best at both is the least root mean square of the two; a combination of several
@@ -789,15 +812,18 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     run = json.loads((fixtures / "cpu/runs/llama-qkv-offload-lhs.json").read_text()) | {"target": "h200-1"}
     compiled = json.loads((fixtures / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json").read_text())
     compiled |= {"target": "h200-1"}
-    source = predicted_result(llama_rows(2669), llama_programs())
-    h200 = load_target("h200-1")
-    rows = llama_rows(2669)
+    # H200 states no FP4 peak: the Llama rows are predicted there under the alternative of their GEMM
+    # precision that runs them at BF16 on GB200 too (a calibration is never carried across precisions)
+    speed = copy.deepcopy(SPEED)
+    speed["precision"]["families"]["llama"] = ["bfloat16"]
+    h200, gb200 = load_target("h200-1"), load_target("gb200-nvl72")
+    rows = llama_rows(1500)  # a throughput BF16's peak reaches (2,669 would need more than GB200's 2,500)
+    published = leave_one_out.published_throughputs(rows, speed, REPO / "experiments/claims.yaml")
+    source = prediction.predict_programs(rows, llama_programs(), {}, gb200, speed, gb200, None, published)
     programs = {"llama-qkv-offload-lhs": llama_programs()["llama-qkv-offload-lhs"]}
-    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
-    gb200 = load_target("gb200-nvl72")
-    predicted = prediction.predict_programs(rows, programs, {}, h200, SPEED, gb200, source, published)
+    predicted = prediction.predict_programs(rows, programs, {}, h200, speed, gb200, source, published)
     (row,) = predicted["rows"]
-    assert row["precision"] == "bfloat16" and row["calibration_precision"] == "nvfp4" and row["tflops_per_device"]
+    assert row["precision"] == "bfloat16" and row["calibration_precision"] == "bfloat16" and row["tflops_per_device"]
     paths = [tmp_path / "run.json", tmp_path / "compiled.json", tmp_path / "predicted.json"]
     for path, kind, data in zip(paths, ("run", "compile", "predicted"), (run, compiled, predicted), strict=True):
         write_result(path, kind, {key: value for key, value in data.items() if key not in ("kind", "schema_version")})

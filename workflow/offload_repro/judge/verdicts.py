@@ -71,6 +71,9 @@ def judge_one(
     errors = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "error"]
     if errors:
         return base | {"verdict": "error", "reason": "; ".join(errors)}
+    refused = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "refused"]
+    if refused:  # a prediction the producer declined, saying why
+        return base | _not_comparable("; ".join(refused))
     if kind == "predicted":
         return base | _judge_predicted(claim, rule, evidence, observed_rows, kinds or {})
     judgement = evaluate(claim, rule, observed_rows)

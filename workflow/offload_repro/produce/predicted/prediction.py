@@ -192,6 +192,22 @@ def flops_record(program: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def other_precision(row: Row, target: Target, speed: dict[str, Any], calibration_target: Target | None) -> str | None:
+    """Why the row is not predicted on this target, where its calibration is in a precision whose
+    peak the target does not state: a share of one precision's peak is never carried to another."""
+    if calibration_target is None or target.name == calibration_target.name:
+        return None
+    precision, calibrated = precisions(speed, row, target)[0], precisions(speed, row, calibration_target)[0]
+    if precision == calibrated:
+        return None
+    gemm = speed["precision"].get("gemm", {}).get(calibrated, calibrated)
+    return (
+        f"not predicted: {row.family} rows are calibrated at {calibrated} on {calibration_target.name}, and"
+        f" experiments/targets/{target.name}.yaml states no {gemm} peak (hardware.peak_dense_tflops.{gemm});"
+        f" a share of the {gemm} peak is not carried to {precision}"
+    )
+
+
 def predict_row(
     row: Row,
     program: dict[str, Any],
@@ -315,6 +331,7 @@ def predict_programs(
         calibration = (source_prediction or {}).get("calibration", {})
         uncalibrated = (source_prediction or {}).get("uncalibrated", {})
         error = (source_prediction or {}).get("model_error")
+    refused = {row_id: other_precision(rows[row_id], target, speed, calibration_target) for row_id in programs}
     predicted = [
         predict_row(
             rows[row_id],
@@ -326,6 +343,12 @@ def predict_programs(
             published.get(rows[row_id].family, {}).get(row_id),
         )
         for row_id, program in programs.items()
+        if not refused[row_id]
+    ]
+    predicted += [
+        {"row": row_id, "family": rows[row_id].family, "status": "refused", "message": message}
+        for row_id, message in refused.items()
+        if message
     ]
     for row_id, (status, message, cause) in failed.items():
         failed_row = {"row": row_id, "family": rows[row_id].family, "status": status, "message": message}
