@@ -498,3 +498,24 @@ def test_the_counts_are_the_sources_claims_and_this_reproductions_own_checks_are
         "not-comparable": len(checks),
         "error": 0,
     }
+
+
+def test_the_error_across_hardware_every_whatif_prediction_takes_is_the_stages_real_result():
+    """experiments/validation.yaml records the error of GB200's calibration carried to the runs measured
+    on H100 as the validation stage computed it (its real result kept as a fixture); a stage that
+    computes another names the field and the value to record."""
+    import json
+
+    from offload_repro.core.measured_elsewhere import load_validation
+    from offload_repro.produce.validation.against_measured import unrecorded_across_hardware
+
+    result = json.loads((REPO / "tests/fixtures/results/validation/model.json").read_text())
+    recorded = load_validation()["calibrations"]["across_hardware"]["recorded_error"]
+    computed = result["errors"]["across_hardware"]
+    assert unrecorded_across_hardware(computed, recorded, "experiments/validation.yaml") == []
+    assert recorded["pairs"] == computed["pairs"] == 22
+    moved = computed | {"largest_abs": 0.5}
+    assert unrecorded_across_hardware(moved, recorded, "experiments/validation.yaml") == [
+        "experiments/validation.yaml: field 'calibrations.across_hardware.recorded_error.largest_abs': records 0.4860,"
+        " this stage computes 0.5000 over 22 pairs"
+    ]

@@ -1087,3 +1087,61 @@ def test_the_predicted_chart_draws_each_value_claims_prediction_and_the_band_its
     assert (drawn["low"], drawn["high"]) == (pytest.approx(band["low"]), pytest.approx(band["high"]))
     # a physical bound: widened by 21.6% the band spans more than a fifth of the prediction
     assert (drawn["high"] - drawn["low"]) / drawn["tflops"] > 0.2
+
+
+def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_error_across_hardware(tmp_path, tables):
+    """Stand-in Llama programs predicted for GB200 (calibrated there), GB300 (its FP4 peak stated: the
+    calibration's share of it, and the band of the error a calibration carried across hardware has,
+    experiments/validation.yaml) and Vera Rubin (no FP4 peak stated: refused, the page says why),
+    beside the real compiled fixtures; a row that has no compile on a target says so in its cell."""
+    from offload_repro.core.measured_elsewhere import load_validation
+    from offload_repro.core.results import write_result
+    from offload_repro.present.text import fmt
+    from report_page import raw_placeholders
+
+    rows = llama_rows(2669)
+    source = predicted_result(rows, llama_programs())
+    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    gb200 = load_target("gb200-nvl72")
+    inputs = []
+    for name, result in (
+        ("gb200-nvl72", source),
+        *(
+            (
+                name,
+                prediction.predict_programs(
+                    rows, llama_programs(), {}, load_target(name), SPEED, gb200, source, published
+                ),
+            )
+            for name in ("gb300-nvl72", "vr-nvl144")
+        ),
+    ):
+        write_result(tmp_path / f"predicted-{name}.json", "predicted", result)
+        inputs.append(tmp_path / f"predicted-{name}.json")
+    fixtures = FIXTURES / "results"
+    compiled = [
+        *sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")),
+        fixtures / "compiled/vr-nvl144/deepseek-device-mb8.json",
+    ]
+    html = rendered_page(tmp_path, tables, "cpu", [*compiled, *inputs])
+    line = re.search(r'<tr id="predicted-whatif-llama-baseline">(.*?)</tr>', html, re.S).group(1)
+    cells = re.findall(r"<td class=\"num\">(.*?)</td>", line, re.S)
+    assert len(cells) == 3  # gb200-nvl72, gb300-nvl72, vr-nvl144
+    assert "<strong>2,669" in cells[0] and "across hardware" not in cells[0]
+    error = load_validation()["calibrations"]["across_hardware"]["recorded_error"]["largest_abs"]
+    gb300 = next(r for r in load_result_rows(inputs[1]) if r["row"] == "llama-baseline")["tflops_per_device"]
+    present = [value for value in gb300 if value is not None]
+    band = f"across hardware: {fmt(min(present) * (1 - error))}\u2013{fmt(max(present) * (1 + error))}"
+    assert band in cells[1] and "step " in cells[1]
+    assert "not predicted" in cells[2] and "states no nvfp4 peak" in cells[2]
+    assert f"±{error:.1%} of the step" in html
+    # the compiled grid: Llama has no compile for Vera Rubin here, and its cell says so
+    grid = re.search(r'<tr id="whatif-llama-baseline">(.*?)</tr>', html, re.S).group(1)
+    assert 'not compiled: <span class="small">no compiled result for this target</span>' in grid
+    assert raw_placeholders(html) == []
+
+
+def load_result_rows(path: Path) -> list[dict]:
+    from offload_repro.core.results import read_result
+
+    return read_result(path, "predicted")["rows"]

@@ -11,7 +11,11 @@ from offload_repro.core.data import DataError, load_target
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, load_measured, load_validation
 from offload_repro.core.results import read_by_row, read_result, write_result
 from offload_repro.produce.predicted.target_rates import load_speed
-from offload_repro.produce.validation.against_measured import unrecorded, validate_model
+from offload_repro.produce.validation.against_measured import (
+    unrecorded,
+    unrecorded_across_hardware,
+    validate_model,
+)
 
 PARENTS = (arguments.OUT,)
 
@@ -40,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     found = validate_model(load_measured(), compiled, speed, validation, source, calibration_target, profiled or None)
     # every run's verdicts take the recorded error: a stage that computes another stops, naming it
     differs = unrecorded(found["real_hardware_error"], validation["kinds"], VALIDATION_FILE)
+    if source:  # the carry from the source's hardware ran: the error every what-if prediction takes
+        recorded = validation["calibrations"]["across_hardware"]["recorded_error"]
+        differs += unrecorded_across_hardware(found["errors"]["across_hardware"], recorded, VALIDATION_FILE)
     if differs:
         raise DataError("; ".join(differs) + " (record it, so that every run's verdicts take it)")
     written = write_result(args.out, "validation", found)

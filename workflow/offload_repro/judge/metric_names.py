@@ -43,6 +43,10 @@ ERROR_AGAINST_MEASURED = "error_against_measured"  # predicted / measured - 1 on
 ERROR_AGAINST_MEASURED_ROWS = "error_against_measured_rows"
 ERROR_AGAINST_MEASURED_MEAN_ABS = "error_against_measured_mean_abs"
 ERROR_AGAINST_MEASURED_LARGEST_ABS = "error_against_measured_largest_abs"
+# on hardware with no calibration of its own: the prediction with the band of the error a calibration
+# carried across hardware was measured to have (experiments/validation.yaml)
+TFLOPS_ACROSS_HARDWARE = "tflops_per_device_across_hardware"
+STEP_S_ACROSS_HARDWARE = "step_s_across_hardware"
 CALIBRATED_ON = "calibrated_on"  # the row (or run) a prediction's default calibration is
 LOO_ERROR = "loo_error"  # predicted / published - 1, calibrated on another row (`calibrated_on`)
 FAMILY = "family"
@@ -147,6 +151,8 @@ NAMES = frozenset(
         ERROR_AGAINST_MEASURED_MEAN_ABS,
         ERROR_AGAINST_MEASURED_LARGEST_ABS,
         CALIBRATED_ON,
+        TFLOPS_ACROSS_HARDWARE,
+        STEP_S_ACROSS_HARDWARE,
         LOO_ERROR,
         FAMILY,
         PLACEMENT_KIND,

@@ -13,6 +13,7 @@ from typing import Any
 
 from offload_repro.core import memory
 from offload_repro.core.accounting import compiled_accounting
+from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.observation import Observation, Observer
 from offload_repro.judge import metric_names as names
 
@@ -231,6 +232,22 @@ def clone_observations(seen: Observer, clones: dict[str, Any] | None, limit: dic
             seen.add(f"remat_{name}_gib", memory.gib(value) if value is not None else None, "GiB")
 
 
+def across_hardware_error(result: dict[str, Any]) -> tuple[float, str] | None:
+    """The step-time error a prediction takes on hardware that was calibrated elsewhere: the largest
+    error of the source's calibration carried to runs measured on other hardware, as recorded in
+    experiments/validation.yaml, and why; None on the calibration's own hardware."""
+    calibrated_by = result.get("calibrated_by")
+    if not calibrated_by or calibrated_by == result["target"]:
+        return None
+    carried = load_validation()["calibrations"]["across_hardware"]
+    recorded = carried["recorded_error"]
+    return recorded["largest_abs"], (
+        f"±{recorded['largest_abs']:.1%} of the step: the largest error of {carried['from']}'s calibration carried"
+        f" by share of peak to {recorded['pairs']} runs measured on other hardware ({recorded['mean_abs']:.1%} mean;"
+        " experiments/validation.yaml)"
+    )
+
+
 def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
     """Per row: the predicted throughput at its default calibration and under each calibration of
     its model (`calibrated_on`; central value, band, and each setting as a series point), the
@@ -258,6 +275,16 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
             seen.add(names.TFLOPS, values[0], "TFLOPs/s/device", low=min(present), high=max(present), **tagged)
             for index, value in enumerate(values):
                 seen.add(names.TFLOPS, value, "TFLOPs/s/device", at=float(index), **tagged)
+        across = across_hardware_error(result)
+        central = [value for value in row.get("tflops_per_device") or [] if value is not None]
+        if across and central:  # a measured step lies within the error of the carry: its band widens by it
+            error, why = across
+            low, high = min(central) * (1 - error), max(central) * (1 + error)
+            seen.add(names.TFLOPS_ACROSS_HARDWARE, central[0], "TFLOPs/s/device", low=low, high=high, message=why)
+            step = (row.get("breakdown") or {}).get(names.STEP_S)
+            if step:
+                bounds = {"low": step / (1 + error), "high": step / (1 - error)}
+                seen.add(names.STEP_S_ACROSS_HARDWARE, step, "s", **bounds, message=why)
         chosen = result.get("settings") or {}
         links, ends = chosen.get("link_level", []), chosen.get("network_end", [])
         overlaps = chosen.get("overlap") or ["scheduled"] * len(links)

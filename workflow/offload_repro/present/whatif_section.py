@@ -21,6 +21,12 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
     if len(targets) < 2 and of_policies.empty:
         return None
     cells = {(o.row, o.target, o.metric): o.value for o in compiled.itertuples()}
+    # why a row has no compiled outcome on a target: its compile's status and the tool's message
+    reasons = {
+        (o.row, o.target): f"{o.value}: {o.message}" if isinstance(o.message, str) else str(o.value)
+        for o in compiled.itertuples()
+        if o.metric == names.STATUS and o.value != "ok"
+    }
     policy_cells = {(o.policy, o.target, o.metric): o.value for o in of_policies.itertuples()}
     notes = {(o.policy, o.target, o.metric): o.message for o in of_policies.itertuples() if isinstance(o.message, str)}
     grid = [
@@ -31,6 +37,7 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
                     metric: cells.get((row.id, name, metric))
                     for metric in (names.OUTCOME, names.DEVICE_GIB, names.MARGIN_GIB, names.HOST_GIB, names.HOST_FITS)
                 }
+                | {"reason": reasons.get((row.id, name), "no compiled result for this target")}
                 for name in targets
             ],
         }
@@ -79,10 +86,54 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
     return {
         "targets": [load_target(name) for name in targets],
         "grid": grid,
+        "predicted": predicted_grid(rows, observations),
         "transfers": transfers,
         "recompute": recompute,
         "frontier_targets": [load_target(name) for name in frontier_targets],
         "frontier": frontier,
+    }
+
+
+def predicted_grid(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None:
+    """Rows x GPU targets: each row's predicted throughput and step at its default calibration, the
+    model's band, and on hardware calibrated elsewhere the band of the error a calibration carried
+    across hardware has; or why the row is not predicted there."""
+    chosen = observations[
+        (observations["evidence"] == "predicted")
+        & observations["at"].isna()
+        & observations["calibrated_on"].isna()
+        & observations["row"].notna()
+    ]
+    targets = sorted(set(chosen["target"].dropna()))
+    if not targets:
+        return None
+    found = {(o.row, o.target, o.metric): o for o in chosen.itertuples()}
+
+    def cell(row_id: str, target: str) -> dict[str, Any]:
+        status = found.get((row_id, target, names.STATUS))
+        tflops, step = found.get((row_id, target, names.TFLOPS)), found.get((row_id, target, names.STEP_S))
+        across = found.get((row_id, target, names.TFLOPS_ACROSS_HARDWARE))
+        across_step = found.get((row_id, target, names.STEP_S_ACROSS_HARDWARE))
+        if status is None:
+            return {"reason": "no prediction for this target"}
+        if status.value != "ok" or tflops is None:
+            return {"reason": f"{status.value}: {status.message}" if isinstance(status.message, str) else status.value}
+        return {
+            "tflops": tflops.value,
+            "low": tflops.low,
+            "high": tflops.high,
+            "step_s": step.value if step else None,
+            "across_low": across.low if across else None,
+            "across_high": across.high if across else None,
+            "step_low": across_step.low if across_step else None,
+            "step_high": across_step.high if across_step else None,
+        }
+
+    errors = sorted({o.message for o in chosen.itertuples() if o.metric == names.TFLOPS_ACROSS_HARDWARE})
+    return {
+        "targets": [load_target(name) for name in targets],
+        "lines": [{"row": row, "cells": [cell(row.id, name) for name in targets]} for row in rows],
+        "across_hardware": errors,
     }
 
 

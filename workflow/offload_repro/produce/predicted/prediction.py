@@ -358,6 +358,7 @@ def predict_programs(
         "evidence": "predicted",
         "status": "ok",
         "message": None,
+        "calibrated_by": calibration_target.name if calibration_target else None,
         "calibration": calibration,
         "uncalibrated": uncalibrated,
         "model_error": error,

@@ -153,6 +153,21 @@ def unrecorded(computed: dict[str, dict[str, Any] | None], kinds: dict[str, Any]
     return found
 
 
+def unrecorded_across_hardware(errors: dict[str, Any], recorded: dict[str, Any], where: str) -> list[str]:
+    """Where the across-hardware error this stage computed (`errors`, its summary) differs from what
+    `where` records (to four decimals): the field and the value to record."""
+    found = []
+    for key in ("largest_abs", "mean_abs"):
+        mine = errors.get(key)
+        if mine is None or round(mine, 4) != recorded[key]:
+            value = "none" if mine is None else f"{mine:.4f} over {errors.get('pairs')} pairs"
+            found.append(
+                f"{where}: field 'calibrations.across_hardware.recorded_error.{key}': records {recorded[key]:.4f},"
+                f" this stage computes {value}"
+            )
+    return found
+
+
 def smallest_of(group: list[Measured]) -> Measured:
     return min(group, key=lambda entry: (entry.run.gpus, entry.run.id))
 
