@@ -11,6 +11,7 @@ from offload_repro.judge.check_types import CHECKS, within
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import observe_files
 from offload_repro.judge.evidence_views import EvidenceView, views
+from offload_repro.judge.spread import tolerance_text
 from offload_repro.judge.verdicts import check_claims, judge_one, overall
 from offload_repro.produce.analytic_bytes import write_accounting
 
@@ -186,12 +187,22 @@ def test_errors_and_missing_rows(claims):
     assert nothing["verdict"] == "not-comparable" and nothing["reason"] == "no measured evidence in this run"
 
 
-def test_compiled_memory_uses_the_static_tolerance(claims):
+def test_compiled_memory_tolerance_is_widened_below_the_published_value_only(claims):
+    """A static analysis misses buffers, so its figure can only be low: 15% below 165.2 GiB passes,
+    and above it only the runtime 5% does (the gap is stated either way)."""
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-gpu-memory")
     rule = next(r for r in claim["judged_by"] if r["evidence"] == "compiled")
-    evidence = full_scale({"deepseek-offload-optimized": ok(device_gib=185.0)}, kind="compiled")
-    judgement = judge(claim, rule, evidence)
-    assert judgement["tolerance"]["relative"] == 0.15 and judgement["verdict"] == "pass"
+
+    def compiled(gib: float) -> dict:
+        return judge(claim, rule, full_scale({"deepseek-offload-optimized": ok(device_gib=gib)}, kind="compiled"))
+
+    assert compiled(145.0)["verdict"] == "pass"  # 12.2% below
+    assert compiled(135.0)["verdict"] == "fail"  # 18.3% below
+    assert compiled(172.0)["verdict"] == "pass"  # 4.1% above
+    high = compiled(183.7)  # 11.2% above: the widening does not apply
+    assert high["verdict"] == "fail" and high["tolerance"]["below"] == 0.15
+    assert "+11.2%" in high["note"] and "only the 5%" in high["note"]
+    assert tolerance_text(high["tolerance"]) == "+5% / \u221215%"
 
 
 def test_overall_verdict_precedence():

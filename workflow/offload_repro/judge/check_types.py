@@ -22,9 +22,25 @@ MetricCheck = Callable[[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]
 
 
 def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool:
+    """Within the tolerance; one widened for a known bias (`below`: evidence that can only read low)
+    is wider on that side alone."""
     if "absolute" in tolerance:
         return abs(observed - published) <= tolerance["absolute"]
-    return abs(observed - published) <= tolerance["relative"] * abs(published)
+    share = tolerance.get("below", tolerance["relative"]) if observed < published else tolerance["relative"]
+    return abs(observed - published) <= share * abs(published)
+
+
+def _one_sided_note(observed: float, published: float, tolerance: dict[str, Any]) -> str | None:
+    """What a one-sided tolerance did: the gap, and which side's bound it was held to."""
+    if "below" not in tolerance or not published:
+        return None
+    gap = (observed - published) / abs(published)
+    if gap > 0:
+        return (
+            f"{gap:+.1%} against the published value: above it, only the {tolerance['relative']:.0%} applies, "
+            f"since the widening to {tolerance['below']:.0%} allows for buffers this evidence misses, which make it low"
+        )
+    return f"{gap:+.1%} against the published value, within the {tolerance['below']:.0%} allowed below it"
 
 
 def _out_of_memory(observed: dict[str, Any]) -> bool:
@@ -79,7 +95,9 @@ def _against_published(
     """An observed number against the claim's published one, within the rule's tolerance or else the claim's."""
     tolerance = rule.get("tolerance") or claim["tolerance"]
     published = claim["published"]
+    one_sided = _one_sided_note(observed, published, tolerance)
     return {
+        **({"note": one_sided} if one_sided else {}),
         "verdict": "pass" if within(observed, published, tolerance) else "fail",
         "observed": observed,
         "deviation": observed - published,
