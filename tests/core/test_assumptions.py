@@ -164,6 +164,9 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
             result.update(row=f"{row}@{name}", variant={"id": name, "settings": {}})
             if alternative == "seq-8192" and row == "deepseek-offload-plain":
                 result.update(fits=False, margin_gib=-40.0, device_bytes=result["capacity_bytes"] + 40 * 1024**3)
+            if alternative == "seq-2048" and row == "deepseek-offload-plain":
+                # the default compiles 9% above the published 145.6 GiB (a fail); shorter sequences fit it
+                result.update(device_bytes=140 * 1024**3)
             result.pop("kind"), result.pop("schema_version")
             variant_files.append(tmp_path / name / f"{row}.json")
             write_result(variant_files[-1], "compile", result)

@@ -309,7 +309,9 @@ def test_check_can_gate_ci_on_the_verdicts(built, tmp_path, capsys):
     evidence = page.parent / "evidence.json"
     common = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(tmp_path / "v.json")]
     common += ["--compile-target", "gb200-nvl72"]
-    assert verdicts["counts"]["fail"] == verdicts["counts"]["error"] == 0
-    assert main([*common, "--fail-on", "fail,error"]) == 0
+    # the fixtures' plain offload row compiles 9% above its published memory: one fail, no error
+    assert verdicts["counts"]["error"] == 0 and verdicts["counts"]["fail"] == 1
+    assert main([*common, "--fail-on", "error,inconclusive"]) == 0
+    assert main([*common, "--fail-on", "fail"]) == 3
     assert main([*common, "--fail-on", "not-comparable"]) == 3
     assert "failing on" in capsys.readouterr().err

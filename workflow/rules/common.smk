@@ -58,7 +58,6 @@ CONDA_ENV = "../../envs/offload-repro.conda.yaml"
 _CONDA = "CONDA" in {method.name for method in workflow.deployment_settings.deployment_method}
 PYTHON = "python" if _CONDA else shlex.quote(sys.executable)
 CLI = f"PYTHONPATH={shlex.quote(os.path.relpath(PACKAGE_DIR))} {PYTHON} -m offload_repro.cli"
-TABLES = shlex.join(config["tables"])
 
 
 # Every rule's shell is `{params.cli} <command> ... > {log} 2>&1 || (cat {log} >&2; exit 1)`: the

@@ -21,6 +21,7 @@ rule evidence_table:
 
 rule check_claims:
     input:
+        tables=config["tables"],
         evidence="results/{target}/evidence.json",
         claims=CLAIMS_FILE,
         assumptions=["results/whatif/assumptions.json"] if PLAN.sensitivity else [],
@@ -36,11 +37,9 @@ rule check_claims:
         cli=cli,
         compile_target=COMPILE_TARGET.name,
         # with the sensitivity stage: each claim judged by compiled evidence marked robust or not
-        assumptions=lambda wildcards, input: (
-            f"--assumptions {input.assumptions} --tables {TABLES}" if input.assumptions else ""
-        ),
+        assumptions=lambda wildcards, input: (f"--assumptions {input.assumptions}" if input.assumptions else ""),
     shell:
-        "{params.cli} check --evidence {input.evidence} --claims {input.claims} --out {output}"
+        "{params.cli} check --tables {input.tables:q} --evidence {input.evidence} --claims {input.claims} --out {output}"
         " --compile-target {params.compile_target} {params.assumptions}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 

@@ -10,11 +10,13 @@ from typing import Any
 
 from offload_repro.commands import arguments
 from offload_repro.core import provenance
+from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import Target, hardware_classes, load_rows, load_target
 from offload_repro.core.files import read_yaml
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
+from offload_repro.judge.independence import mark
 from offload_repro.judge.robustness import changes_by_alternative, policy_points, robustness, varied_verdicts
 from offload_repro.judge.verdicts import check_claims
 
@@ -29,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the GPU target whose compiled programs and prediction the page shows (the run's compile_target)",
     )
     parser.add_argument(
-        "--assumptions", type=Path, help="the sensitivity stage's result: mark each claim robust or not (with --tables)"
+        "--assumptions", type=Path, help="the sensitivity stage's result: mark each claim robust or not"
     )
     parser.add_argument("--frontier", type=Path, default=Path("experiments/frontier.yaml"), help="(with --assumptions)")
     parser.add_argument(
@@ -69,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying)
     if args.assumptions:
         _mark_robustness(args, claims, evidence, verdicts, targets, qualifying)
+    # a pass on a setting chosen with its own published value in view is counted apart
+    mark(verdicts, load_rows(args.tables) if args.tables else [], load_assumptions())
     write_result(
         args.out,
         "verdicts",

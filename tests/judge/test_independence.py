@@ -1,0 +1,81 @@
+"""A pass on a setting chosen with its own published value in view is not independent: it is
+marked so and counted apart; every other verdict and count stays as it was."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from conftest import REPO
+from offload_repro.core.assumptions import load_assumptions
+from offload_repro.core.data import DataError, load_rows
+from offload_repro.judge.independence import BY_CONSTRUCTION, in_view, mark
+
+TABLES = sorted(str(path) for path in (REPO / "experiments/rows").glob("*.yaml"))
+
+
+def verdicts(*claims: tuple[str, str, str, list[str]]) -> dict:
+    """(id, verdict, deciding evidence, rows) per claim named, every other claim not comparable, and
+    counts as check_claims gives them."""
+    named = {i: (v, e, rows) for i, v, e, rows in claims}
+    found = [
+        {"id": i, "kind": "value", "verdict": v, "summary": {"evidence": e}, "subjects": rows}
+        for i, (v, e, rows) in {i: named.get(i, ("not-comparable", "measured", [])) for i in _all_claim_ids()}.items()
+    ]
+    counts = dict.fromkeys(("pass", "fail", "inconclusive", "not-comparable", "error"), 0)
+    for claim in found:
+        counts[claim["verdict"]] += 1
+    return {"counts": counts, "claims": found}
+
+
+def test_a_compiled_pass_on_a_setting_chosen_for_its_value_is_counted_apart():
+    result = verdicts(
+        ("deepseek-optimized-gpu-memory", "pass", "compiled", ["deepseek-offload-optimized"]),
+        ("deepseek-device-save-oom-mb8", "pass", "compiled", ["deepseek-device-mb8"]),
+        ("deepseek-plain-gpu-memory", "fail", "compiled", ["deepseek-offload-plain"]),
+    )
+    mark(result, load_rows(TABLES), load_assumptions())
+    by_id = {claim["id"]: claim for claim in result["claims"]}
+    optimized, oom, plain = (
+        by_id[i] for i in ("deepseek-optimized-gpu-memory", "deepseek-device-save-oom-mb8", "deepseek-plain-gpu-memory")
+    )
+    assert not optimized["independent"]
+    assert {item["assumption"] for item in optimized["by_construction"]} == {
+        "allocator-memory-fraction",
+        "deepseek-collective-flags",
+    }
+    assert oom["independent"] and "by_construction" not in oom  # no published value was in view for it
+    assert plain["independent"]  # only passes can be consistent by construction
+    assert result["counts"] == {
+        "pass": 1,
+        BY_CONSTRUCTION: 1,
+        "fail": 1,
+        "inconclusive": 0,
+        "not-comparable": len(_all_claim_ids()) - 3,
+        "error": 0,
+    }
+    assert list(result["counts"])[:2] == ["pass", BY_CONSTRUCTION]
+
+
+def test_a_measured_pass_is_independent_of_the_settings_in_view():
+    result = verdicts(("deepseek-optimized-gpu-memory", "pass", "measured", ["deepseek-offload-optimized"]))
+    before = copy.deepcopy(result["counts"])
+    mark(result, load_rows(TABLES), load_assumptions())
+    assert all(claim["independent"] for claim in result["claims"])
+    assert result["counts"] == {"pass": before["pass"], BY_CONSTRUCTION: 0} | before
+
+
+def test_every_setting_records_what_was_in_view_and_names_real_claims():
+    assumptions = load_assumptions()
+    assert all("published_in_view" in entry for entry in assumptions.values())
+    chosen = in_view(assumptions, {"deepseek-optimized-gpu-memory", "deepseek-offload-fits-mb8"} | _all_claim_ids())
+    assert "allocator-memory-fraction" in {item["assumption"] for item in chosen["deepseek-optimized-gpu-memory"]}
+    with pytest.raises(DataError, match="unknown claim 'deepseek-optimized-gpu-memory'"):
+        in_view(assumptions, _all_claim_ids() - {"deepseek-optimized-gpu-memory"})
+
+
+def _all_claim_ids() -> set[str]:
+    import yaml
+
+    return {claim["id"] for claim in yaml.safe_load((REPO / "experiments/claims.yaml").read_text())["claims"]}

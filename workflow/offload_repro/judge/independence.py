@@ -1,0 +1,63 @@
+"""Which passes are independent of the published values they confirm.
+
+A setting the source does not state was sometimes chosen with one of its published values in view
+(experiments/assumptions.yaml, `published_in_view`): the allocator's share of each GPU, so that
+the optimized DeepSeek row's published 165.2 GiB fits. A claim that passes on evidence the
+reproduction built under that setting (compiled, analytic or predicted, not measured on the
+source's hardware) and that is about the same published value cannot confirm it: it is
+consistent by construction. Its verdict stays the evidence's, marked so, and the counts keep it
+apart from the independent passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offload_repro.core.data import DataError, Row
+
+BY_CONSTRUCTION = "consistent-by-construction"  # the count of passes that are not independent
+BUILT = ("compiled", "analytic", "predicted")  # evidence the reproduction's own settings shape
+
+
+def in_view(assumptions: dict[str, dict[str, Any]], claim_ids: set[str]) -> dict[str, list[dict[str, str]]]:
+    """claim id -> [{assumption, how}] of every setting chosen with that claim's published value in view."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for entry in assumptions.values():
+        for item in entry["published_in_view"]:
+            if item["claim"] not in claim_ids:
+                raise DataError(
+                    f"experiments/assumptions.yaml: assumption '{entry['id']}', field 'published_in_view':"
+                    f" unknown claim '{item['claim']}'"
+                )
+            found.setdefault(item["claim"], []).append({"assumption": entry["id"], "how": item["how"]})
+    return found
+
+
+def settings_of(rows: list[Row], subjects: list[str], assumptions: dict[str, dict[str, Any]]) -> set[str]:
+    """The assumptions the claim's rows were built under: those the rows name and those that affect them."""
+    named = {a for row in rows if row.id in subjects for a in row.assumptions}
+    return named | {a for a, entry in assumptions.items() if set(entry.get("affects", [])) & set(subjects)}
+
+
+def mark(verdicts: dict[str, Any], rows: list[Row], assumptions: dict[str, dict[str, Any]]) -> None:
+    """Each pass resting on a setting chosen with its own published value in view gets `independence`,
+    and `counts` moves it from pass to consistent-by-construction (the verdicts' other keys stay)."""
+    claims = verdicts["claims"]
+    chosen_with = in_view(assumptions, {claim["id"] for claim in claims})
+    moved = 0
+    for claim in claims:
+        claim["independent"] = True
+        if claim["verdict"] != "pass" or claim["summary"]["evidence"] not in BUILT:
+            continue
+        built_under = settings_of(rows, claim["subjects"], assumptions)
+        resting = [item for item in chosen_with.get(claim["id"], []) if item["assumption"] in built_under]
+        if not resting:
+            continue
+        claim["independent"] = False
+        claim["by_construction"] = resting
+        if claim["kind"] != "check":
+            moved += 1
+    counts = verdicts["counts"]
+    verdicts["counts"] = {"pass": counts["pass"] - moved, BY_CONSTRUCTION: moved} | {
+        verdict: count for verdict, count in counts.items() if verdict != "pass"
+    }
