@@ -83,6 +83,13 @@ _LAYOUT_PROBE = """<script>window.addEventListener("load", () => setTimeout(() =
 }, 1000));</script>"""
 
 
+def _before_last_body_end(html: str, script: str) -> str:
+    """The page with `script` before its closing body tag (the inlined Vega bundle holds the same
+    text in a string, so only the last one is the page's)."""
+    head, tail = html.rsplit("</body>", 1)
+    return head + script + "</body>" + tail
+
+
 def layout_widths(page: Path, width: int = 1280) -> dict[str, int]:
     """Pixel widths laid out at `width`: the screen's (less its scroll bar), each class of
     table's, and `unframed`, the right edge of the widest element outside a scrolling frame. A
@@ -91,11 +98,90 @@ def layout_widths(page: Path, width: int = 1280) -> dict[str, int]:
     import json
 
     probe = page.with_name(f".layout-{page.name}")
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    probe.write_text(_before_last_body_end(page.read_text(encoding="utf-8"), _LAYOUT_PROBE), encoding="utf-8")
     try:
         dom = rendered_dom(probe, width=width)
     finally:
         probe.unlink()
     found = re.search(r'data-layout="([^"]*)"', dom)
     assert found, "the layout probe did not run"
+    return json.loads(html.unescape(found.group(1)))
+
+
+# Written into the page's <body> once its charts have drawn: what a reader meets, measured.
+_READING_PROBE = """<script>
+const readingProbe = () => {
+  const words = (text) => (text.match(/\\S+/g) || []).length;
+  const top = (selector) => {
+    const element = document.querySelector(selector);
+    return element ? Math.round(element.getBoundingClientRect().top + window.scrollY) : null;
+  };
+  const paragraphs = [...document.querySelectorAll("p, li, dd")].map((p) => words(p.innerText));
+  // every claim line whose value cell sits under a column headed "observed" while the line's
+  // deciding evidence is a prediction
+  const predictedUnderObserved = [];
+  for (const table of document.querySelectorAll("table")) {
+    const heads = [...table.querySelectorAll("thead th")].map((th) => th.innerText.trim().toLowerCase());
+    const observed = heads.indexOf("observed");
+    if (observed < 0) continue;
+    for (const row of table.querySelectorAll("tbody tr")) {
+      const cells = row.querySelectorAll(":scope > td");
+      const cell = cells[observed];
+      if (cell && row.querySelector(":scope > td .ev-predicted") && !/^[\\u2014-]?$/.test(cell.innerText.trim())) {
+        predictedUnderObserved.push(row.id || row.innerText.slice(0, 60));
+      }
+    }
+  }
+  // tick labels of one axis that overlap one another
+  const overlaps = [];
+  for (const axis of document.querySelectorAll("figure.chart g.role-axis-label")) {
+    const boxes = [...axis.querySelectorAll("text")].filter((t) => t.textContent.trim())
+      .map((t) => [t.textContent, t.getBoundingClientRect()]);
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const [a, p] = boxes[i], [b, q] = boxes[j];
+      const apart = p.right - 1 <= q.left || q.right - 1 <= p.left || p.bottom - 1 <= q.top || q.bottom - 1 <= p.top;
+      if (p.width && q.width && !apart) {
+        overlaps.push(`${axis.closest("figure").id}: "${a}" and "${b}"`);
+      }
+    }
+  }
+  document.body.setAttribute("data-reading", JSON.stringify({
+    height: document.documentElement.scrollHeight,
+    words: words(document.body.innerText),
+    longest_paragraph: Math.max(0, ...paragraphs),
+    summary_top: top("#first-screen"),
+    verdicts_top: top("table.claims"),
+    predicted_under_observed: predictedUnderObserved,
+    overlapping_ticks: overlaps,
+    charts: document.querySelectorAll("figure.chart").length,
+    charts_drawn: document.querySelectorAll('figure.chart[data-rendered="true"]').length,
+  }));
+};
+// measured once every chart has drawn (or failed), or after 15 s
+let readingWaits = 0;
+const readingWait = setInterval(() => {
+  readingWaits += 1;
+  if (readingWaits > 60 || !document.querySelector("figure.chart:not([data-rendered])")) {
+    clearInterval(readingWait);
+    setTimeout(readingProbe, 300);
+  }
+}, 250);</script>"""
+
+
+def reading_metrics(page: Path, width: int = 1400) -> dict:
+    """What a reader meets at `width` pixels: the page's height, its words, its longest paragraph's
+    words, where the summary and the verdict table start, claim values that sit under an "observed"
+    column while a prediction decided them, and tick labels of one axis that overlap. A copy of the
+    page beside it, with a probe script added, is opened."""
+    import html
+    import json
+
+    probe = page.with_name(f".reading-{page.name}")
+    probe.write_text(_before_last_body_end(page.read_text(encoding="utf-8"), _READING_PROBE), encoding="utf-8")
+    try:
+        dom = rendered_dom(probe, width=width)
+    finally:
+        probe.unlink()
+    found = re.search(r'data-reading="([^"]*)"', dom)
+    assert found, "the reading probe did not run"
     return json.loads(html.unescape(found.group(1)))
