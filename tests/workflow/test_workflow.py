@@ -130,11 +130,15 @@ def test_every_claim_has_a_verdict_none_fails_and_the_mechanisms_hold(main_job):
     claims = yaml.safe_load((main_job / "experiments/claims.yaml").read_text())["claims"]
     assert [c["id"] for c in verdicts["claims"]] == [c["id"] for c in claims]
     assert verdicts["counts"]["error"] == 0
-    # no evidence other than a prediction may fail a claim here
-    assert {kind: counts["fail"] for kind, counts in verdicts["counts_by_evidence"].items() if kind != "predicted"} == {
-        "compiled": 0,
-        "analytic": 0,
+    # the one failure of evidence other than a prediction: plain offload's dense-dispatch program
+    # compiles above the published 145.6 GiB by more than the runtime 5% (the one-sided static tolerance)
+    failing = {
+        (claim["id"], j["evidence"])
+        for claim in verdicts["claims"]
+        for j in claim["judgements"]
+        if j["verdict"] == "fail" and j["evidence"] != "predicted"
     }
+    assert failing == {("deepseek-plain-gpu-memory", "compiled")}
     by_id = {c["id"]: c for c in verdicts["claims"]}
     for claim_id in ("llama-qkv-mib-per-layer", "llama-qkv-host-gib"):
         analytic = next(j for j in by_id[claim_id]["judgements"] if j["evidence"] == "analytic")
@@ -163,7 +167,11 @@ def test_every_gb200_row_is_predicted_and_every_speed_claim_is_judged_by_it(main
         for o in evidence["observations"]
         if o["evidence"] == "predicted" and o["metric"] == "status" and o["target"] == "gb200-nvl72"
     }
-    assert statuses == {row: "oom" if row == "deepseek-device-mb8" else "ok" for row in ROWS}
+    # a row is predicted where its program fits the allocator's share of GB200's memory, and is out
+    # of memory where it does not (device-save at micro batch 8 among them)
+    fits = {row: result["fits"] for row, result in compiled(main_job).items()}
+    assert statuses == {row: "ok" if fits[row] else "oom" for row in ROWS}
+    assert statuses["deepseek-device-mb8"] == "oom" and statuses["llama-baseline"] == "ok"
     verdicts = json.loads((main_job / "results/cpu/verdicts.json").read_text())
     speed = [c for c in verdicts["claims"] if any(j["evidence"] == "predicted" for j in c["judgements"])]
     assert len(speed) == 12
