@@ -541,6 +541,8 @@ def test_the_page_shows_the_rates_real_runs_fit_beside_the_share_carried_across_
     assert all(0 < f["share_of_peak"] <= 1 for f in fitted)
     html = rendered_page(tmp_path, tables, "cpu", [result])
     sentence = " ".join(visible_text(re.search(r'<span id="fitted-rates">.*?</span>', html, re.S).group(0)).split())
-    assert "bfloat16 on h100-sxm 627.1 TFLOP/s, 63.4% of its dense peak" in sentence
-    assert "fp8 on h100-sxm 1,213.9 TFLOP/s, 61.3% of its dense peak" in sentence
+    # each group named with the run that calibrates it
+    assert "bfloat16 on h100-sxm, calibrated on" in sentence and "fp8 on h100-sxm, calibrated on" in sentence
+    assert ": 627.1 TFLOP/s, 63.4% of its dense peak" in sentence
+    assert ": 1,213.9 TFLOP/s, 61.3% of its dense peak" in sentence
     assert "where (c) carries 42.0% of nvfp4's peak from gb200-nvl72/llama-baseline" in sentence

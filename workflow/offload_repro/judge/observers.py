@@ -396,6 +396,7 @@ def validation_observations(result: dict[str, Any], source: str) -> list[Observa
             for index, step in enumerate(steps):
                 seen.add("predicted_step_s", step, "s", at=float(index))
             seen.add("calibrated_on", smallest["calibrated_on"])
+            seen.add("untested", run.get("untested"))
             seen.add("error", smallest["error"], "fraction")
             seen.add("simple_model_error", smallest["by_model"].get(simple), "fraction")
             seen.add("every_run_mean_abs_error", run["every_run"]["mean_abs"], "fraction")

@@ -40,9 +40,14 @@ class Measured:
     program: dict[str, Any]
 
     @property
+    def gpu(self) -> str:
+        """The GPU the run measured (its target's accelerator): two files of one GPU share it."""
+        return self.target.spec["hardware"].get("accelerator") or self.run.target
+
+    @property
     def group(self) -> tuple[str, str]:
-        """GPU and precision: what one rate is fitted for."""
-        return self.run.target, self.run.precision
+        """GPU and precision: what one rate is fitted for, whichever file the runs come from."""
+        return self.gpu, self.run.precision
 
     def step_s(self, rate: float, setting: Setting, speed: dict[str, Any], free: tuple[str, ...] = ()) -> float:
         at = rates(self.target, rate, setting, self.run.precision, speed).free(*free)
@@ -283,6 +288,7 @@ def fitted_rates(
         source = carried.get(calibrating.run.id)
         found.append(
             {
+                "gpu": calibrating.gpu,
                 "target": calibrating.target.name,
                 "precision": calibrating.run.precision,
                 "calibrated_on": calibrating.run.id,
@@ -468,6 +474,8 @@ def run_line(
     own = {name: [p for p in pairs["smallest"] if p["predicted"] == run.id] for name, pairs in pairs_of.items()}
     every = [p for p in pairs_of[MODELS[-1][0]]["every_run"] if p["predicted"] == run.id]
     steps = band(entry, fitted, speed)
+    # the calibrating run's predicted step is its measured one by construction: (a) tests nothing there
+    calibrates = calibrating is entry
     central = fitted[0]
     at = rates(entry.target, central, settings(speed)[0], run.precision, speed) if central else None
     return {
@@ -479,18 +487,31 @@ def run_line(
         "smallest": {
             "calibrated_on": calibrating.run.id,
             "step_s": steps,
-            "error": error(steps[0], run.step_seconds) if steps[0] else None,
-            # the calibrating run predicts itself exactly, by construction
-            "by_model": {
-                name: found[0]["error"] if found else (0.0 if calibrating is entry else None)
-                for name, found in own.items()
-            },
+            "error": error(steps[0], run.step_seconds) if steps[0] and not calibrates else None,
+            "by_model": {name: found[0]["error"] if found else None for name, found in own.items()},
         },
+        "untested": untested(entry, calibrates, every),
         "every_run": {"pairs": len(every), **summarised([abs(p["error"]) for p in every])},
         "across_hardware": across
         and {**across, "error": error(across["step_s"][0], run.step_seconds) if across["step_s"][0] else None},
         "breakdown": step_model.breakdown(replayed(entry.program, at), entry.program["entry"], at) if at else None,
     }
+
+
+def untested(entry: Measured, calibrates: bool, every: list[dict[str, Any]]) -> str | None:
+    """Why no calibration of the run's own GPU tests its prediction, in words; None where one does."""
+    gpu, precision = entry.group
+    if calibrates and not every:
+        return (
+            f"the only run of {precision} on {gpu}: it calibrates the model there, and no other run of its GPU"
+            " and precision tests it (only (c), across hardware, predicts it)"
+        )
+    if calibrates:
+        return (
+            f"calibrates (a) for {precision} on {gpu} as its smallest run: its own measured step fixes the rate,"
+            " so (a) does not test it; (b) does, from the other runs"
+        )
+    return None
 
 
 def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any]]) -> dict[str, Any]:

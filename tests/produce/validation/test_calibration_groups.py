@@ -1,0 +1,71 @@
+"""The validation stage's calibrations, keyed by GPU and precision (never by the file a run comes
+from), and what it says of a run that nothing tests: the 22 published H100 runs, each replayed on
+one program of lines copied from llama-qkv-offload-lhs's GB200 program (tests/fixtures/README.md),
+so that the calibrations' bookkeeping, not the model's numbers, is what is checked."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import FIXTURES
+from offload_repro.core.data import load_target
+from offload_repro.core.measured_elsewhere import load_measured, load_validation
+from offload_repro.produce.compiled import hlo_text
+from offload_repro.produce.predicted import hlo_flops, hlo_schedule
+from offload_repro.produce.predicted.target_rates import load_speed
+from offload_repro.produce.validation import against_measured
+
+
+@pytest.fixture(scope="module")
+def program() -> dict:
+    computations = hlo_text.parse((FIXTURES / "latency_profile.hlo").read_text())
+    timeline = hlo_schedule.timelines(computations)
+    events, ideal = hlo_schedule.schedules(computations, timeline)
+    flops, _ = hlo_flops.count_flops(computations)
+    return {
+        "events": events,
+        "ideal_events": ideal,
+        "entry": hlo_text.entry_name(computations),
+        "model_flops": 4e15,
+        "flops": flops,
+        "clones": {},
+    }
+
+
+def test_two_files_of_one_gpu_calibrate_as_one_group(program):
+    """A second file of H100 runs (another cluster, another target file) joins H100's group of its
+    precision: one rate per GPU and precision, not one per file."""
+    runs = load_measured()
+    elsewhere = replace(runs[0], id="another-cluster", target="h100-1")
+    h100_sxm, h100_1 = load_target("h100-sxm"), load_target("h100-1")
+    first = against_measured.Measured(runs[0], h100_sxm, program)
+    second = against_measured.Measured(elsewhere, h100_1, program)
+    assert first.group == second.group == ("NVIDIA H100", runs[0].precision)
+    grouped = against_measured.groups({"a": first, "b": second})
+    assert list(grouped.values()) == [[first, second]]
+
+
+def test_no_run_is_said_to_be_predicted_by_its_own_calibration(program, monkeypatch):
+    """The run that calibrates (a) predicts its own step by construction: its error is not a result
+    (never "+0.0%"), and the page reads why; a run alone on its GPU and precision says that nothing
+    but (c) predicts it."""
+    runs = load_measured()
+    lone = min(runs, key=lambda run: run.gpus)
+    runs = [*runs, replace(lone, id="lone-run", target="h200-8")]  # the one H200 run
+    monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
+    compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in runs}
+    result = against_measured.validate_model(runs, compiled, load_speed(), load_validation(), None, None)
+    by_run = {line["run"]: line for line in result["runs"]}
+    calibrators = {rate["calibrated_on"] for rate in result["fitted_rates"]}
+    assert {rate["gpu"] for rate in result["fitted_rates"]} == {"NVIDIA H100", "NVIDIA H200"}
+    for run_id, line in by_run.items():
+        if run_id in calibrators:
+            assert line["smallest"]["error"] is None and all(v is None for v in line["smallest"]["by_model"].values())
+            assert line["untested"] and "calibrates" in line["untested"]
+        else:
+            assert line["smallest"]["error"] is not None and line["untested"] is None
+    assert f"the only run of {lone.precision} on NVIDIA H200" in by_run["lone-run"]["untested"]
+    assert by_run["lone-run"]["every_run"]["pairs"] == 0
+    assert by_run["lone-run"]["every_run"]["mean_abs"] is None
