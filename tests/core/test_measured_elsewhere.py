@@ -304,6 +304,7 @@ def synthetic(run_id: str, gpus: int, step_s: float, flops: float, collective_by
         source="someone-llama",
         source_file="x.yaml",
         target="h100-sxm",
+        kind="dense",
         family="llama",
         model="llama3-70b",
         precision="bfloat16",
@@ -546,3 +547,48 @@ def test_the_page_shows_the_rates_real_runs_fit_beside_the_share_carried_across_
     assert ": 627.1 TFLOP/s, 63.4% of its dense peak" in sentence
     assert ": 1,213.9 TFLOP/s, 61.3% of its dense peak" in sentence
     assert "where (c) carries 42.0% of nvfp4's peak from gb200-nvl72/llama-baseline" in sentence
+
+
+def test_a_run_file_of_any_maxtext_model_takes_its_kind_from_the_model(tmp_path):
+    """No family to choose from a fixed list: Mixtral's config has experts, so its runs are MoE and
+    take the source's MoE family (its claims' error, its calibration under (c)); Llama 3 is dense."""
+    data = read_yaml(LLAMA3)
+    assert "family" not in data["defaults"]
+    dense = load_file(written(tmp_path, data))
+    assert {(run.kind, run.family) for run in dense} == {("dense", "llama")}
+    data["defaults"]["model"] = data["defaults"]["maxtext"]["model_name"] = "mixtral-8x7b"
+    moe = load_file(written(tmp_path, data))
+    assert {(run.kind, run.family) for run in moe} == {("MoE", "deepseek")}
+    data["defaults"]["family"] = "llama"
+    with pytest.raises(DataError, match="family"):
+        load_file(written(tmp_path, data))
+
+
+def test_a_setting_its_model_file_fixes_needs_override_model_config(tmp_path):
+    """MaxText refuses a model's dimension set to another value unless override_model_config is true;
+    the file is refused first, by file, run and field, and taken once the run says it overrides."""
+    data = read_yaml(LLAMA3)
+    data["runs"][1]["maxtext"]["base_num_decoder_layers"] = 40
+    with pytest.raises(DataError, match=r"run 2 .*field 'maxtext.base_num_decoder_layers': 40, where .* sets 80"):
+        load_file(written(tmp_path, data))
+    data["runs"][1]["maxtext"]["override_model_config"] = True
+    run = load_file(written(tmp_path, data))[1]
+    assert run.maxtext["base_num_decoder_layers"] == 40
+    data["runs"][0]["maxtext"]["base_num_decoder_layers"] = 80  # the model's own value: nothing overridden
+    load_file(written(tmp_path, data))
+
+
+def test_a_run_files_own_substitution_is_applied_and_stated_beside_the_builds(tmp_path):
+    data = read_yaml(LLAMA3)
+    rule = {"setting": "remat_policy", "value": "save_qkv_proj", "becomes": "full", "reason": "for a test"}
+    data["runs"][0]["substitutions"] = [rule]
+    path = written(tmp_path, data)
+    first, second = (compiled_run(path, data["runs"][index]["id"]) for index in (0, 1))
+    assert first.row.remat_policy == "full" and second.row.remat_policy == "save_qkv_proj"
+    assert {**rule, "stated_in": str(path)} in first.substitutions
+    assert all(s.get("stated_in") != str(path) for s in second.substitutions)
+    data["runs"][0]["substitutions"] = [{**rule, "value": "minimal"}]
+    with pytest.raises(
+        DataError, match=r"run 1 .*field 'substitutions\[0\].value': 'minimal' is the remat_policy of no"
+    ):
+        load_file(written(tmp_path, data))

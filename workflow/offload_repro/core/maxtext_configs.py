@@ -27,3 +27,8 @@ def model_file(model: str) -> Path:
 def model_config(model: str) -> dict[str, Any]:
     """MaxText's defaults overlaid with the named model's YAML."""
     return {**read_yaml(base_config()), **read_yaml(model_file(model))}
+
+
+def model_kind(model: str) -> str:
+    """Dense or MoE, as the model's own config says (more than one expert: MoE)."""
+    return "MoE" if int(model_config(model).get("num_experts") or 1) > 1 else "dense"

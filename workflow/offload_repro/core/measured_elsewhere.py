@@ -20,7 +20,7 @@ from typing import Any
 from offload_repro.core.data import DataError, Row, Target, load_target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.core.gpu import FRACTION_VARIABLE, JAX_DEFAULT_FRACTION
-from offload_repro.core.maxtext_configs import base_config, model_config, model_file
+from offload_repro.core.maxtext_configs import base_config, model_config, model_file, model_kind
 
 MEASURED_DIR = REPO_ROOT / "experiments" / "measured-elsewhere"
 VALIDATION_FILE = "experiments/validation.yaml"
@@ -35,7 +35,8 @@ class MeasuredRun:
     source: str  # the file's stem
     source_file: str
     target: str  # experiments/targets/<target>.yaml
-    family: str
+    kind: str  # dense or MoE: the model's own config says
+    family: str  # the source's family of that kind (experiments/validation.yaml, kinds)
     model: str
     precision: str
     gpus: int
@@ -48,6 +49,8 @@ class MeasuredRun:
     citation: dict[str, str]
     container: str
     settings_citations: list[dict[str, str]] = field(default_factory=list)
+    # MaxText settings the run's own file replaces for a compile here, each with why
+    substitutions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @cache
@@ -303,6 +306,49 @@ def _check_flags(path: Path, where: str, flags: list[str], kept: list[dict[str, 
             )
 
 
+def _family_of(path: Path, model: str) -> tuple[str, str]:
+    """The model's kind (dense or MoE) and the source's family of that kind, whose claims its error
+    bounds and whose calibration (c) carries (experiments/validation.yaml, kinds)."""
+    kind = model_kind(model)
+    for entry in load_validation()["kinds"].values():
+        if entry["what"] == kind:
+            return kind, entry["families"][0]
+    raise DataError(
+        f"{path}: field 'defaults.model': '{model}' is a {kind} model, and no kind of {VALIDATION_FILE}"
+        f" (kinds.<name>.what) is {kind}"
+    )
+
+
+def _check_model_overrides(path: Path, where: str, settings: dict[str, Any], own: dict[str, Any], model: str) -> None:
+    """MaxText refuses a setting its model file also sets, to another value, unless
+    override_model_config is true (configs/pyconfig.py, validate_no_keys_overridden_twice)."""
+    if settings.get("override_model_config") is True:
+        return
+    fixed = read_yaml(model_file(model))
+    for key, value in settings.items():
+        if key in fixed and key != "model_name" and fixed[key] != value:
+            origin = "" if key in own else " (the file's defaults)"
+            raise DataError(
+                f"{path}: {where}, field 'maxtext.{key}'{origin}: {value!r}, where MaxText's {model}.yml sets"
+                f" {fixed[key]!r}; MaxText refuses a setting its model file also sets unless"
+                " override_model_config is true: set it in the run's maxtext if the run did"
+            )
+
+
+def _check_substitutions(path: Path, where: str, rules: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
+    """Each of a file's own substitutions replaces a MaxText setting with a value MaxText takes, and
+    applies to at least one run (`runs`: the runs' settings it may apply to)."""
+    for index, rule in enumerate(rules):
+        field_name = f"substitutions[{index}]"
+        _check_maxtext(path, f"{where}, {field_name}", {rule["setting"]: rule["becomes"]})
+        _check_values(path, f"{where}, {field_name}", {rule["setting"]: rule["becomes"]})
+        if not any(settings.get(rule["setting"]) == rule["value"] for settings in runs):
+            raise DataError(
+                f"{path}: {where}, field '{field_name}.value': {rule['value']!r} is the {rule['setting']} of no run"
+                " of the file, so it replaces nothing"
+            )
+
+
 def load_file(path: str | Path) -> list[MeasuredRun]:
     path = Path(path)
     try:
@@ -320,6 +366,9 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
     _check_maxtext(path, "defaults", defaults["maxtext"])
     _check_values(path, "defaults", defaults["maxtext"])
     _check_flags(path, "defaults", defaults["xla_flags"], defaults.get(KEEP_FIELD, []))
+    kind, family = _family_of(path, model)
+    every = [{**defaults["maxtext"], **entry.get("maxtext", {})} for entry in data["runs"]]
+    _check_substitutions(path, "defaults", defaults.get("substitutions", []), every)
     runs = []
     for index, entry in enumerate(data["runs"]):
         where = _where(index, entry)
@@ -328,6 +377,8 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
         _check_values(path, where, own)
         _check_flags(path, where, entry.get("xla_flags", []), entry.get(KEEP_FIELD, []))
         settings = {**defaults["maxtext"], **own}
+        _check_substitutions(path, where, entry.get("substitutions", []), [settings])
+        _check_model_overrides(path, where, settings, own, model)
         if settings.get("model_name", model) != model:
             source = "" if "model_name" in own else " (the file's defaults)"
             raise DataError(
@@ -354,7 +405,8 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
                 source=data["source"],
                 source_file=str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path),
                 target=data["target"],
-                family=defaults["family"],
+                kind=kind,
+                family=family,
                 model=defaults["model"],
                 precision=entry["precision"],
                 gpus=entry["gpus"],
@@ -367,6 +419,7 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
                 citation=entry["citation"],
                 container=data["container"],
                 settings_citations=defaults["citations"],
+                substitutions=[*defaults.get("substitutions", []), *entry.get("substitutions", [])],
             )
         )
     return runs
@@ -427,7 +480,11 @@ def compiled_as(run: MeasuredRun, target: Target, validation: dict[str, Any], un
     for rule in validation["compile"]["substitutions"]:
         if settings.get(rule["setting"]) == rule["value"]:
             settings[rule["setting"]] = rule["becomes"]
-            substitutions.append(dict(rule))
+            substitutions.append({**rule, "stated_in": VALIDATION_FILE})
+    for rule in run.substitutions:  # the run file's own, after this build's
+        if settings.get(rule["setting"]) == rule["value"]:
+            settings[rule["setting"]] = rule["becomes"]
+            substitutions.append({**rule, "stated_in": run.source_file})
     for key, value in target.spec["compile"]["maxtext"].items():
         if key in settings and settings[key] != value:
             reason = f"a compile-only build's setting (experiments/targets/{target.name}.yaml, compile.maxtext)"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offload_repro.core.data import DataError, Target
-from offload_repro.core.measured_elsewhere import MeasuredRun, target_for
+from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, target_for
 from offload_repro.produce.predicted import step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
 from offload_repro.produce.predicted.prediction import network_shape, read_program
@@ -448,6 +448,7 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
         "run": run.id,
         "source": run.source,
         "target": run.target,
+        "kind": run.kind,
         "family": run.family,
         "model": run.model,
         "precision": run.precision,
@@ -521,8 +522,16 @@ def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any
         for result in compiled.values()
         for flag in (result.get("measured_elsewhere") or {}).get("dropped_unknown_flags", [])
     }
+    # a run file's own substitutions, each with the runs it applied to
+    own: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for run_id, result in sorted(compiled.items()):
+        for rule in (result.get("measured_elsewhere") or {}).get("substitutions", []):
+            if rule.get("stated_in", VALIDATION_FILE) != VALIDATION_FILE:
+                key = (rule["stated_in"], rule["setting"], str(rule["value"]))
+                own.setdefault(key, {**rule, "runs": []})["runs"].append(run_id)
     return {
         **{key: validation["compile"][key] for key in ("substitutions", "compile_only_flags", "one_slice")},
+        "run_substitutions": list(own.values()),
         "dropped_unknown_flags": sorted(dropped),
     }
 
