@@ -69,3 +69,26 @@ def test_no_run_is_said_to_be_predicted_by_its_own_calibration(program, monkeypa
     assert f"the only run of {lone.precision} on NVIDIA H200" in by_run["lone-run"]["untested"]
     assert by_run["lone-run"]["every_run"]["pairs"] == 0
     assert by_run["lone-run"]["every_run"]["mean_abs"] is None
+
+
+def test_a_run_no_run_of_its_gpu_tests_is_predicted_across_hardware_with_that_carrys_error(program, monkeypatch):
+    """A run alone on its GPU and precision has only (c) to predict it: the source's GB200
+    calibration carried by peaks (the GB200 prediction kept in tests/fixtures), whose band is widened
+    by the error such a carry was measured to have (experiments/validation.yaml), never left bare."""
+    import json
+
+    runs = load_measured()
+    lone = replace(min(runs, key=lambda run: run.gpus), id="lone-run", target="h200-8")
+    source = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    validation = load_validation()
+    monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
+    compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in [*runs, lone]}
+    result = against_measured.validate_model(
+        [*runs, lone], compiled, load_speed(), validation, source, load_target("gb200-nvl72")
+    )
+    line = next(line for line in result["runs"] if line["run"] == "lone-run")
+    carried = line["across_hardware"]
+    error = validation["calibrations"]["across_hardware"]["recorded_error"]["largest_abs"]
+    steps = [step for step in carried["step_s"] if step]
+    assert carried["band"] == {"error": error, "low_s": min(steps) / (1 + error), "high_s": max(steps) / (1 - error)}
+    assert carried["band"]["low_s"] < carried["step_s"][0] < carried["band"]["high_s"]

@@ -402,7 +402,8 @@ def validation_observations(result: dict[str, Any], source: str) -> list[Observa
             seen.add("every_run_mean_abs_error", run["every_run"]["mean_abs"], "fraction")
             seen.add("every_run_largest_abs_error", run["every_run"]["largest_abs"], "fraction")
             across = run.get("across_hardware") or {}
-            seen.add("across_hardware_step_s", (across.get("step_s") or [None])[0], "s")
+            band = {"low": across["band"]["low_s"], "high": across["band"]["high_s"]} if across.get("band") else {}
+            seen.add("across_hardware_step_s", (across.get("step_s") or [None])[0], "s", **band)
             seen.add("across_hardware_error", across.get("error"), "fraction")
             for name, value in (run.get("breakdown") or {}).items():
                 seen.add(name, value, "s")

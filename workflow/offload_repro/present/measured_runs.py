@@ -23,6 +23,7 @@ def runs(observations: pd.DataFrame) -> list[dict[str, Any]]:
     lines = []
     for run, target in targets.items():
         band = lookup.band(run, "validation", "predicted_step_s") or {}
+        carried = lookup.band(run, "validation", "across_hardware_step_s") or {}
         lines.append(
             {
                 "run": run,
@@ -32,6 +33,9 @@ def runs(observations: pd.DataFrame) -> list[dict[str, Any]]:
                 "message": lookup.message(run, "validation", "status"),
                 "low": band.get("low"),
                 "high": band.get("high"),
+                # the measured step the carry's measured error allows (experiments/validation.yaml)
+                "across_low": carried.get("low"),
+                "across_high": carried.get("high"),
             }
         )
     return sorted(lines, key=lambda line: (str(line["source"]), str(line["precision"]), line["gpus"] or 0))

@@ -238,10 +238,16 @@ def summary(pairs: list[dict[str, Any]], key: Callable[[dict[str, Any]], str] | 
 
 
 def across_hardware(
-    measured: dict[str, Measured], speed: dict[str, Any], source: dict[str, Any], calibration_target: Target
+    measured: dict[str, Measured],
+    speed: dict[str, Any],
+    source: dict[str, Any],
+    calibration_target: Target,
+    recorded: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """(c) Each run at the source's default calibration of its family, carried by share of peak:
-    its step at every setting (None where the calibration reaches no rate there)."""
+    its step at every setting (None where the calibration reaches no rate there), and, with the
+    error such a carry was measured to have (`recorded`: experiments/validation.yaml), the band of
+    the measured step that error allows around the settings' steps."""
     found = {}
     for run_id, entry in measured.items():
         family = entry.run.family
@@ -264,8 +270,19 @@ def across_hardware(
             "calibration_precision": precision,
             "share_of_peak": calibration["by_setting"][0]["share_of_peak"],
             "step_s": steps,
+            "band": carried_band([step for step in steps if step], recorded),
         }
     return found
+
+
+def carried_band(steps: list[float], recorded: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The measured step a carried prediction allows: its settings' steps widened by the largest
+    step error a carry across hardware was measured to have (predicted / measured - 1 within ±e, so
+    measured within predicted / (1 + e) and predicted / (1 - e))."""
+    if not steps or not recorded:
+        return None
+    error = recorded["largest_abs"]
+    return {"error": error, "low_s": min(steps) / (1 + error), "high_s": max(steps) / (1 - error)}
 
 
 def rates_by_setting(calibrating: Measured, speed: dict[str, Any]) -> list[float | None]:
@@ -582,7 +599,10 @@ def validate_model(
     full = MODELS[-1][0]
     pairs_of = {name: by_calibration(measured, speed, free) for name, free in MODELS}
     steps_of = predicted_steps(measured, pairs_of)
-    carried = across_hardware(measured, speed, source, calibration_target) if source and calibration_target else {}
+    recorded = validation["calibrations"]["across_hardware"].get("recorded_error")
+    carried = (
+        across_hardware(measured, speed, source, calibration_target, recorded) if source and calibration_target else {}
+    )
     smallest = {group: smallest_of(entries) for group, entries in groups(measured).items()}
     fitted = {group: rates_by_setting(calibrating, speed) for group, calibrating in smallest.items()}
     rows = [
