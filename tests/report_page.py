@@ -185,3 +185,10 @@ def reading_metrics(page: Path, width: int = 1400) -> dict:
     found = re.search(r'data-reading="([^"]*)"', dom)
     assert found, "the reading probe did not run"
     return json.loads(html.unescape(found.group(1)))
+
+
+def with_appendix(page: Path) -> str:
+    """A target's page followed by its appendix (cpu.html, cpu-appendix.html): the diagnostics a
+    test looks for live in the appendix, the verdicts on the page."""
+    appendix = page.with_name(f"{page.stem}-appendix{page.suffix}")
+    return page.read_text(encoding="utf-8") + appendix.read_text(encoding="utf-8")

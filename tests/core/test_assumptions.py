@@ -13,6 +13,7 @@ from offload_repro.core.variants import apply, combined_row, resolved, variant_i
 from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
 from offload_repro.plan.inputs import stage_code
 from offload_repro.produce.compiled.program_cache import program_key
+from report_page import with_appendix
 
 ROWS = {row.id: row for row in load_rows(sorted((REPO / "experiments/rows").glob("*.yaml")))}
 GB200 = load_target("gb200-nvl72")
@@ -198,9 +199,10 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
     assert plain["robust"] is False and plain["depends_on"] == ["deepseek-sequence-length"]
     assert [u["verdict"] for u in plain["under"][:2]] == ["pass", "fail"]
     assert claims["deepseek-device-save-oom-mb8"]["robustness"]["robust"] is True
-    html = page.read_text()
+    html = with_appendix(page)
     line = html[html.index('<tr id="claim-deepseek-plain-gpu-memory"') :]
-    assert 'depends on <a href="#assumption-deepseek-sequence-length">' in line[: line.index("</tr>")]
+    # the assumptions' section is in the appendix beside the page
+    assert 'depends on <a href="cpu-appendix.html#assumption-deepseek-sequence-length">' in line[: line.index("</tr>")]
     section = html[html.index('<section id="assumptions">') :]
     assert 'id="assumption-deepseek-parallelism"' in section and "max_target_length 8192" in section
     # each setting's leave-one-out error per model beside its memory: the defaults', a predicted

@@ -52,7 +52,8 @@ rule report:
         assumptions=["results/whatif/assumptions.json"] if PLAN.sensitivity else [],
         code=CODE["report"],
     output:
-        "results/report/{target}.html",
+        page="results/report/{target}.html",
+        appendix="results/report/{target}-appendix.html",
     log:
         "results/{target}/logs/report.log",
     conda:
@@ -62,7 +63,7 @@ rule report:
         assumptions=lambda wildcards, input: (f"--assumptions {input.assumptions}" if input.assumptions else ""),
     shell:
         "{params.cli} report --tables {input.tables:q} --evidence {input.evidence} --verdicts {input.verdicts}"
-        " --out {output} {params.assumptions}"
+        " --out {output.page} {params.assumptions}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 

@@ -38,6 +38,7 @@ from offload_repro.produce.predicted import (
 )
 from offload_repro.produce.predicted.hlo_flops import Flops
 from offload_repro.produce.predicted.hlo_schedule import Event
+from report_page import with_appendix
 
 SCAN_PROGRAM = textwrap.dedent(
     """
@@ -577,7 +578,7 @@ def rendered_page(
     assert main([*checked, "--compile-target", compile_target]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
-    return page.read_text()
+    return with_appendix(page)
 
 
 def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
@@ -964,7 +965,7 @@ def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_pat
     assert json.loads(verdicts.read_text())["compile_target"] == "gb300-nvl72"
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
     assert main([*report, "--out", str(page)]) == 0
-    html = page.read_text()
+    html = with_appendix(page)
     assert "compiled for <strong>NVIDIA GB300" in html
     assert "1,234.5" in html  # GB300's prediction in the speed table
 

@@ -51,6 +51,18 @@ def chart_specs(
     return [inline_spec(name, chart) for name, chart in built]
 
 
+# What a reviewer weighs the claims by: the memory compiled against published, the throughput
+# predicted against published, and the throughput measured where this target is the source's
+# hardware. The rest (CPU throughput of scaled-down rows, step terms, losses) are diagnostics.
+MAIN_CHARTS = ("memory", "predicted")
+
+
+def split(specs: list[dict[str, str]], target: Target) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The charts of the target's page and those of its appendix, in their order."""
+    main = set(MAIN_CHARTS) | ({"throughput"} if "source-hardware" in target.judges else set())
+    return [s for s in specs if s["id"] in main], [s for s in specs if s["id"] not in main]
+
+
 def whatif_charts(observations: pd.DataFrame) -> list[dict[str, Any]]:
     chart = charts.frontier(observations)
     return [] if chart is None else [inline_spec("frontier", chart)]

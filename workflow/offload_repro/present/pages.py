@@ -78,9 +78,16 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def appendix_path(page: Path) -> Path:
+    """A target's appendix beside its page: results/report/cpu.html -> cpu-appendix.html."""
+    return page.with_name(f"{page.stem}-appendix{page.suffix}")
+
+
 def render_target(
     rows: list[Row], evidence_path: Path, verdicts_path: Path, out_path: Path, assumptions_path: Path | None = None
 ) -> str:
+    """The target's page at `out_path` (what a reviewer reads first: the verdicts and the tables) and
+    its appendix beside it (the diagnostics they rest on); returns the page."""
     evidence = read_result(evidence_path, "evidence")
     verdicts = read_result(verdicts_path, "verdicts")
     observations = frame(evidence)
@@ -98,40 +105,41 @@ def render_target(
     compile_source = first_source(sources, "compile") or {}
     runs_with_provenance = [s for s in sources if s["kind"] == "run" and s["provenance"]]
     compiles_with_provenance = [s for s in sources if s["kind"] == "compile" and s["provenance"]]
-    html = (
-        environment()
-        .get_template("target.html.j2")
-        .render(
-            target=target,
-            compiled_on=compiled_on,
-            verdicts=verdicts,
-            notes=notes,
-            note_numbers=numbers,
-            tables=tables(rows, lookup),
-            charts=chart_specs.chart_specs(rows, observations[own], target, compiled_on, verdicts)
-            + chart_specs.whatif_charts(observations),
-            whatif=whatif(rows, observations),
-            speed=speed(
-                rows, lookup, observations[own], verdicts, prediction, target.name == verdicts["compile_target"]
-            ),
-            measured_runs=measured,
-            measured_chart=chart_specs.measured_chart(measured),
-            assumptions=assumptions_section(
-                read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts, rows
-            ),
-            sentence=sentence,
-            gains=predicted_gains(observations),
-            budget_assumptions=budget.get("assumptions", []),
-            budget_message=budget.get("message"),
-            probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
-            sources=sources,
-            run_provenance=runs_with_provenance[0]["provenance"] if runs_with_provenance else None,
-            compile_provenance=compiles_with_provenance[0]["provenance"] if compiles_with_provenance else None,
-            compile_assumptions=[sentence(a) for a in compile_source.get("assumptions", [])],
-            vega_bundle=vega_bundle().replace("</script", "<\\/script"),
-        )
+    charts = chart_specs.chart_specs(rows, observations[own], target, compiled_on, verdicts)
+    main_charts, appendix_charts = chart_specs.split(charts, target)
+    context = dict(
+        target=target,
+        compiled_on=compiled_on,
+        verdicts=verdicts,
+        main_page=out_path.name,
+        appendix_page=appendix_path(out_path).name,
+        notes=notes,
+        note_numbers=numbers,
+        tables=tables(rows, lookup),
+        main_charts=main_charts,
+        appendix_charts=appendix_charts + chart_specs.whatif_charts(observations),
+        whatif=whatif(rows, observations),
+        speed=speed(rows, lookup, observations[own], verdicts, prediction, target.name == verdicts["compile_target"]),
+        measured_runs=measured,
+        measured_chart=chart_specs.measured_chart(measured),
+        assumptions=assumptions_section(
+            read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts, rows
+        ),
+        sentence=sentence,
+        gains=predicted_gains(observations),
+        budget_assumptions=budget.get("assumptions", []),
+        budget_message=budget.get("message"),
+        probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
+        sources=sources,
+        run_provenance=runs_with_provenance[0]["provenance"] if runs_with_provenance else None,
+        compile_provenance=compiles_with_provenance[0]["provenance"] if compiles_with_provenance else None,
+        compile_assumptions=[sentence(a) for a in compile_source.get("assumptions", [])],
+        vega_bundle=vega_bundle().replace("</script", "<\\/script"),
     )
+    env = environment()
+    html = env.get_template("target.html.j2").render(context)
     write_atomically(out_path, html)
+    write_atomically(appendix_path(out_path), env.get_template("appendix.html.j2").render(context))
     return html
 
 
