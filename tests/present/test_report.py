@@ -18,7 +18,7 @@ from offload_repro.present.pages import render_index
 from offload_repro.present.target_command import snakemake_command
 from offload_repro.present.text import fmt, spread_text
 from offload_repro.produce.measured import trace
-from report_page import raw_placeholders, rendered_charts, rendered_dom, vega_graphics, with_appendix
+from report_page import raw_placeholders, rendered_charts, rendered_dom, vega_graphics, visible_text, with_appendix
 
 RESULTS = FIXTURES / "results"
 CLAIMS = REPO / "experiments" / "claims.yaml"
@@ -318,3 +318,14 @@ def test_check_can_gate_ci_on_the_verdicts(built, tmp_path, capsys):
     assert main([*common, "--fail-on", "fail"]) == 3
     assert main([*common, "--fail-on", "not-comparable"]) == 3
     assert "failing on" in capsys.readouterr().err
+
+
+def test_the_page_opens_with_a_summary_of_the_verdicts_and_links_its_appendix(built):
+    page, html, verdicts = built
+    claimed = [c for c in verdicts["claims"] if c["kind"] != "check"]
+    summary = html[html.index('<section id="first-screen">') : html.index('<table class="claims">')]
+    text = " ".join(visible_text(summary).split())
+    independent = sum(1 for c in claimed if c["verdict"] == "pass" and c.get("independent", True))
+    assert f"Held: {independent} of the post's {len(claimed)} claims, independently" in text
+    assert f'href="{page.stem}-appendix.html"' in html[: html.index('<section id="first-screen">')]
+    assert 'id="rerun"' in summary and "--forcerun report" in summary

@@ -28,8 +28,10 @@ from offload_repro.judge.spread import tolerance_text
 from offload_repro.present import chart_specs, measured_runs
 from offload_repro.present.assumptions_section import assumptions_section
 from offload_repro.present.comparison import implied_throughputs
+from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
 from offload_repro.present.lookup import Lookup, frame
+from offload_repro.present.rerun import rerun
 from offload_repro.present.row_tables import tables
 from offload_repro.present.speed_section import speed
 from offload_repro.present.target_command import snakemake_command
@@ -39,6 +41,7 @@ from offload_repro.present.text import (
     fmt,
     hardware_text,
     percent,
+    points,
     settings_text,
     share,
     spread_text,
@@ -63,6 +66,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         fmt=fmt,
         percent=percent,
+        points=points,
         share=share,
         settings=settings_text,
         tolerance=tolerance_text,
@@ -111,6 +115,14 @@ def render_target(
         target=target,
         compiled_on=compiled_on,
         verdicts=verdicts,
+        first_screen=first_screen(verdicts, target, compiled_on),
+        rerun=rerun(
+            target,
+            rows,
+            out_path.name,
+            runs_with_provenance[0]["provenance"] if runs_with_provenance else None,
+            compiles_with_provenance[0]["provenance"] if compiles_with_provenance else None,
+        ),
         main_page=out_path.name,
         appendix_page=appendix_path(out_path).name,
         notes=notes,

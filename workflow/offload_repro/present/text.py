@@ -32,6 +32,11 @@ def percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.1f}%"
 
 
+def points(value: float | None) -> str:
+    """A difference of two fractions in percentage points: +3.9 pp (a speed-up's deviation)."""
+    return "—" if value is None else f"{value * 100:+.1f} pp"
+
+
 def settings_text(settings: dict[str, Any]) -> str:
     """An assumption's settings in words: 'max_target_length 4096; MaxText capacity_factor 1.25'."""
 

@@ -1,0 +1,79 @@
+"""The first screen of a target's page: selected from the verdicts, never more than they say."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.present.first_screen import first_screen
+from offload_repro.present.rerun import rerun, versions
+
+
+def claim(claim_id: str, verdict: str, evidence: str, **fields: Any) -> dict[str, Any]:
+    summary = {"evidence": evidence, "observed": None, "deviation": None, "relative_deviation": None}
+    summary |= fields.pop("summary", {})
+    return {
+        "id": claim_id,
+        "kind": fields.pop("kind", "value"),
+        "statement": f"{claim_id} as the post says it.",
+        "unit": fields.pop("unit", "GiB"),
+        "published": fields.pop("published", None),
+        "subjects": fields.pop("subjects", [claim_id]),
+        "verdict": verdict,
+        "summary": summary,
+        "judgements": fields.pop("judgements", []),
+        **fields,
+    }
+
+
+GB200 = {"evidence": "measured", "verdict": "not-comparable", "would_judge": "gb200-nvl72"}
+VERDICTS = {
+    "claims": [
+        claim("memory", "pass", "compiled", independent=True),
+        claim("chosen", "pass", "compiled", independent=False),
+        claim("bytes", "pass", "analytic"),
+        claim("plain", "fail", "compiled", published=145.6, summary={"observed": 161.9, "relative_deviation": 0.112}),
+        claim(
+            "gain",
+            "inconclusive",
+            "predicted",
+            unit="fraction",
+            published=0.029,
+            subjects=["offload", "baseline"],
+            summary={"observed": -0.01, "deviation": -0.039, "relative_deviation": -1.35},
+            judgements=[GB200],
+        ),
+        claim("speed", "not-comparable", "measured", judgements=[GB200]),
+        claim("own", "pass", "compiled", kind="check"),
+    ]
+}
+
+
+def test_the_summary_counts_the_source_claims_and_keeps_by_construction_apart():
+    screen = first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))
+    assert screen["claims"] == 6  # the package's own check is not a claim of the source
+    assert screen["passed"] == 2 and screen["by_construction"] == ["chosen"]
+    assert [(h["evidence"], h["count"]) for h in screen["held"]] == [("compiled", 1), ("analytic", 1)]
+    assert "128 NVIDIA GB200 GPUs" in screen["held"][0]["how"]
+    assert screen["inconclusive"] == 1 and screen["not_comparable"] == 1
+
+
+def test_a_speed_up_is_written_in_points_and_a_value_relative_to_the_published():
+    screen = first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))
+    (failed,) = screen["failed"]
+    assert failed["deviation"] == 0.112 and not failed["fraction"]
+    (gain,) = screen["predicted"]
+    assert gain["fraction"] and gain["deviation"] == -0.039  # percentage points, not -135%
+    (decide,) = screen["would_decide"]
+    assert decide["target"] == "gb200-nvl72" and decide["count"] == 2 and "target=gb200-nvl72" in decide["command"]
+
+
+def test_the_rerun_lines_name_every_row_its_flags_and_its_command(tables):
+    rows = load_rows(tables)
+    lines = rerun(load_target("cpu"), rows, "cpu.html", {"python": "3.12.1", "versions": {"jax": "0.1"}}, None)
+    assert lines["versions"] == {"Python": "3.12.1", "jax": "0.1"}
+    assert len(lines["rows"]) == len(rows)
+    first = lines["rows"][0]
+    assert first["flags"] == rows[0].xla_flags and first["command"].endswith(f"'rows=[\"{rows[0].id}\"]'")
+    assert "results/report/cpu.html --forcerun report" in lines["page"]
+    assert versions(None, {"versions": {"jax": None}}) == {}

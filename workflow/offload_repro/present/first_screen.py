@@ -1,0 +1,110 @@
+"""The page's first screen: what a reviewer needs before the verdict table, selected from
+verdicts.json and nothing else (which claims held, by what evidence, which failed, what is left
+undecided and what would decide it, where predictions stand against the post). It tallies and
+selects the verdicts; it never judges, so the summary can claim no more than they do."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from offload_repro.core.data import Target, load_target
+from offload_repro.present.target_command import snakemake_command
+
+# How each kind of evidence reached its verdicts, in a few words ({compiled_on}, {target}: machines).
+HOW = {
+    "compiled": "by XLA's memory analysis of the full-scale programs, compiled for {compiled_on} with no GPU",
+    "analytic": "by the saved tensors' bytes, from MaxText's configs",
+    "measured": "by training runs on {target}",
+    "predicted": "by the step-time model over the compiled programs",
+}
+
+
+def _claims(verdicts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The source's claims: the package's own checks are counted apart."""
+    return [claim for claim in verdicts["claims"] if claim["kind"] != "check"]
+
+
+def independent_pass(claim: dict[str, Any]) -> bool:
+    """A pass that rests on no setting chosen with its published value in view."""
+    return claim["verdict"] == "pass" and claim.get("independent", True)
+
+
+def machine(target: Target) -> str:
+    """A target's hardware in three words: '128 NVIDIA GB200 GPUs', or its title if it has no accelerator."""
+    hardware = target.spec["hardware"]
+    if not hardware.get("accelerator"):
+        return target.spec["title"]
+    return f"{hardware['devices']} {hardware['accelerator']} GPU{'s' if hardware['devices'] != 1 else ''}"
+
+
+def held(claims: list[dict[str, Any]], target: Target, compiled_on: Target | None) -> list[dict[str, Any]]:
+    """The independent passes per evidence kind that decided them: [{evidence, count, how}]."""
+    counts = Counter(claim["summary"]["evidence"] for claim in claims if independent_pass(claim))
+    return [
+        {
+            "evidence": kind,
+            "count": n,
+            "how": HOW.get(kind, "").format(
+                target=machine(target), compiled_on=machine(compiled_on) if compiled_on else None
+            ),
+        }
+        for kind, n in counts.most_common()
+    ]
+
+
+def differences(claim: dict[str, Any]) -> dict[str, Any]:
+    """A claim's published and observed values and how far apart, as the summary writes them: a
+    fraction (a speed-up) in percent with its deviation in percentage points, any other value with
+    its deviation relative to the published one."""
+    summary = claim["summary"]
+    fraction = claim.get("unit") == "fraction"
+    return {
+        "id": claim["id"],
+        "statement": claim["statement"],
+        "subjects": claim.get("subjects", []),
+        "fraction": fraction,
+        "unit": claim.get("unit"),
+        "published": claim.get("published"),
+        "observed": summary.get("observed"),
+        "evidence": summary["evidence"],
+        "deviation": summary.get("deviation") if fraction else summary.get("relative_deviation"),
+    }
+
+
+def would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The targets whose evidence would judge the undecided claims, with how many each would and
+    the command that produces it: [{target, machine, count, command}]."""
+    counts: Counter[str] = Counter()
+    for claim in claims:
+        counts.update({j["would_judge"] for j in claim["judgements"] if j.get("would_judge")})
+    decided = []
+    for name, n in counts.most_common():
+        target = load_target(name)
+        decided.append({"target": name, "machine": machine(target), "count": n, "command": snakemake_command(target)})
+    return decided
+
+
+def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target | None) -> dict[str, Any]:
+    """What the summary says, every number from `verdicts`: the claims held independently, those
+    consistent by construction, the failures, the undecided ones with what would decide them, and
+    the predictions against the published values."""
+    claims = _claims(verdicts)
+    undecided = [c for c in claims if c["verdict"] in ("inconclusive", "not-comparable")]
+    predicted = [
+        differences(c)
+        for c in claims
+        if c["summary"]["evidence"] == "predicted" and c["summary"].get("observed") is not None
+    ]
+    return {
+        "claims": len(claims),
+        "held": held(claims, target, compiled_on),
+        "passed": sum(1 for c in claims if independent_pass(c)),
+        "by_construction": [c["id"] for c in claims if c["verdict"] == "pass" and not independent_pass(c)],
+        "failed": [differences(c) for c in claims if c["verdict"] == "fail"],
+        "errors": [c["id"] for c in claims if c["verdict"] == "error"],
+        "inconclusive": sum(1 for c in undecided if c["verdict"] == "inconclusive"),
+        "not_comparable": sum(1 for c in undecided if c["verdict"] == "not-comparable"),
+        "would_decide": would_decide(undecided),
+        "predicted": predicted,
+    }
