@@ -329,3 +329,22 @@ def test_the_page_opens_with_a_summary_of_the_verdicts_and_links_its_appendix(bu
     assert f"Held: {independent} of the post's {len(claimed)} claims, independently" in text
     assert f'href="{page.stem}-appendix.html"' in html[: html.index('<section id="first-screen">')]
     assert 'id="rerun"' in summary and "--forcerun report" in summary
+
+
+def test_a_claim_is_read_whole_and_a_prediction_never_sits_under_observed(built):
+    _, html, verdicts = built
+    header = re.search(r'<table class="claims">\s*<thead>(.*?)</thead>', html, re.S).group(1)
+    heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th>(.*?)</th>", header, re.S)]
+    observed, predicted = heads.index("observed"), heads.index("predicted")
+    for claim in verdicts["claims"]:
+        line = re.search(rf'<tr id="claim-{claim["id"]}"[^>]*>(.*?)</tr>', html, re.S).group(1)
+        assert f"<summary>{claim['statement']}</summary>".replace("'", "&#39;") in line  # whole, not cut
+        cells = re.findall(r"\n        <td[^>]*>(.*?)</td>", line, re.S)
+        if claim["summary"]["evidence"] == "predicted":
+            assert cells[observed].strip() == "—"
+        else:
+            assert cells[predicted].strip() == "—"
+    from offload_repro.present.text import claim_tolerance, claim_value, points
+
+    assert claim_value(0.029, "fraction") == "+2.9%" and claim_value(2669, "TFLOPs/s/device") == "2,669"
+    assert claim_tolerance({"absolute": 0.01}, "fraction") == "±1 pp" and points(-0.0393) == "-3.9 pp"

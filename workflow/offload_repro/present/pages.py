@@ -36,6 +36,8 @@ from offload_repro.present.row_tables import tables
 from offload_repro.present.speed_section import speed
 from offload_repro.present.target_command import snakemake_command
 from offload_repro.present.text import (
+    claim_tolerance,
+    claim_value,
     commit_text,
     flag_summary,
     fmt,
@@ -67,6 +69,8 @@ def environment() -> jinja2.Environment:
         fmt=fmt,
         percent=percent,
         points=points,
+        claim_value=claim_value,
+        claim_tolerance=claim_tolerance,
         share=share,
         settings=settings_text,
         tolerance=tolerance_text,

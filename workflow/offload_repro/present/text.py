@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from offload_repro.core.data import Row, cited_facts
-from offload_repro.judge.spread import range_text
+from offload_repro.judge.spread import range_text, tolerance_text
 
 LHS = "--xla_gpu_enable_latency_hiding_scheduler"
 PIPELINED = "--xla_gpu_enable_pipelined_host_offloading"
@@ -30,6 +30,20 @@ def fmt(value: Any) -> str:
 
 def percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.1f}%"
+
+
+def claim_value(value: Any, unit: str | None) -> str:
+    """A claim's value as the post writes it: a fraction (a speed-up) in percent, any other as `fmt` writes it."""
+    if unit == "fraction" and isinstance(value, int | float) and not isinstance(value, bool):
+        return percent(value)
+    return fmt(value)
+
+
+def claim_tolerance(tolerance: dict[str, Any] | None, unit: str | None) -> str:
+    """A tolerance beside its claim's value: an absolute one on a fraction in percentage points ('±1 pp')."""
+    if tolerance and unit == "fraction" and "absolute" in tolerance and "below" not in tolerance:
+        return f"±{tolerance['absolute'] * 100:g} pp"
+    return tolerance_text(tolerance)
 
 
 def points(value: float | None) -> str:
