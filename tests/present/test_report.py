@@ -348,3 +348,11 @@ def test_a_claim_is_read_whole_and_a_prediction_never_sits_under_observed(built)
 
     assert claim_value(0.029, "fraction") == "+2.9%" and claim_value(2669, "TFLOPs/s/device") == "2,669"
     assert claim_tolerance({"absolute": 0.01}, "fraction") == "±1 pp" and points(-0.0393) == "-3.9 pp"
+
+
+def test_a_chart_legend_lists_only_the_evidence_it_draws(built):
+    html = with_appendix(built[0])
+    spec = json.loads(re.search(r'id="spec-memory">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</"))
+    drawn = {record["source"] for values in spec["datasets"].values() for record in values if "source" in record}
+    domains = re.findall(r'"domain": \[([^\]]*)\]', json.dumps(spec))
+    assert domains and all(set(json.loads(f"[{domain}]")) <= drawn for domain in domains)

@@ -8,6 +8,7 @@ otherwise a chart is titled with the one machine its numbers come from.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
 from typing import Any
 
 import altair as alt
@@ -17,7 +18,16 @@ from offload_repro.core.data import Row
 from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.judge import metric_names as names
 
-COLOURS = alt.Scale(domain=["published", *EVIDENCE], range=[PUBLISHED_COLOUR, *(e.colour for e in EVIDENCE.values())])
+PALETTE = {"published": PUBLISHED_COLOUR} | {name: e.colour for name, e in EVIDENCE.items()}
+# Long row labels ('Offload, no LHS, no pipelining (mb 8)') read whole beside their bars.
+LABEL_LIMIT = 320
+
+
+def colours(sources: Iterable[str]) -> alt.Scale:
+    """Each evidence's colour, for the sources a chart draws only: its legend lists nothing it does not draw."""
+    drawn = set(sources)
+    domain = [name for name in PALETTE if name in drawn]
+    return alt.Scale(domain=domain, range=[PALETTE[name] for name in domain])
 
 
 def titled(text: str, purpose: str) -> alt.TitleParams:
@@ -38,13 +48,15 @@ def _labelled(records: list[dict[str, Any]], labels: dict[str, Row], columns: li
     return pd.DataFrame(records, columns=["row", "label", "table", *columns])
 
 
-def _bars(chart: alt.Chart, field: str, title: str, number_format: str, extra_tooltip=()) -> alt.Chart:
+def _bars(
+    chart: alt.Chart, sources: Iterable[str], field: str, title: str, number_format: str, extra_tooltip=()
+) -> alt.Chart:
     """One bar per row and evidence source, coloured by the source."""
     return chart.mark_bar().encode(
         x=alt.X(f"{field}:Q", title=title),
-        y=alt.Y("label:N", title=None, sort=None),
+        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
         yOffset="source:N",
-        color=alt.Color("source:N", scale=COLOURS, title="evidence"),
+        color=alt.Color("source:N", scale=colours(sources), title="evidence"),
         tooltip=["row", "source", *extra_tooltip, alt.Tooltip(f"{field}:Q", format=number_format)],
     )
 
@@ -75,7 +87,13 @@ def throughput(
             " here; no claim is judged from them.",
         )
     return (
-        _bars(alt.Chart(_labelled(records, labels, ["source", "tflops"])), "tflops", "TFLOPs/s/device", ",.4g")
+        _bars(
+            alt.Chart(_labelled(records, labels, ["source", "tflops"])),
+            [r["source"] for r in records],
+            "tflops",
+            "TFLOPs/s/device",
+            ",.4g",
+        )
         .properties(width=420, height=alt.Step(12))
         .facet(row=alt.Row("table:N", title=None), title=title)
         .resolve_scale(y="independent")
@@ -103,7 +121,7 @@ def memory(
                     records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
     data = _labelled(records, labels, ["source", "memory", "gib"])
     capacity = _points(observations, "compiled", names.ALLOCATOR_LIMIT_GIB)["value"]
-    bars = _bars(alt.Chart(), "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
+    bars = _bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
     layers = [bars]
     purpose = (
         "Which rows fit the GPU, and how close the compiled programs come to the published memory"
@@ -298,10 +316,13 @@ def predicted_throughput(
         if r.published["tflops_per_device"] is not None and any(rec["row"] == r.id for rec in records)
     ]
     data = _labelled(records, labels, ["source", "tflops", "low", "high"])
-    base = alt.Chart(data).encode(y=alt.Y("label:N", title=None, sort=None), yOffset="source:N")
+    base = alt.Chart(data).encode(
+        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)), yOffset="source:N"
+    )
+    # the claims are about differences of a few percent: each model's axis spans its own values, not from 0
     points = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("tflops:Q", title="TFLOPs/s/device"),
-        color=alt.Color("source:N", scale=COLOURS, title="evidence"),
+        x=alt.X("tflops:Q", title="TFLOPs/s/device", scale=alt.Scale(zero=False)),
+        color=alt.Color("source:N", scale=colours(data["source"]), title="evidence"),
         tooltip=[
             "row",
             "source",
@@ -325,7 +346,7 @@ def predicted_throughput(
         alt.layer(band, points)
         .properties(width=420, height=alt.Step(14))
         .facet(row=alt.Row("table:N", title=None), title=title)
-        .resolve_scale(y="independent")
+        .resolve_scale(y="independent", x="independent")
     )
 
 
