@@ -488,11 +488,6 @@ def test_report_renders_every_chart_and_verdict(main_job):
 
 @pytest.mark.slow
 @pytest.mark.browser
-@pytest.mark.xfail(
-    strict=True,
-    reason="the main page has no summary before its verdicts yet, shows predictions under 'observed' and is"
-    " over 6,000 px tall at 1,400 px",
-)
 def test_the_main_page_reads_in_five_screens_summary_first(main_job):
     """At 1,400 px wide the main page is at most 6,000 px tall with no paragraph over 120 words; a
     summary comes before the verdict table; no value a prediction decided sits under a column headed
