@@ -41,7 +41,8 @@ def settings_of(rows: list[Row], subjects: list[str], assumptions: dict[str, dic
 
 def mark(verdicts: dict[str, Any], rows: list[Row], assumptions: dict[str, dict[str, Any]]) -> None:
     """Each pass resting on a setting chosen with its own published value in view gets `independence`,
-    and `counts` moves it from pass to consistent-by-construction (the verdicts' other keys stay)."""
+    and `counts` and `counts_by_evidence` move it from pass to consistent-by-construction (the
+    verdicts' other keys stay)."""
     claims = verdicts["claims"]
     chosen_with = in_view(assumptions, {claim["id"] for claim in claims})
     moved = 0
@@ -57,6 +58,10 @@ def mark(verdicts: dict[str, Any], rows: list[Row], assumptions: dict[str, dict[
         claim["by_construction"] = resting
         if claim["kind"] != "check":
             moved += 1
+            by_kind = verdicts.get("counts_by_evidence", {}).get(claim["summary"]["evidence"])
+            if by_kind:
+                by_kind["pass"] -= 1
+                by_kind[BY_CONSTRUCTION] = by_kind.get(BY_CONSTRUCTION, 0) + 1
     counts = verdicts["counts"]
     verdicts["counts"] = {"pass": counts["pass"] - moved, BY_CONSTRUCTION: moved} | {
         verdict: count for verdict, count in counts.items() if verdict != "pass"
