@@ -46,14 +46,16 @@ def probe_of_this_target(tmp_path: Path) -> Path:
     return path
 
 
-def build_page(work: Path, tables: list[str]) -> tuple[Path, str, dict]:
-    """evidence -> check -> report of the real fixtures, as the workflow runs them, in `work`."""
+def build_page(work: Path, tables: list[str], extra: tuple[Path, ...] = ()) -> tuple[Path, str, dict]:
+    """evidence -> check -> report of the real fixtures (and `extra` results), as the workflow runs
+    them, in `work`."""
     results = [
         with_overlap(work),
         RESULTS / "cpu/runs/deepseek-device-mb8.json",
         *sorted((RESULTS / "compiled/gb200-nvl72").glob("*.json")),
         RESULTS / "analytic.json",
         probe_of_this_target(work),
+        *extra,
     ]
     evidence, verdicts, page = work / "evidence.json", work / "verdicts.json", work / "cpu.html"
     assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
@@ -167,6 +169,34 @@ def test_the_comparison_starts_with_the_published_column(index_pages):
     line = re.search(r'<tr id="compare-deepseek-offload-optimized">(.*?)</tr>', compare, re.S).group(1)
     cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
     assert cells[1:5] == ["908.2", "165.2", "—", "fits"]
+
+
+def test_the_comparison_shows_each_targets_predictions_and_verdicts(tmp_path, tables):
+    """compare.html carries, per target, the predicted throughput beside the compiled memory (the
+    GB200 prediction kept in tests/fixtures), and the target's verdict on every claim, as its own
+    page gives them."""
+    from offload_repro.core.data import load_rows
+
+    page, _, _ = build_page(tmp_path, tables, (RESULTS / "predicted/gb200-nvl72.json",))
+    verdict_path, evidence_path = page.parent / "verdicts.json", page.parent / "evidence.json"
+    render_index(load_rows(tables), [page], [verdict_path], [evidence_path], tmp_path / "i.html", tmp_path / "c.html")
+    verdicts, evidence = read_result(verdict_path, "verdicts"), read_result(evidence_path, "evidence")
+    compare = (tmp_path / "c.html").read_text()
+    predicted = {
+        o["row"]: o["value"]
+        for o in evidence["observations"]
+        if o["evidence"] == "predicted"
+        and o["metric"] == "tflops_per_device"
+        and o.get("calibrated_on") is None
+        and o.get("at") is None
+    }
+    assert predicted, "the built page's evidence holds predictions"
+    for row, value in predicted.items():
+        line = re.search(rf'<tr id="compare-{row}">(.*?)</tr>', compare, re.S).group(1)
+        assert f"{value:,.1f}" in line, row
+    for claim in verdicts["claims"]:
+        line = re.search(rf'<tr id="compare-claim-{claim["id"]}">(.*?)</tr>', compare, re.S).group(1)
+        assert f'class="verdict v-{claim["verdict"]}"' in line, claim["id"]
 
 
 def test_the_page_says_what_it_was_built_from_and_is_offline(built):

@@ -1,5 +1,6 @@
-"""The comparison page's published column: the throughputs a published speedup implies for rows
-the source gives none, as any target's predictions recorded them."""
+"""The comparison page's published column (the throughputs a published speedup implies for rows
+the source gives none, as any target's predictions recorded them) and its claims, in the order the
+targets' verdicts list them."""
 
 from __future__ import annotations
 
@@ -21,3 +22,13 @@ def implied_throughputs(rows: list[Row], columns: list[dict[str, Any]]) -> dict[
                 found[row.id] = value
                 break
     return found
+
+
+def claims_in_order(columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every claim any target judged, once, in the order its verdicts list them (the source's
+    claims, then the reproduction's own checks): its id, kind and statement."""
+    found: dict[str, dict[str, Any]] = {}
+    for column in columns:
+        for claim_id, claim in column["verdicts"].items():
+            found.setdefault(claim_id, {key: claim[key] for key in ("id", "kind", "statement")})
+    return sorted(found.values(), key=lambda claim: claim["kind"] == "check")

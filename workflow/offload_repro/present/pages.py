@@ -27,7 +27,7 @@ from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
 from offload_repro.present import chart_specs, measured_runs
 from offload_repro.present.assumptions_section import assumptions_section
-from offload_repro.present.comparison import implied_throughputs
+from offload_repro.present.comparison import claims_in_order, implied_throughputs
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
 from offload_repro.present.lookup import Lookup, frame
@@ -184,7 +184,13 @@ def render_index(
         observations = frame(evidence)
         own = observations["target"].isna() | observations["target"].isin([target.name, verdicts["compile_target"]])
         columns.append(
-            {"target": target, "compiled_on": verdicts["compile_target"], "lookup": Lookup(observations[own])}
+            {
+                "target": target,
+                "compiled_on": verdicts["compile_target"],
+                "lookup": Lookup(observations[own]),
+                "counts": verdicts["counts"],
+                "verdicts": {claim["id"]: claim for claim in verdicts["claims"]},
+            }
         )
     env = environment()
     write_atomically(out, env.get_template("index.html.j2").render(targets=targets, current_commit=current))
@@ -196,5 +202,6 @@ def render_index(
             current_commit=current,
             flag_summary=flag_summary,
             implied=implied_throughputs(rows, columns),
+            claims=claims_in_order(columns),
         ),
     )
