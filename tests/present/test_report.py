@@ -169,6 +169,11 @@ def test_the_comparison_starts_with_the_published_column(index_pages):
     line = re.search(r'<tr id="compare-deepseek-offload-optimized">(.*?)</tr>', compare, re.S).group(1)
     cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
     assert cells[1:5] == ["908.2", "165.2", "—", "fits"]
+    # a throughput implied by a published speedup, from the claims alone: no prediction is needed
+    for row, implied in (("deepseek-remat", "578.5"), ("deepseek-offload-plain", "541.6")):
+        line = re.search(rf'<tr id="compare-{row}">(.*?)</tr>', compare, re.S).group(1)
+        cells = [re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
+        assert cells[1][0] == implied and "implied" in cells[1], row
 
 
 def test_the_comparison_shows_each_targets_predictions_and_verdicts(tmp_path, tables):

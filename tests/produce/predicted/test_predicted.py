@@ -17,6 +17,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.published import published_throughputs
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
@@ -316,7 +317,7 @@ def llama_rows(published: dict[str, float] | float) -> dict:
 
 def predicted_result(rows: dict, programs: dict) -> dict:
     target = load_target("gb200-nvl72")
-    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
     return prediction.predict_programs(rows, programs, {}, target, SPEED, target, None, published)
 
 
@@ -394,7 +395,7 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
     """DeepSeek's remat and plain-offload throughputs are implied by the optimized row's 908.2 and
     the published speedups: judging the 908.2 by either would judge it by itself."""
     rows = {row.id: row for row in load_rows([REPO / "experiments/rows/deepseek-v3-671b.yaml"])}
-    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")["deepseek"]
+    published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")["deepseek"]
     assert published["deepseek-remat"]["tflops"] == pytest.approx(908.2 / 1.57)
     assert published["deepseek-offload-plain"]["sources"] == [
         "deepseek-offload-plain",
@@ -752,7 +753,7 @@ def test_a_prediction_in_a_precision_whose_peak_the_target_does_not_state_is_ref
     result says which peak is missing; DeepSeek (BF16 on both) is predicted."""
     rows = llama_rows(2669)
     source = predicted_result(rows, llama_programs())
-    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
     gb200, rubin = load_target("gb200-nvl72"), load_target("vr-nvl144")
     predicted = prediction.predict_programs(rows, llama_programs(), {}, rubin, SPEED, gb200, source, published)
     assert {row["status"] for row in predicted["rows"]} == {"refused"}
@@ -819,7 +820,7 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     speed["precision"]["families"]["llama"] = ["bfloat16"]
     h200, gb200 = load_target("h200-1"), load_target("gb200-nvl72")
     rows = llama_rows(1500)  # a throughput BF16's peak reaches (2,669 would need more than GB200's 2,500)
-    published = leave_one_out.published_throughputs(rows, speed, REPO / "experiments/claims.yaml")
+    published = published_throughputs(rows, speed, REPO / "experiments/claims.yaml")
     source = prediction.predict_programs(rows, llama_programs(), {}, gb200, speed, gb200, None, published)
     programs = {"llama-qkv-offload-lhs": llama_programs()["llama-qkv-offload-lhs"]}
     predicted = prediction.predict_programs(rows, programs, {}, h200, speed, gb200, source, published)
@@ -1102,7 +1103,7 @@ def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_e
 
     rows = llama_rows(2669)
     source = predicted_result(rows, llama_programs())
-    published = leave_one_out.published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
+    published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
     gb200 = load_target("gb200-nvl72")
     inputs = []
     for name, result in (

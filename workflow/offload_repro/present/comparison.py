@@ -1,27 +1,25 @@
 """The comparison page's published column (the throughputs a published speedup implies for rows
-the source gives none, as any target's predictions recorded them) and its claims, in the order the
-targets' verdicts list them."""
+the source gives none) and its claims, in the order the targets' verdicts list them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from offload_repro.core.data import Row
-from offload_repro.judge import metric_names as names
+from offload_repro.core.published import load_speed, published_throughputs
 
 
-def implied_throughputs(rows: list[Row], columns: list[dict[str, Any]]) -> dict[str, float]:
+def implied_throughputs(rows: list[Row]) -> dict[str, float]:
     """The throughputs a published speedup implies for rows the source gives none (DeepSeek's remat
-    and plain offload), as the predictions of any target recorded them beside their sources."""
-    found: dict[str, float] = {}
-    for row in rows:
-        for column in columns:
-            lookup = column["lookup"]
-            value = lookup.value(row.id, "predicted", names.PUBLISHED_TFLOPS)
-            if value is not None and lookup.value(row.id, "predicted", names.PUBLISHED_IMPLIED):
-                found[row.id] = value
-                break
-    return found
+    and plain offload), from experiments/speed.yaml and experiments/claims.yaml alone: the same on
+    every page whatever a target predicted (a row out of memory there included)."""
+    published = published_throughputs({row.id: row for row in rows}, load_speed())
+    return {
+        row_id: entry["tflops"]
+        for family in published.values()
+        for row_id, entry in family.items()
+        if entry["how"] != "published"
+    }
 
 
 def claims_in_order(columns: list[dict[str, Any]]) -> list[dict[str, Any]]:

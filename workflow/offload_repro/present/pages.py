@@ -201,7 +201,7 @@ def render_index(
             columns=columns,
             current_commit=current,
             flag_summary=flag_summary,
-            implied=implied_throughputs(rows, columns),
+            implied=implied_throughputs(rows),
             claims=claims_in_order(columns),
         ),
     )

@@ -12,15 +12,12 @@ combination of the models' GEMM precisions.
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, Row, Target
-from offload_repro.core.files import read_yaml
+from offload_repro.core.data import Row, Target
 from offload_repro.produce.predicted import step_model
-from offload_repro.produce.predicted.target_rates import SPEED_FILE, peak_flops, precisions, rates, replayed, settings
+from offload_repro.produce.predicted.target_rates import peak_flops, precisions, rates, replayed, settings
 
-CLAIMS_FILE = "experiments/claims.yaml"
 # The step-time model with fewer terms, each made free (step_model.Rates.free), simplest first:
 # every term the full model adds must earn its place by lowering the measured error.
 MODELS = (
@@ -38,40 +35,6 @@ class AbovePeak(ValueError):
     def __init__(self, message: str, low_share: float, high_share: float) -> None:
         super().__init__(message)
         self.low_share, self.high_share = low_share, high_share
-
-
-def published_throughputs(
-    rows: dict[str, Row], speed: dict[str, Any], claims_file: str | Path = CLAIMS_FILE
-) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per family, every throughput of experiments/speed.yaml's leave_one_out: its value and what
-    it derives from (its own row; for an implied one also the claim and that claim's first row)."""
-    claims = {claim["id"]: claim for claim in read_yaml(claims_file)["claims"]}
-    found: dict[str, dict[str, dict[str, Any]]] = {}
-    for family, entries in speed["leave_one_out"].items():
-        for entry in entries:
-            row = rows.get(entry["row"])
-            if row is None:
-                continue
-            if "from_claim" not in entry:
-                value = row.published.get("tflops_per_device")
-                if value:
-                    found.setdefault(family, {})[row.id] = {"tflops": value, "sources": [row.id], "how": "published"}
-                continue
-            claim = claims.get(entry["from_claim"])
-            if claim is None:
-                raise DataError(
-                    f"{SPEED_FILE}: leave_one_out {family}, row {row.id}, field 'from_claim':"
-                    f" no claim '{entry['from_claim']}' in {claims_file}"
-                )
-            faster = rows.get(claim["check"]["rows"][0])
-            base = faster.published.get("tflops_per_device") if faster else None
-            if base:
-                found.setdefault(family, {})[row.id] = {
-                    "tflops": base / (1 + claim["published"]),
-                    "sources": [row.id, faster.id, claim["id"]],
-                    "how": f"{faster.id}'s {base:g} over 1 + {claim['published']:g} ({claim['id']})",
-                }
-    return found
 
 
 def calibrate_row(

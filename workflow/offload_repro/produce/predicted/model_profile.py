@@ -24,11 +24,12 @@ from typing import Any
 from offload_repro.core.data import DataError, Row, Target
 from offload_repro.core.files import write_atomically
 from offload_repro.core.maxtext_args import xla_flags
+from offload_repro.core.published import published_throughputs
 from offload_repro.produce.compiled.hlo_text import Computation
 from offload_repro.produce.compiled.program_cache import LHS_OFF
 from offload_repro.produce.predicted import step_model
 from offload_repro.produce.predicted.hlo_schedule import Event
-from offload_repro.produce.predicted.leave_one_out import calibrate_row, published_throughputs
+from offload_repro.produce.predicted.leave_one_out import calibrate_row
 from offload_repro.produce.predicted.prediction import SCHEDULED_AS, network_shape, read_program
 from offload_repro.produce.predicted.target_rates import precisions, rates, settings
 

@@ -8,24 +8,13 @@ or experiments/speed.yaml's where the target file has none."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from offload_repro.core import gpu
-from offload_repro.core.data import Row, Target, validate
-from offload_repro.core.files import read_yaml
+from offload_repro.core.data import Row, Target
 from offload_repro.core.memory import GB
+from offload_repro.core.published import SPEED_FILE, load_speed  # noqa: F401 (the model's inputs, read once)
 from offload_repro.produce.predicted import step_model
-
-SPEED_FILE = "experiments/speed.yaml"
-READS = ("experiments/speed.yaml",)  # SPEED_FILE, as a literal the plan reads
-
-
-def load_speed(path: str | Path = SPEED_FILE) -> dict[str, Any]:
-    data = read_yaml(path)
-    validate(data, "speed", path)
-    return data
-
 
 LEVELS = ("central", "low", "high")  # the links' efficiency levels, central first
 LINKS = ("hbm", "host_link", "collective_link", "network_link")
