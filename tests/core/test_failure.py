@@ -270,8 +270,8 @@ def test_the_unknown_flag_is_the_reason_of_each_claim_it_left_without_evidence(t
 
 def test_a_row_whose_compile_failed_is_predicted_as_an_error_with_its_cause(tables):
     from offload_repro.core.data import load_rows, load_target
+    from offload_repro.core.published import load_speed
     from offload_repro.produce.predicted.prediction import predict_target
-    from offload_repro.produce.predicted.target_rates import load_speed
 
     found = failure.failure_of(1, log("unknown-flag.compile.log"), "compile.log")
     compiled = {"row": "llama-baseline", "status": "error", "message": found.cause, "failure": found.record()}

@@ -338,7 +338,8 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
     """Calibration (a): the run with the fewest GPUs fits the rate; a run whose collective is larger
     is predicted slower by exactly that collective's time at NVLink's cited rate x its central
     efficiency (no network: one NVLink domain is all a synchronous transfer event names here)."""
-    from offload_repro.produce.predicted.target_rates import link_efficiency, load_speed, settings
+    from offload_repro.core.published import load_speed
+    from offload_repro.produce.predicted.target_rates import link_efficiency, settings
     from offload_repro.produce.validation.against_measured import (
         calibrated_pairs,
         predicted_steps,
@@ -374,9 +375,10 @@ def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shar
     """Two runs of one GPU and precision whose programs are one (one fingerprint): the profile holds
     that program's entries once, costed at the rate the smallest run fits (calibration (a))."""
     from conftest import FIXTURES
+    from offload_repro.core.published import load_speed
     from offload_repro.produce.compiled import hlo_text
     from offload_repro.produce.predicted import hlo_schedule, model_profile
-    from offload_repro.produce.predicted.target_rates import load_speed, settings
+    from offload_repro.produce.predicted.target_rates import settings
     from offload_repro.produce.validation import run_profiles
 
     speed = load_speed()
@@ -409,7 +411,8 @@ def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shar
 def test_each_gpu_and_precision_reports_the_rate_its_run_fits_and_its_share_of_peak():
     """What calibration (a) fits, as a share of the precision's dense peak from the target file,
     beside the share of the source's calibration that (c) carries to those runs."""
-    from offload_repro.produce.predicted.target_rates import load_speed, peak_flops, settings
+    from offload_repro.core.published import load_speed
+    from offload_repro.produce.predicted.target_rates import peak_flops, settings
     from offload_repro.produce.validation.against_measured import fitted_rates
 
     speed = load_speed()

@@ -86,7 +86,7 @@ def test_a_row_whose_family_no_published_throughput_calibrates_gets_no_profile_a
     (their profile-guided compile then fails, saying XLA found none of their instructions), and the
     profile file says why, instead of the whole stage stopping."""
     from offload_repro.core.data import load_rows, load_target
-    from offload_repro.produce.predicted.target_rates import load_speed
+    from offload_repro.core.published import load_speed
 
     computations = hlo_text.parse(PROGRAM)
     timeline = hlo_schedule.timelines(computations)

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from offload_repro.core.data import load_rows, load_target
-from offload_repro.core.published import published_throughputs
+from offload_repro.core.published import load_speed, published_throughputs
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
@@ -302,7 +302,7 @@ def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
     assert step_model.step_seconds(exposed, "main", dataclasses.replace(rates, flops_per_s=rate)) == pytest.approx(12)
 
 
-SPEED = target_rates.load_speed(REPO / "experiments/speed.yaml")
+SPEED = load_speed(REPO / "experiments/speed.yaml")
 
 
 def llama_rows(published: dict[str, float] | float) -> dict:
@@ -1051,7 +1051,7 @@ def test_each_models_stated_calibration_is_one_that_calibrates_within_the_peak()
     stated calibration row, where the prediction has it, is the one its rows are predicted on."""
     import json
 
-    from offload_repro.produce.predicted.target_rates import load_speed
+    from offload_repro.core.published import load_speed
 
     prediction = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
     rows = [r for r in prediction["rows"] if r["status"] == "ok"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from offload_repro.core.data import load_target
-from offload_repro.produce.predicted.target_rates import LINKS, link_efficiency, load_speed, rates, settings
+from offload_repro.core.published import load_speed
+from offload_repro.produce.predicted.target_rates import LINKS, link_efficiency, rates, settings
 
 
 def test_each_link_runs_at_its_own_measured_share_and_a_link_without_one_at_the_stated_range():

@@ -12,9 +12,9 @@ import pytest
 from conftest import FIXTURES
 from offload_repro.core.data import load_target
 from offload_repro.core.measured_elsewhere import load_measured, load_validation
+from offload_repro.core.published import load_speed
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.predicted import hlo_flops, hlo_schedule
-from offload_repro.produce.predicted.target_rates import load_speed
 from offload_repro.produce.validation import against_measured
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.published import load_speed
 from offload_repro.core.results import read_result
 from offload_repro.produce.predicted.model_profile import entry_line, write_profile
-from offload_repro.produce.predicted.target_rates import load_speed
 
 PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.measured_elsewhere import load_measured
+from offload_repro.core.published import load_speed
 from offload_repro.core.results import read_by_row
 from offload_repro.produce.predicted.model_profile import entry_line
-from offload_repro.produce.predicted.target_rates import load_speed
 from offload_repro.produce.validation.run_profiles import write_run_profiles
 
 PARENTS = (arguments.OUT,)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.published import load_speed
 from offload_repro.produce.predicted.prediction import write_prediction
-from offload_repro.produce.predicted.target_rates import load_speed
 
 PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
 

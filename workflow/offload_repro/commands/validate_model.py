@@ -9,8 +9,8 @@ from pathlib import Path
 from offload_repro.commands import arguments
 from offload_repro.core.data import DataError, load_target
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, load_measured, load_validation
+from offload_repro.core.published import load_speed
 from offload_repro.core.results import read_by_row, read_result, write_result
-from offload_repro.produce.predicted.target_rates import load_speed
 from offload_repro.produce.validation.against_measured import (
     unrecorded,
     unrecorded_across_hardware,

@@ -24,9 +24,15 @@ def model_file(model: str) -> Path:
 
 
 @cache
+def model_settings(model: str) -> dict[str, Any]:
+    """What the named model's own YAML sets (MaxText's defaults apart)."""
+    return read_yaml(model_file(model))
+
+
+@cache
 def model_config(model: str) -> dict[str, Any]:
     """MaxText's defaults overlaid with the named model's YAML."""
-    return {**read_yaml(base_config()), **read_yaml(model_file(model))}
+    return {**read_yaml(base_config()), **model_settings(model)}
 
 
 def model_kind(model: str) -> str:

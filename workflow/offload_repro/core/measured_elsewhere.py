@@ -20,7 +20,7 @@ from typing import Any
 from offload_repro.core.data import DataError, Row, Target, load_target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
 from offload_repro.core.gpu import FRACTION_VARIABLE, JAX_DEFAULT_FRACTION
-from offload_repro.core.maxtext_configs import base_config, model_config, model_file, model_kind
+from offload_repro.core.maxtext_configs import base_config, model_config, model_file, model_kind, model_settings
 
 MEASURED_DIR = REPO_ROOT / "experiments" / "measured-elsewhere"
 VALIDATION_FILE = "experiments/validation.yaml"
@@ -324,7 +324,7 @@ def _check_model_overrides(path: Path, where: str, settings: dict[str, Any], own
     override_model_config is true (configs/pyconfig.py, validate_no_keys_overridden_twice)."""
     if settings.get("override_model_config") is True:
         return
-    fixed = read_yaml(model_file(model))
+    fixed = model_settings(model)
     for key, value in settings.items():
         if key in fixed and key != "model_name" and fixed[key] != value:
             origin = "" if key in own else " (the file's defaults)"

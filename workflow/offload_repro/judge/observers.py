@@ -13,6 +13,7 @@ from typing import Any
 
 from offload_repro.core import memory
 from offload_repro.core.accounting import compiled_accounting
+from offload_repro.core.error_band import widened
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.observation import Observation, Observer
 from offload_repro.judge import metric_names as names
@@ -283,8 +284,8 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
             seen.add(names.TFLOPS_ACROSS_HARDWARE, central[0], "TFLOPs/s/device", low=low, high=high, message=why)
             step = (row.get("breakdown") or {}).get(names.STEP_S)
             if step:
-                bounds = {"low": step / (1 + error), "high": step / (1 - error)}
-                seen.add(names.STEP_S_ACROSS_HARDWARE, step, "s", **bounds, message=why)
+                low_s, high_s = widened(step, error)
+                seen.add(names.STEP_S_ACROSS_HARDWARE, step, "s", low=low_s, high=high_s, message=why)
         chosen = result.get("settings") or {}
         links, ends = chosen.get("link_level", []), chosen.get("network_end", [])
         overlaps = chosen.get("overlap") or ["scheduled"] * len(links)

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from offload_repro.core.error_band import widened
 from offload_repro.judge import metric_names as names
 from offload_repro.judge.spread import number
 
-Span = tuple[float | None, float | None]  # (low, high); None: that side is open
 Setting = tuple[str, str, str]  # the links' efficiency level, network end, schedule
 LEVEL_ORDER = {"low": 0, "central": 1, "high": 2}  # the links' efficiency levels, slowest first
 # {row: {metric: {calibrated_on: value}}}: an evidence view's predictions under each calibration
@@ -154,11 +154,6 @@ def larger_error(own: tuple[float | None, str], real: tuple[float | None, str]) 
     if theirs is None or theirs <= mine:
         return mine, f"{my_why} ({their_why})", "leave-one-out"
     return theirs, f"{their_why} (larger than the source rows': {my_why})", "real GPUs"
-
-
-def widened(value: float, error: float) -> Span:
-    """Where a published value lies, given a prediction with leave-one-out error up to `error`."""
-    return value / (1 + error), (value / (1 - error) if error < 1 else None)
 
 
 def open_sides(values: list[float | None], settings: list[Setting]) -> set[str]:

@@ -111,8 +111,8 @@ def render_target(
     prediction = detail(evidence, "predicted", verdicts["compile_target"])
     budget = first_source(sources, "budget") or {}
     compile_source = first_source(sources, "compile") or {}
-    runs_with_provenance = [s for s in sources if s["kind"] == "run" and s["provenance"]]
-    compiles_with_provenance = [s for s in sources if s["kind"] == "compile" and s["provenance"]]
+    run_provenance = next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None)
+    compile_provenance = next((s["provenance"] for s in sources if s["kind"] == "compile" and s["provenance"]), None)
     charts = chart_specs.chart_specs(rows, observations[own], target, compiled_on, verdicts)
     main_charts, appendix_charts = chart_specs.split(charts, target)
     context = dict(
@@ -120,13 +120,7 @@ def render_target(
         compiled_on=compiled_on,
         verdicts=verdicts,
         first_screen=first_screen(verdicts, target, compiled_on),
-        rerun=rerun(
-            target,
-            rows,
-            out_path.name,
-            runs_with_provenance[0]["provenance"] if runs_with_provenance else None,
-            compiles_with_provenance[0]["provenance"] if compiles_with_provenance else None,
-        ),
+        rerun=rerun(target, rows, out_path.name, run_provenance, compile_provenance),
         main_page=out_path.name,
         appendix_page=appendix_path(out_path).name,
         notes=notes,
@@ -147,8 +141,8 @@ def render_target(
         budget_message=budget.get("message"),
         probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
         sources=sources,
-        run_provenance=runs_with_provenance[0]["provenance"] if runs_with_provenance else None,
-        compile_provenance=compiles_with_provenance[0]["provenance"] if compiles_with_provenance else None,
+        run_provenance=run_provenance,
+        compile_provenance=compile_provenance,
         compile_assumptions=[sentence(a) for a in compile_source.get("assumptions", [])],
         vega_bundle=vega_bundle().replace("</script", "<\\/script"),
     )

@@ -24,7 +24,7 @@ from offload_repro.core import accounting
 from offload_repro.core.data import DataError, Row, Target
 from offload_repro.core.maxtext_configs import model_config
 from offload_repro.core.memory import GB
-from offload_repro.core.published import CLAIMS_FILE, published_throughputs
+from offload_repro.core.published import CLAIMS_FILE, SPEED_FILE, load_speed, published_throughputs
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import SEPARATOR
 from offload_repro.produce.compiled import hlo_text, model_flops
@@ -32,9 +32,7 @@ from offload_repro.produce.compiled.program_cache import compile_overrides, hlo_
 from offload_repro.produce.predicted import hlo_flops, hlo_schedule, step_model, step_traffic, xla_clones
 from offload_repro.produce.predicted.leave_one_out import calibrations, error_tables, rates_from
 from offload_repro.produce.predicted.target_rates import (
-    SPEED_FILE,
     efficiency_sentence,
-    load_speed,
     precisions,
     rates,
     replayed,

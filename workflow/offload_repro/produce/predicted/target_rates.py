@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 from offload_repro.core import gpu
 from offload_repro.core.data import Row, Target
 from offload_repro.core.memory import GB
-from offload_repro.core.published import SPEED_FILE, load_speed  # noqa: F401 (the model's inputs, read once)
 from offload_repro.produce.predicted import step_model
 
 LEVELS = ("central", "low", "high")  # the links' efficiency levels, central first

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offload_repro.core.data import DataError, Target
+from offload_repro.core.error_band import widened
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, target_for
 from offload_repro.produce.predicted import step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
@@ -282,7 +283,7 @@ def carried_band(steps: list[float], recorded: dict[str, Any] | None) -> dict[st
     if not steps or not recorded:
         return None
     error = recorded["largest_abs"]
-    return {"error": error, "low_s": min(steps) / (1 + error), "high_s": max(steps) / (1 - error)}
+    return {"error": error, "low_s": widened(min(steps), error)[0], "high_s": widened(max(steps), error)[1]}
 
 
 def rates_by_setting(calibrating: Measured, speed: dict[str, Any]) -> list[float | None]:
