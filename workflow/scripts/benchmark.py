@@ -1,9 +1,11 @@
 """Performance numbers of the main job on this machine (numbers to report, not a test).
 
-    .venv/bin/python workflow/scripts/benchmark.py [--against COMMIT] [--repeats N] [--skip-main-job] [--whatif]
+    .venv/bin/python workflow/scripts/benchmark.py [--against COMMIT] [--config KEY=VALUE ...] [--repeats N]
+        [--skip-main-job] [--whatif]
 
 For this checkout, and for COMMIT side by side (a clean `git worktree` of it, same .venv), it
-measures, alternating the two so that a busy machine slows both alike:
+measures, alternating the two so that a busy machine slows both alike (`--config` passes settings
+to this checkout's runs only: `--against HEAD --config fork_server=false` prices one setting):
 
 - the cold main job (`snakemake --cores all` on a fresh copy): wall time, per stage (first job
   start to last job end of each rule, from Snakemake's log) and per job;
@@ -111,11 +113,12 @@ def stages(jobs: list[dict[str, Any]]) -> dict[str, float]:
     return {rule: (max(times) - min(times)).total_seconds() for rule, times in spans.items()}
 
 
-def main_job(tree: Path) -> dict[str, Any]:
-    dry = statistics.median(timed([*SNAKEMAKE, "-n", "--quiet"], tree)[0] for _ in range(3))
-    wall, log = timed([*SNAKEMAKE, "--cores", "all"], tree)
+def main_job(tree: Path, config: list[str]) -> dict[str, Any]:
+    settings = ["--config", *config] if config else []
+    dry = statistics.median(timed([*SNAKEMAKE, "-n", "--quiet", *settings], tree)[0] for _ in range(3))
+    wall, log = timed([*SNAKEMAKE, "--cores", "all", *settings], tree)
     jobs = jobs_from_log(log)
-    noop = statistics.median(timed([*SNAKEMAKE, "--cores", "all"], tree)[0] for _ in range(3))
+    noop = statistics.median(timed([*SNAKEMAKE, "--cores", "all", *settings], tree)[0] for _ in range(3))
     verdicts = json.loads((tree / "results/cpu/verdicts.json").read_text())
     compiled = {
         p.stem: json.loads(p.read_text()).get("memory") for p in sorted((tree / "results/compiled").glob("*/*.json"))
@@ -190,6 +193,7 @@ def table(rows: list[tuple[str, Any, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--against", help="a previous commit to measure side by side")
+    parser.add_argument("--config", nargs="+", default=[], help="settings for this checkout's runs only")
     parser.add_argument("--repeats", type=int, default=1, help="cold main jobs per tree (alternating)")
     parser.add_argument("--skip-main-job", action="store_true", help="dry runs only")
     parser.add_argument("--whatif", action="store_true", help="also the what-if stage after each main job")
@@ -215,7 +219,8 @@ def main() -> None:
         for name in order:
             tree = tree_of(trees[name], scratch)
             print(f"[{datetime.datetime.now():%H:%M:%S}] cold main job {repeat + 1}: {name}", file=sys.stderr)
-            measured[name].append(main_job(tree) | {"tree": str(tree)})
+            config = args.config if name == "this tree" else []
+            measured[name].append(main_job(tree, config) | {"tree": str(tree)})
             if args.whatif:
                 print(f"[{datetime.datetime.now():%H:%M:%S}] cold what-if {repeat + 1}: {name}", file=sys.stderr)
                 measured[name][-1] |= whatif_stage(tree)
