@@ -37,7 +37,7 @@ def test_every_command_module_is_registered_with_its_help_arguments_and_call():
 
 def test_each_shared_option_is_declared_once():
     source = "".join(path.read_text() for path in sorted(COMMANDS_DIR.glob("*.py")))
-    for option in ("--tables", "--out", "--target", "--row", "--work-dir", "--fork-server", "--container-runtime"):
+    for option in ("--tables", "--out", "--target", "--row", "--work-dir", "--container-runtime"):
         assert source.count(f'"{option}"') == 1, option
     parser = cli.parser()
     assert parser.parse_args(["check", "--evidence", "e", "--claims", "c", "--out", "o"]).tables == []
@@ -70,7 +70,6 @@ def test_a_command_imports_nothing_outside_its_stage(command, argv):
     assert {name for name in imported if name.startswith("offload_repro.commands.")} <= {
         f"offload_repro.commands.{command}",
         "offload_repro.commands.arguments",
-        "offload_repro.commands.fork_server_option",
     }
 
 

@@ -110,7 +110,7 @@ def test_no_package_face_imports_the_package():
 
 def test_no_two_modules_or_folders_of_the_package_share_a_name():
     """A module's name says what it holds, once: none repeats another's (with or without its
-    underscores: fork_server and forkserver are one name), nor a folder's or a command's."""
+    underscores: compiled_row and compiledrow are one name), nor a folder's or a command's."""
     package = REPO / "workflow" / "offload_repro"
     names = [path.stem for path in package.rglob("*.py") if path.name not in ("__init__.py", "__main__.py")]
     names += [path.name for path in package.rglob("*") if path.is_dir() and path.name != "__pycache__"]

@@ -299,7 +299,7 @@ def replanned(rules: set[str]) -> set[str]:
         "workflow/offload_repro/produce/measured/launch.py",  # how a row is launched: the runs, never a compile
         "workflow/offload_repro/core/memory_analysis.py",  # read back from every program: runs and compiles
         "workflow/offload_repro/core/checkout_copy.py",  # a helper of the tests and the benchmark: no rule
-        "workflow/offload_repro/core/forkserver.py",  # runs every CPU row and compile
+        "workflow/offload_repro/core/process.py",  # starts every CPU row and compile
         "experiments/tensors.yaml",  # the offload a compile is expected to make: judged, not compiled
         "workflow/offload_repro/produce/compiled/compiled_row.py",
         "workflow/offload_repro/produce/measured/runner.py",
@@ -396,9 +396,6 @@ def test_a_data_input_edit_replans_its_readers(finished_copy):
 def test_second_invocation_has_nothing_to_do(main_job):
     done = snakemake(main_job, "-n")
     assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr
-    # How MaxText processes start changes no result: switching the fork server off reruns nothing.
-    done = snakemake(main_job, "-n", "--config", "fork_server=false")
-    assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr
 
 
 def test_a_moved_workflow_under_another_interpreter_path_reruns_nothing(tmp_path):
@@ -419,28 +416,6 @@ def test_a_moved_workflow_under_another_interpreter_path_reruns_nothing(tmp_path
     assert done.returncode == 0 and f"{python} -m offload_repro.cli analytic" in done.stdout + done.stderr
     done = snakemake(moved, "-n", "results/analytic.json", python=python)
     assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr, done.stdout + done.stderr
-
-
-@pytest.mark.slow
-def test_every_maxtext_process_of_the_main_job_forked_from_the_server(main_job):
-    """The real preload (MaxText) leaves a server that may fork: no process fell back, which
-    would leave its reason at the top of its log."""
-    logs = [*main_job.glob("results/cpu/work/*/train.log"), *main_job.glob("results/compiled/*/work/*/compile.log")]
-    assert len(logs) >= 10
-    assert not [log for log in logs if log.read_text().startswith("[offload_repro.core.forkserver] not used")]
-
-
-def test_the_fork_server_setting_reaches_exactly_the_maxtext_commands(tmp_path):
-    """config fork_server -> a parameter of the rules that start MaxText processes -> their
-    command lines' --fork-server (no environment variable carries it)."""
-    done = snakemake(
-        copy_workflow(tmp_path), "-n", "-p", "--config", "whatif=True", "assumptions=True", "validation=True"
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    commands = re.findall(r"-m offload_repro\.cli (\w+)(.*)", done.stdout + done.stderr)
-    forked = {command for command, rest in commands if "--fork-server" in rest}
-    assert forked == {"run", "compile", "frontier", "sensitivity", "compile_measured"}
-    assert all("--fork-server" in rest for command, rest in commands if command in forked)
 
 
 @pytest.mark.slow
@@ -536,26 +511,22 @@ def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tabl
     from concurrent.futures import ThreadPoolExecutor
 
     from offload_repro.core.data import load_rows, load_target
-    from offload_repro.core.forkserver import ForkServerLauncher
     from offload_repro.produce.compiled.compiled_row import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING
     from offload_repro.produce.compiled.program_cache import compile_program
 
-    forked = ForkServerLauncher(tmp_path / "fs")
     gb200 = load_target("gb200-nvl72")
 
     def compile_again(asked):
         row, asked_flags = asked
         if asked_flags == DEFAULT_AUTOTUNING:  # as XLA compiles by default: no program cache, no kernels
             work = tmp_path / "autotuned" / row.id
-            again = compile_program(
-                row, gb200, work, "k", compile_only_flags=asked_flags, launcher=forked, machine_code=True
-            )
+            again = compile_program(row, gb200, work, "k", compile_only_flags=asked_flags, machine_code=True)
         else:
             kept = next((main_job / "results/programs/gb200-nvl72/kernels").glob(f"{row.id}.*.bin"))
             kernels = tmp_path / "kernels" / kept.name  # a copy: the compile replaces it
             kernels.parent.mkdir(exist_ok=True)
             shutil.copyfile(kept, kernels)
-            again = compile_program(row, gb200, tmp_path / "again" / row.id, "k", launcher=forked, kernels=kernels)
+            again = compile_program(row, gb200, tmp_path / "again" / row.id, "k", kernels=kernels)
         flags = again["provenance"]["xla_flags"]
         stats = again["stats"] or {}
         return {"row": row.id, "status": again["status"], "message": again["message"], **stats, "flags": flags}

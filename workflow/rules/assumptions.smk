@@ -25,9 +25,8 @@ rule compile_variant:
         compile_target=COMPILE_TARGET.name,
         settings=lambda wildcards: shlex.quote(json.dumps(PLAN.variants[wildcards.variant]["settings"])),
         profile=lambda wildcards, input: " ".join(f"--latency-profile {path}" for path in input.profile),
-        fork_server=fork_server,
     shell:
-        "{params.cli} compile {params.fork_server} --tables {input.tables:q} --row {wildcards.row}"
+        "{params.cli} compile --tables {input.tables:q} --row {wildcards.row}"
         " --target {params.compile_target} --out {output}"
         " --variant {wildcards.variant} --variant-settings {params.settings} {params.profile}"
         " --work-dir results/whatif/assumptions/work/{wildcards.variant}/{wildcards.row}"
@@ -79,9 +78,8 @@ rule sensitivity:
     params:
         cli=cli,
         compile_target=COMPILE_TARGET.name,
-        fork_server=fork_server,
     shell:
-        "{params.cli} sensitivity {params.fork_server} --tables {input.tables:q} --target {params.compile_target}"
+        "{params.cli} sensitivity --tables {input.tables:q} --target {params.compile_target}"
         " --out {output}"
         " --programs results/programs/{params.compile_target} --work-dir results/whatif/assumptions/work/fit"
         " --default {input.default} --variants {input.variants} --predicted {input.predicted}"

@@ -30,25 +30,13 @@ TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
 COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
 CLAIMS_FILE = "experiments/claims.yaml"
 
-# The MaxText processes of run_row (CPU rows), compile_row, compile_variant, compile_measured, frontier and
-# sensitivity fork from one server per machine that imported MaxText once
-# (workflow/offload_repro/core/forkserver.py; a plain process wherever it cannot), or each start
-# on their own: a parameter of those rules, given to their command lines. It changes how a
-# process starts, never what it computes (workflow/scripts/forkserver_timing.py compares both), so
-# it is computed from `input`: Snakemake keeps such parameters out of its params rerun trigger,
-# and switching it reruns nothing (tests/workflow/test_workflow.py holds this on the main job).
-config["fork_server"] = as_bool(config["fork_server"])
-
-# Those processes run XLA (a CPU training run or an ahead-of-time GPU compile), which keeps a pool
-# of threads on every core it finds: a job's threads used 1.3 to 2.1 times its main thread's CPU
+# The MaxText processes of run_row (CPU rows), compile_row and the optional stages run XLA (a CPU
+# training run or an ahead-of-time GPU compile), which keeps a pool of threads on every core it
+# finds: a job's threads used 1.3 to 2.1 times its main thread's CPU
 # time (two rows' compiles and CPU runs). Their rules declare no `threads:` all the same: claiming 2
 # cores a job ran them one at a time on 2 cores, and the main job took 277 s and 279 s against
 # 176 s and 153 s with them side by side (workflow/scripts/benchmark.py --repeats 2, alternating):
 # side by side, their parts on one thread overlap and the cores stay busy (1.9 jobs at once, not 1.0).
-
-
-def fork_server(wildcards, input):
-    return "--fork-server" if config["fork_server"] else ""
 
 
 # The pinned environment every rule runs in (.venv from the same locks when not --use-conda).
@@ -63,9 +51,8 @@ CLI = f"PYTHONPATH={shlex.quote(os.path.relpath(PACKAGE_DIR))} {PYTHON} -m offlo
 # Every rule's shell is `{params.cli} <command> ... > {log} 2>&1 || (cat {log} >&2; exit 1)`: the
 # command's output goes to the rule's log, and a failure prints that log (its traceback) on the
 # console. Where the interpreter and the package lie is no part of what a job computes (the
-# environment's versions are: envs/requirements.lock is a code input of every rule), so, like
-# fork_server, `cli` is computed from `input` and kept out of the params rerun trigger, and no
-# shell string names a path, which keeps the code rerun trigger (a shell's text) still too: a
+# environment's versions are: envs/requirements.lock is a code input of every rule), so `cli`
+# is computed from `input` and kept out of the params rerun trigger, and no shell string names a path, which keeps the code rerun trigger (a shell's text) still too: a
 # moved or copied workflow, or another .venv path, reruns nothing (tests/workflow/test_workflow.py).
 def cli(wildcards, input):
     return CLI

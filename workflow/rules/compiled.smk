@@ -21,9 +21,8 @@ rule compile_row:
         mem_mb=3000,
     params:
         cli=cli,
-        fork_server=fork_server,
     shell:
-        "{params.cli} compile {params.fork_server} --tables {input.tables:q} --row {wildcards.row}"
+        "{params.cli} compile --tables {input.tables:q} --row {wildcards.row}"
         " --target {wildcards.gpu_target} --out {output}"
         " --work-dir results/compiled/{wildcards.gpu_target}/work/{wildcards.row}"
         " --programs results/programs/{wildcards.gpu_target}"

@@ -21,9 +21,8 @@ rule run_row:
         cli=cli,
         unpinned="--allow-unpinned-container" if config["allow_unpinned_container"] else "",
         runtime=config["container_runtime"],
-        fork_server=fork_server,
     shell:
-        "{params.cli} run {params.fork_server} --tables {input.tables:q} --row {wildcards.row}"
+        "{params.cli} run --tables {input.tables:q} --row {wildcards.row}"
         " --target {wildcards.target} --out {output}"
         " --work-dir results/{wildcards.target}/work/{wildcards.row} --container-runtime {params.runtime}"
         " {params.unpinned}"

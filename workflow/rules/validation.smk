@@ -19,9 +19,8 @@ rule compile_measured:
     params:
         cli=cli,
         programs=lambda wildcards: f"results/programs/{PLAN.measured_runs[wildcards.measured_run]}",
-        fork_server=fork_server,
     shell:
-        "{params.cli} compile_measured {params.fork_server} --run {wildcards.measured_run} --out {output}"
+        "{params.cli} compile_measured --run {wildcards.measured_run} --out {output}"
         " --work-dir results/validation/work/{wildcards.measured_run} --programs {params.programs}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
@@ -62,9 +61,8 @@ rule compile_measured_profiled:
     params:
         cli=cli,
         programs=lambda wildcards: f"results/programs/{PLAN.measured_runs[wildcards.measured_run]}",
-        fork_server=fork_server,
     shell:
-        "{params.cli} compile_measured {params.fork_server} --run {wildcards.measured_run} --out {output}"
+        "{params.cli} compile_measured --run {wildcards.measured_run} --out {output}"
         " --work-dir results/validation/work-profiled/{wildcards.measured_run} --programs {params.programs}"
         " --latency-profile {input.profile} > {log} 2>&1 || (cat {log} >&2; exit 1)"
 

@@ -24,9 +24,8 @@ rule frontier:
         mem_mb=4000,
     params:
         cli=cli,
-        fork_server=fork_server,
     shell:
-        "{params.cli} frontier {params.fork_server} --tables {input.tables:q} --policy {wildcards.policy}"
+        "{params.cli} frontier --tables {input.tables:q} --policy {wildcards.policy}"
         " --target {wildcards.gpu_target} --out {output} --programs results/programs/{wildcards.gpu_target}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 

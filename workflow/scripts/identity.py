@@ -1,7 +1,7 @@
-"""What the identity scripts share: the rows asked for, how their compiles start, and the check.
+"""What the identity scripts share: the rows asked for and the check.
 
 Each `*_identity.py` script compiles rows two ways that must give the same program and prints a
-table; this module parses their common command line (`[ROW ...] [--target T] [--fork-server]`).
+table; this module parses their common command line (`[ROW ...] [--target T]`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from glob import glob
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import forkserver
 from offload_repro.core.data import Row, Target, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.core.process import Launcher, run_subprocess
 
 
 @dataclass
@@ -25,7 +23,6 @@ class Comparison:
     target: Target
     rows: list[Row]
     scratch: Path  # a fresh directory for the compiles' work
-    launcher: Launcher
 
 
 def same(a: Any, b: Any) -> str:
@@ -43,10 +40,6 @@ def comparison(description: str, prefix: str) -> Comparison:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("rows", nargs="*")
     parser.add_argument("--target", default="gb200-nvl72")
-    parser.add_argument("--fork-server", action="store_true")
     options = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
-    launcher: Launcher = run_subprocess
-    if options.fork_server:
-        launcher = forkserver.ForkServerLauncher(scratch / "fs")
-    return Comparison(load_target(options.target), rows_asked(options.rows), scratch, launcher)
+    return Comparison(load_target(options.target), rows_asked(options.rows), scratch)

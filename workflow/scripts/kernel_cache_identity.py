@@ -1,7 +1,7 @@
 """Does a compile that starts from a row's kept kernels give the same program? And how much faster?
 
-`PYTHONPATH=workflow python workflow/scripts/kernel_cache_identity.py [ROW ...] [--target gb200-nvl72]
-[--fork-server]` compiles each row for the target as the workflow does (`program.compile_program`):
+`PYTHONPATH=workflow python workflow/scripts/kernel_cache_identity.py [ROW ...] [--target gb200-nvl72]`
+compiles each row for the target as the workflow does (`program.compile_program`):
 once with no kernel cache, once into an empty kernel file (which keeps its kernels) and once more
 from that file, as a compile after an edit of the compiling code would. It prints whether the
 memory analysis, the optimized HLO's digest and the HLO summary (host buffers, copies) of the
@@ -22,7 +22,7 @@ from offload_repro.produce.compiled.program_cache import compile_program
 
 def main() -> None:
     asked = comparison(__doc__, "kernel-cache-identity-")
-    target, scratch, launcher = asked.target, asked.scratch, asked.launcher
+    target, scratch = asked.target, asked.scratch
     print(f"target {target.name}; compile s = inside the compile process (no import)")
     print("| row | memory identical | HLO sha256 | HLO summary | s, no cache | s, empty cache | s, kept kernels |")
     print("|---|---|---|---|---|---|---|")
@@ -32,7 +32,7 @@ def main() -> None:
 
             def compiled(label: str, kernels: Path | None, row=row) -> dict[str, Any]:
                 work = scratch / label / row.id
-                return compile_program(row, target, work, "k", launcher=launcher, kernels=kernels)
+                return compile_program(row, target, work, "k", kernels=kernels)
 
             plain = pool.submit(compiled, "plain", None)
             first = pool.submit(compiled, "first", kept)

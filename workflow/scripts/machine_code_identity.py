@@ -1,7 +1,7 @@
 """Does a compile that assembles no machine code give the same program? And how much cheaper is it?
 
-`PYTHONPATH=workflow python workflow/scripts/machine_code_identity.py [ROW ...] [--target gb200-nvl72]
-[--fork-server]` compiles each row for the target as the workflow does (`program.compile_program`,
+`PYTHONPATH=workflow python workflow/scripts/machine_code_identity.py [ROW ...] [--target gb200-nvl72]`
+compiles each row for the target as the workflow does (`program.compile_program`,
 the compile-only flags, no kernel cache) twice: with the real ptxas and with the stand-in of
 `produce/compiled/assembler.py`. It prints whether the memory analysis, the optimized HLO's digest, the HLO
 summary (host buffers, copies) and XLA's memory warnings are byte-identical, and each compile's
@@ -18,16 +18,16 @@ from offload_repro.produce.compiled.program_cache import compile_program
 
 def main() -> None:
     asked = comparison(__doc__, "machine-code-identity-")
-    target, scratch, launcher = asked.target, asked.scratch, asked.launcher
-    print(f"target {target.name}; s = inside the compile process (no import with --fork-server)")
+    target, scratch = asked.target, asked.scratch
+    print(f"target {target.name}; s = inside the compile process")
     print(
         "| row | memory | HLO sha256 | HLO summary | memory warnings"
         " | wall s, ptxas | wall s, stand-in | CPU s, ptxas | CPU s, stand-in |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for row in asked.rows:
-        real = compile_program(row, target, scratch / "ptxas" / row.id, "k", launcher=launcher, machine_code=True)
-        stand_in = compile_program(row, target, scratch / "stand-in" / row.id, "k", launcher=launcher)
+        real = compile_program(row, target, scratch / "ptxas" / row.id, "k", machine_code=True)
+        stand_in = compile_program(row, target, scratch / "stand-in" / row.id, "k")
         if real["status"] != "ok" or stand_in["status"] != "ok":
             print(f"| {row.id} | error: {real['message'] or stand_in['message']} |", flush=True)
             continue

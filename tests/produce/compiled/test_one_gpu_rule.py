@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from offload_repro.core import forkserver
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.produce.compiled.compiled_row import compile_row
 from offload_repro.produce.compiled.derive_scale import CONTRAST, choose
@@ -15,15 +14,14 @@ from offload_repro.produce.compiled.derive_scale import CONTRAST, choose
 
 @pytest.mark.slow
 def test_declared_one_gpu_rules_reproduce_the_capacity_contrast(tables, tmp_path):
-    """Both targets' three compiles, two at a time, forked from one process that imported MaxText once."""
+    """Both targets' three compiles, two at a time."""
     rows = {row.id: row for row in load_rows(tables)}
-    forked = forkserver.ForkServerLauncher(tmp_path / "fs")
     jobs = [(target_name, row_id) for target_name in ("h200-1", "h100-1") for row_id in CONTRAST]
 
     def compiled(job: tuple[str, str]) -> dict:
         target_name, row_id = job
         work = tmp_path / target_name / row_id
-        return compile_row(rows[row_id], load_target(target_name), work.with_suffix(".json"), work, launcher=forked)
+        return compile_row(rows[row_id], load_target(target_name), work.with_suffix(".json"), work)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(jobs, pool.map(compiled, jobs), strict=True))

@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from offload_repro.commands import arguments, fork_server_option
+from offload_repro.commands import arguments
 from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, Row, load_target
 from offload_repro.core.variants import apply, schedules_by_profile
 from offload_repro.produce.compiled.compiled_row import compile_row
 from offload_repro.produce.compiled.program_cache import LHS_OFF
 
-PARENTS = (*arguments.ONE_ROW, fork_server_option.FORK_SERVER)
+PARENTS = arguments.ONE_ROW
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +56,6 @@ def run(args: argparse.Namespace) -> int:
         args.work_dir,
         programs=args.programs,
         variant=variant,
-        launcher=fork_server_option.launcher(args),
         latency_profile=profile,
     )
     verdict = "fits" if result.get("fits") else "out of memory"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offload_repro.commands import arguments, fork_server_option
+from offload_repro.commands import arguments
 from offload_repro.core.data import DataError
 from offload_repro.core.measured_elsewhere import load_measured
 from offload_repro.produce.validation.compile_run import compile_measured
 
-PARENTS = (arguments.OUT, arguments.WORK_DIR, fork_server_option.FORK_SERVER)
+PARENTS = (arguments.OUT, arguments.WORK_DIR)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,6 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         args.work_dir,
         args.programs,
-        launcher=fork_server_option.launcher(args),
         latency_profile=args.latency_profile,
     )
     verdict = "fits" if result.get("fits") else "out of memory"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offload_repro.commands import arguments, fork_server_option
+from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.produce.whatif.capacity_frontier import write_frontier
 
-PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, fork_server_option.FORK_SERVER)
+PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     rows, target = load_rows(args.tables), load_target(args.target)
-    result = write_frontier(args.policy, rows, target, args.out, args.programs, fork_server_option.launcher(args))
+    result = write_frontier(args.policy, rows, target, args.out, args.programs)
     cached = sum(point["cached"] for point in result["points"])
     note = f"; {result['message']}" if result["message"] else ""
     largest = result["largest_fitting_micro_batch"]

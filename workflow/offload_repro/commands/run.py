@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from offload_repro.commands import arguments, fork_server_option
+from offload_repro.commands import arguments
 from offload_repro.core.data import load_target
 from offload_repro.produce.measured.runner import run_row
 
-PARENTS = (*arguments.ONE_ROW, fork_server_option.FORK_SERVER, arguments.CONTAINER)
+PARENTS = (*arguments.ONE_ROW, arguments.CONTAINER)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,7 +19,6 @@ def run(args: argparse.Namespace) -> int:
         args.work_dir,
         container_runtime=args.container_runtime,
         allow_unpinned=args.allow_unpinned_container,
-        launcher=fork_server_option.launcher(args),
     )
     print(f"{result['row']}: {result['status']}" + (f" ({result['message']})" if result["message"] else ""))
     return 0

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offload_repro.commands import arguments, fork_server_option
+from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.produce.whatif.alternatives import write_sensitivity
 
-PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.WORK_DIR, fork_server_option.FORK_SERVER)
+PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.WORK_DIR)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         programs=args.programs,
         work_dir=args.work_dir,
-        launcher=fork_server_option.launcher(args),
         default_predicted=args.default_predicted,
     )
     best = result["fit"]["best"]

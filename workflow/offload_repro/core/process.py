@@ -1,10 +1,8 @@
 """Running one training or compile process for a row: a clean work directory, the package on
 its path, its output in a log file.
 
-How a local process is started is a `Launcher`: `run_subprocess` here, or the fork server's
-(`core/forkserver.py`, built from the workflow's `fork_server` setting), which this module does
-not know about. A stage is handed its launcher as an argument; without one it runs plain
-subprocesses.
+How a local process is started is a `Launcher`: `run_subprocess` here; a stage takes another
+as an argument (tests hand the compile a stand-in process).
 """
 
 from __future__ import annotations
@@ -45,14 +43,11 @@ def package_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_subprocess(
-    command: list[str], env: dict[str, str], cwd: Path, log_file: Path, mode: str = "w"
-) -> tuple[int, float]:
+def run_subprocess(command: list[str], env: dict[str, str], cwd: Path, log_file: Path) -> tuple[int, float]:
     """The plain `Launcher`: (exit status, wall seconds) of `command` as a subprocess, its stdout
-    and stderr in `log_file` (`mode` "a": after what is there, as the fork server's fallback
-    writes its note first)."""
+    and stderr in `log_file`."""
     started = time.monotonic()
-    with open(log_file, mode, encoding="utf-8") as log:
+    with open(log_file, "w", encoding="utf-8") as log:
         returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd).returncode
     return returncode, time.monotonic() - started
 

@@ -7,8 +7,6 @@ offload fits at 8) with the widest margin, so that the static estimate's known g
 scratch, cuDNN workspace) are least likely to flip an outcome.
 
     python -m offload_repro.produce.compiled.derive_scale h200-1 deepseek base_num_decoder_layers 4 8 12 16
-
---fork-server [DIR] forks the compiles from one fork server (core/forkserver.py), as the workflow does.
 """
 
 from __future__ import annotations
@@ -22,10 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core import forkserver, memory
+from offload_repro.core import memory
 from offload_repro.core.data import Row, Target, load_rows, load_target
 from offload_repro.core.files import REPO_ROOT, write_json
-from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.produce.compiled.compiled_row import compile_row
 
 # The source's capacity contrast (Table 1, rows 4 and 5, and the optimized offload row).
@@ -50,7 +47,6 @@ def derive(
     family: str,
     parameter: str,
     values: list[int],
-    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
     by_id = {row.id: row for row in rows}
     work = Path(tempfile.mkdtemp(prefix="derive-scale-"))
@@ -60,7 +56,7 @@ def derive(
         fits, margins, device = {}, {}, {}
         for row_id in CONTRAST:
             out, work_dir = work / f"{value}-{row_id}.json", work / f"{value}-{row_id}"
-            result = compile_row(by_id[row_id], variant, out, work_dir, launcher=launcher)
+            result = compile_row(by_id[row_id], variant, out, work_dir)
             if result["status"] != "ok":
                 raise RuntimeError(f"{parameter}={value}, {row_id}: {result['message']}")
             fits[row_id], margins[row_id] = result["fits"], round(result["margin_gib"], 2)
@@ -84,11 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("family")
     parser.add_argument("parameter")
     parser.add_argument("values", nargs="+", type=int)
-    parser.add_argument("--fork-server", nargs="?", const="", metavar="DIR", help="fork the compiles from a server")
     args = parser.parse_args(argv)
     tables = sorted(str(p) for p in (REPO_ROOT / "experiments" / "rows").glob("*.yaml"))
-    rows, launcher = load_rows(tables), forkserver.launcher(args.fork_server)
-    result = derive(load_target(args.target), rows, args.family, args.parameter, args.values, launcher)
+    result = derive(load_target(args.target), load_rows(tables), args.family, args.parameter, args.values)
     out = REPO_ROOT / "results" / "derivations" / f"{args.target}.json"
     write_json(out, result)
     print(json.dumps(result, indent=2))

@@ -18,13 +18,7 @@ from offload_repro.cluster.jax_distributed import RANKS_DIR_VARIABLE
 from offload_repro.core import failure, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, checkout_relative, read_json, write_json
-from offload_repro.core.process import (
-    Launcher,
-    Supervised,
-    fresh_work_dir,
-    run_subprocess,
-    run_supervised,
-)
+from offload_repro.core.process import Supervised, fresh_work_dir, run_subprocess, run_supervised
 from offload_repro.core.results import write_result
 from offload_repro.produce.measured import metrics, repeats, trace
 from offload_repro.produce.measured.launch import TRACE_DIR_VARIABLE
@@ -186,11 +180,9 @@ def launch_once(
     python: str,
     container_runtime: str,
     allow_unpinned: bool,
-    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
-    """One training run of the row in `work_dir`: how it ended and what it measured. `launcher`
-    starts a local XLA:CPU run; a GPU run starts on its own (the fork server is proven on XLA:CPU
-    runs and compiles), SLURM's ranks through srun."""
+    """One training run of the row in `work_dir`: how it ended and what it measured (SLURM's
+    ranks start through srun)."""
     metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"
     overrides = maxtext_args.target_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
@@ -213,8 +205,7 @@ def launch_once(
             raise Interrupted(f"SLURM job {job} was sent SIGTERM after {outcome.wall_s:.0f} s")
     else:
         limit = None
-        launch = run_subprocess if target.kind == "gpu" else launcher
-        returncode, wall_s = launch(command, env, work_dir, log_file)
+        returncode, wall_s = run_subprocess(command, env, work_dir, log_file)
         outcome = Supervised(returncode, wall_s, "exit")
 
     launch = read_json(stats_file) if stats_file.exists() else {}
@@ -268,18 +259,16 @@ def run_row(
     python: str = sys.executable,
     container_runtime: str = "pyxis",
     allow_unpinned: bool = False,
-    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
     """Run the row `target.repeats` times (each its own run, stopping at the first that fails) and
-    write its record; an attempt the cluster ended writes none (see Interrupted). `launcher`:
-    how a local CPU run starts (see launch_once)."""
+    write its record; an attempt the cluster ended writes none (see Interrupted)."""
     work_dir = fresh_work_dir(work_dir)  # MaxText runs inside it; every path handed over is absolute
     interruptions = begin_attempt(work_dir)
     runs: list[dict[str, Any]] = []
     try:
         for repeat in range(1, target.repeats + 1):
             repeat_dir = work_dir if target.repeats == 1 else fresh_work_dir(work_dir / f"repeat-{repeat}")
-            runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned, launcher))
+            runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned))
             if runs[-1]["status"] != "ok":
                 break
     except Interrupted as interruption:  # when there was time to say why, the next attempt reads it

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core.measured_elsewhere import MeasuredRun, compiled_as, load_validation, target_for
-from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
 from offload_repro.produce.compiled.compiled_row import compiled_evidence
 from offload_repro.produce.validation.xla_flags import unknown_flags
@@ -21,20 +20,17 @@ def compile_measured(
     work_dir: Path,
     programs: Path | None,
     python: str = sys.executable,
-    launcher: Launcher = run_subprocess,
     latency_profile: Path | None = None,
 ) -> dict[str, Any]:
     """Compile the run (or take its program from the cache `programs`) and write its result;
-    `launcher`: how the compile's process starts; `latency_profile`: a profile of the model's costs
-    its scheduler takes in place of the run's own recorded one (produce/validation/run_profiles.py)."""
+    `latency_profile`: a profile of the model's costs its scheduler takes in place of the run's own
+    recorded one (produce/validation/run_profiles.py)."""
     validation = load_validation()
     target = target_for(run)
     unknown = unknown_flags(run.xla_flags, python)
     compiled = compiled_as(run, target, validation, unknown)
     # the one path every compile takes: the program from the cache or compiled, and its result
-    result = compiled_evidence(
-        compiled.row, target, work_dir, programs, python, launcher=launcher, latency_profile=latency_profile
-    )
+    result = compiled_evidence(compiled.row, target, work_dir, programs, python, latency_profile=latency_profile)
     result["measured_elsewhere"] = {
         "source": run.source,
         "source_file": run.source_file,

@@ -114,7 +114,6 @@ def gather(
     variant_files: list[Path],
     programs: Path,
     work_dir: Path,
-    launcher: Launcher = run_subprocess,
 ) -> dict[str, Any]:
     default = {}
     for path in default_files:
@@ -154,7 +153,7 @@ def gather(
         "message": None,
         "assumptions": table,
         "variants": len(variants()),
-        "fit": best_fit(rows, target, default, table, programs, work_dir, launcher),
+        "fit": best_fit(rows, target, default, table, programs, work_dir),
     }
 
 
@@ -212,13 +211,12 @@ def write_sensitivity(
     out: Path,
     programs: Path,
     work_dir: Path,
-    launcher: Launcher = run_subprocess,
     default_predicted: Path | None = None,
 ) -> dict[str, Any]:
     """The table of every alternative beside the defaults, and the best fit; `predicted_files`: each
     alternative's prediction of every row, `<variant>/predicted.json` (`default_predicted`: the
-    defaults' own); `launcher` starts the combination's compiles."""
-    data = gather({row.id: row for row in rows}, target, default_files, variant_files, programs, work_dir, launcher)
+    defaults' own)."""
+    data = gather({row.id: row for row in rows}, target, default_files, variant_files, programs, work_dir)
     predicted = {path.parent.name: str(path) for path in map(Path, predicted_files)}
     errors: dict[str, dict[str, Any] | None] = {"": speed_error(default_predicted)}
     for entry in data["assumptions"]:

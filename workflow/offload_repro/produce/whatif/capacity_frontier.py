@@ -24,7 +24,6 @@ from typing import Any
 from offload_repro.core import memory
 from offload_repro.core.data import DataError, Row, Target, validate
 from offload_repro.core.files import REPO_ROOT, read_yaml
-from offload_repro.core.process import Launcher, run_subprocess
 from offload_repro.core.results import write_result
 from offload_repro.produce.compiled.compiled_row import compile_result, compiled_evidence
 from offload_repro.produce.compiled.program_cache import cached_program
@@ -62,9 +61,9 @@ def cached_point(row: Row, target: Target, programs: Path) -> dict[str, Any] | N
     return as_point(row, compile_result(row, target, *found, True)) if found else None
 
 
-def compile_point(row: Row, target: Target, programs: Path, launcher: Launcher = run_subprocess) -> dict[str, Any]:
+def compile_point(row: Row, target: Target, programs: Path) -> dict[str, Any]:
     """One micro batch of a policy: its program (from the cache when any stage compiled it) as a point."""
-    return as_point(row, compiled_evidence(row, target, programs / "work" / row.id, programs, launcher=launcher))
+    return as_point(row, compiled_evidence(row, target, programs / "work" / row.id, programs))
 
 
 def as_point(row: Row, result: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +157,6 @@ def write_frontier(
     target: Target,
     out_json: Path,
     programs: Path,
-    launcher: Launcher = run_subprocess,
 ) -> dict:
     data = load_policies()
     policy = next((p for p in data["policies"] if p["id"] == policy_id), None)
@@ -168,7 +166,7 @@ def write_frontier(
     largest, points, error = search(
         base_row(policy, by_id).per_device_batch_size,
         data["micro_batches"],
-        lambda micro_batch: compile_point(policy_row(policy, by_id, micro_batch), target, programs, launcher),
+        lambda micro_batch: compile_point(policy_row(policy, by_id, micro_batch), target, programs),
         lambda micro_batch: cached_point(policy_row(policy, by_id, micro_batch), target, programs),
     )
     return write_result(
