@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import FIXTURES, REPO
 from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
+from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.check_types import CHECKS, within
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import observe_files
 from offload_repro.judge.evidence_views import EvidenceView, views
+from offload_repro.judge.observers import predicted_observations
+from offload_repro.judge.prediction_verdicts import predictions
 from offload_repro.judge.spread import tolerance_text
 from offload_repro.judge.verdicts import check_claims, judge_one, overall
 from offload_repro.produce.analytic_bytes import write_accounting
@@ -294,6 +299,23 @@ def test_views_group_observations_by_evidence_and_target():
     }
     assert found[("compiled", "gb200-nvl72")].judges == ("source-hardware", "full-scale-gpu")
     assert found[("analytic", None)].rows["r"]["offloaded_gib"] == 70.875
+
+
+def test_a_view_reads_each_predicted_row_from_the_result_file_its_observations_name(tmp_path):
+    """The sensitivity stage mixes rows an alternative predicted with the default's rows: each row's
+    calibrations, settings and leave-one-out errors are those of its own file, each file read once."""
+    default = FIXTURES / "results/predicted/gb200-nvl72.json"
+    result = read_result(default, "predicted")
+    other = copy.deepcopy(result)
+    for row in other["rows"]:
+        row["by_calibration"] = {on: [2 * v for v in values] for on, values in row.get("by_calibration", {}).items()}
+    alternative = tmp_path / "alternative.json"
+    write_result(alternative, "predicted", other)
+    mixed = [o for o in predicted_observations(result, str(default)) if o.row.startswith("llama")]
+    mixed += [o for o in predicted_observations(other, str(alternative)) if o.row.startswith("deepseek")]
+    (view,) = views([o.record() for o in mixed], {"gb200-nvl72": load_target("gb200-nvl72")})
+    chosen = predictions(result) | {r: p for r, p in predictions(other).items() if r.startswith("deepseek")}
+    assert view.predicted == chosen and view.predicted != predictions(result)
 
 
 def test_the_summary_names_the_strongest_deciding_judgement(claims, analytic_views):

@@ -111,7 +111,7 @@ def test_the_table_is_one_typed_file(tmp_path):
     evidence = build(paths, "cpu", tmp_path / "evidence.json")
     assert {source["kind"] for source in evidence["sources"]} == {"run", "compile", "analytic", "probe"}
     columns = frame(evidence)
-    fields = "row target evidence metric value unit status source at message low high n policy calibrated_on"
+    fields = "row target evidence metric value unit status source at message low high n policy"
     assert list(columns.columns) == fields.split()
     assert set(columns["evidence"]) == {"measured", "compiled", "analytic"}
 

@@ -26,20 +26,18 @@ def test_the_families_name_the_fields_their_results_record():
     assert names.CLONE_KINDS == xla_clones.KINDS
 
 
-def test_a_prediction_under_another_calibration_carries_it_as_a_field_never_in_its_name():
+def test_a_prediction_is_one_observation_per_fact_its_calibrations_stay_in_its_result():
     observations, _, details = observe_files([PREDICTED, *COMPILED])
     assert all("@" not in o.metric for o in observations)
-    calibrated = [o for o in observations if o.calibrated_on is not None]
-    assert {o.metric for o in calibrated} == {names.TFLOPS, names.LOO_ERROR}
+    predicted = [o for o in observations if o.evidence == "predicted" and o.row is not None]
+    assert all(o.at is None for o in predicted)
+    facts = [(o.row, o.metric) for o in predicted]
+    assert len(facts) == len(set(facts))
     result = json.loads(PREDICTED.read_text())
-    row = next(r for r in result["rows"] if r["status"] == "ok" and r.get("by_calibration"))
-    for calibration, values in row["by_calibration"].items():
-        central = [
-            o
-            for o in calibrated
-            if o.row == row["row"] and o.calibrated_on == calibration and o.at is None and o.metric == names.TFLOPS
-        ]
-        assert [o.value for o in central] == [values[0]]
+    central = {o.row: (o.value, o.low, o.high) for o in predicted if o.metric == names.TFLOPS}
+    for row in (r for r in result["rows"] if r["status"] == "ok"):
+        values = row["tflops_per_device"]
+        assert central[row["row"]] == (values[0], min(values), max(values))
     # the sources of a published number travel as a list, and the page's flag is computed here
     sources = [o for o in observations if o.metric == names.PUBLISHED_SOURCES]
     assert sources and all(isinstance(o.value, list) for o in sources)
@@ -95,7 +93,7 @@ def test_the_host_memory_claim_is_judged_by_what_each_evidence_measures():
 def test_a_prediction_beside_a_run_on_its_hardware_gets_its_error_against_the_run():
     """The page's 'predicted / measured - 1' is an observation made here, per row and over the target."""
     predicted, _, _ = observe_files([PREDICTED])
-    central = next(o for o in predicted if o.metric == names.TFLOPS and o.at is None and o.calibrated_on is None)
+    central = next(o for o in predicted if o.metric == names.TFLOPS)
     run = dataclasses.replace(central, evidence="measured", value=float(central.value) * 1.25, low=None, high=None)
     found = observers.against_measured([*predicted, run])
     by_metric = {(o.row, o.metric): o.value for o in found}

@@ -18,10 +18,12 @@ import pytest
 from conftest import FIXTURES, REPO
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.published import load_speed, published_throughputs
+from offload_repro.core.results import read_result, write_result
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
 from offload_repro.judge.observers import predicted_observations
+from offload_repro.judge.prediction_verdicts import Predicted
 from offload_repro.judge.verdicts import check_claims, judge_one, overall
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
@@ -334,11 +336,11 @@ def llama_programs() -> dict[str, dict]:
     }
 
 
-def judged(published: dict[str, float] | float, claims: list[dict], programs: dict | None = None) -> list[dict]:
-    target = load_target("gb200-nvl72")
-    result = predicted_result(llama_rows(published), programs or llama_programs())
-    observations = [obs.record() for obs in predicted_observations(result, "predicted.json")]
-    evidence = views(observations, {"gb200-nvl72": target})
+def judged(published: dict[str, float] | float, claims: list[dict], path: Path) -> list[dict]:
+    """The claims judged by the Llama stand-ins' prediction, written to `path` (the verdicts read it)."""
+    result = write_result(path, "predicted", predicted_result(llama_rows(published), llama_programs()))
+    observations = [obs.record() for obs in predicted_observations(result, str(path))]
+    evidence = views(observations, {"gb200-nvl72": load_target("gb200-nvl72")})
     return [judge_one(claim, claim["judged_by"][0], evidence, {"source-hardware": ["gb200-nvl72"]}) for claim in claims]
 
 
@@ -363,7 +365,7 @@ def speed_claim(claim_id: str, check: dict, published: float | None = None, tole
     }
 
 
-def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges():
+def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges(tmp_path):
     # published numbers within a few percent of what the stand-ins predict at one rate
     model = consistent(llama_programs())
     published = {row: value * factor for (row, value), factor in zip(model.items(), (1.0, 1.02, 0.97), strict=True)}
@@ -374,8 +376,8 @@ def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges():
             "gain", {"type": "ratio", "rows": ["llama-qkv-offload-lhs", "llama-baseline"]}, 0.029, {"absolute": 0.02}
         ),
     ]
-    first = judged(published, claims)
-    second = judged(published | {"llama-baseline": published["llama-baseline"] * 0.75}, claims)
+    first = judged(published, claims, tmp_path / "first.json")
+    second = judged(published | {"llama-baseline": published["llama-baseline"] * 0.75}, claims, tmp_path / "2.json")
     own, other, gain = first
     # the baseline's own number is judged by a calibration on another row, and not moved by it...
     assert own["calibrated_on"] != "llama-baseline" and "not llama-baseline" in own["note"]
@@ -406,8 +408,8 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
         row: {"family": "deepseek", "calibrated_on": "deepseek-remat", "published_sources": entry["sources"]}
         for row, entry in published.items()
     }
-    # each row predicted under every calibration: the evidence view's `calibrated`
-    calibrated = {row: {"tflops_per_device": dict.fromkeys(published, 1.0), "loo_error": {}} for row in facts}
+    # each row predicted under every calibration, as its result file records it
+    calibrated = {row: Predicted({on: [1.0] for on in published}) for row in facts}
     value = speed_claim("value", {"type": "value", "rows": ["deepseek-offload-optimized"]}, 908.2)
     assert judged_by_prediction.choose_calibration(value, facts, calibrated)[0] is None
     ratio = speed_claim("deepseek-optimized-vs-remat", {"type": "ratio", "rows": list(published)[:2]}, 0.57)
@@ -415,9 +417,9 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
     kinds = {"deepseek-remat": "remat", "deepseek-offload-plain": "offload", "deepseek-offload-optimized": "offload"}
     for row, kind in kinds.items():
         facts[row]["placement_kind"] = kind
-    calibrated["deepseek-offload-plain"]["loo_error"]["deepseek-remat"] = 0.3  # remat derives from this claim
-    calibrated["deepseek-remat"]["loo_error"]["deepseek-offload-plain"] = 0.01
-    calibrated["deepseek-offload-optimized"]["loo_error"]["deepseek-offload-plain"] = 0.2
+    calibrated["deepseek-offload-plain"].loo_errors["deepseek-remat"] = 0.3  # remat derives from this claim
+    calibrated["deepseek-remat"].loo_errors["deepseek-offload-plain"] = 0.01
+    calibrated["deepseek-offload-optimized"].loo_errors["deepseek-offload-plain"] = 0.2
     # the ratio compares an offload row with a remat row: every such pair uses its own 57%
     pair = ("deepseek-offload-optimized", "deepseek-remat")
     error, why = judged_by_prediction.measured_error(ratio, facts, calibrated, pair)
@@ -431,10 +433,10 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
 CLAIMS = {claim["id"]: claim for claim in load_claims(REPO / "experiments/claims.yaml")}
 
 
-def llama_facts(errors: dict[tuple[str, str], float]) -> tuple[dict[str, dict], dict[str, dict]]:
-    """The Llama rows as predicted evidence gives them: (facts, calibrated), each row's placement
+def llama_facts(errors: dict[tuple[str, str], float]) -> tuple[dict[str, dict], dict[str, Predicted]]:
+    """The Llama rows as predicted evidence gives them: (facts, predictions), each row's placement
     kind and its own published throughput as its only source; each calibration offered and the
-    leave-one-out errors (calibrated on, predicted), as the evidence view's `calibrated`."""
+    leave-one-out errors (calibrated on, predicted), as the rows' prediction records them."""
     rows = ["llama-baseline", "llama-qkv-offload-lhs", "llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined"]
     facts = {
         row: {
@@ -445,11 +447,9 @@ def llama_facts(errors: dict[tuple[str, str], float]) -> tuple[dict[str, dict], 
         }
         for row in rows
     }
-    calibrated: dict[str, dict] = {
-        row: {"tflops_per_device": dict.fromkeys(rows, 1.0), "loo_error": {}} for row in rows
-    }
+    calibrated = {row: Predicted({on: [1.0] for on in rows}) for row in rows}
     for (calibrated_on, predicted), error in errors.items():
-        calibrated[predicted]["loo_error"][calibrated_on] = error
+        calibrated[predicted].loo_errors[calibrated_on] = error
     return facts, calibrated
 
 
@@ -586,7 +586,6 @@ def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
     """Stand-in predictions for the Llama rows beside the real compiled fixtures: the page counts
     verdicts by the evidence that decided them, marks a claim decided by prediction on its line,
     and shows the speed section with each row's terms and each speed claim's explanation."""
-    from offload_repro.core.results import write_result
     from report_page import raw_placeholders
 
     predicted = predicted_result(llama_rows(2669), llama_programs())
@@ -611,7 +610,6 @@ def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
 def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternative(tmp_path):
     """Under an alternative the rows are predicted again from its programs: here the offload row
     computes more under one of them, and the ordering it was judged on turns."""
-    from offload_repro.core.results import read_result, write_result
     from offload_repro.judge.robustness import robustness, varied_verdicts
 
     target = load_target("gb200-nvl72")
@@ -807,7 +805,6 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     states the model's error on that hardware."""
     import json
 
-    from offload_repro.core.results import write_result
     from report_page import raw_placeholders
 
     fixtures = FIXTURES / "results"
@@ -1072,8 +1069,6 @@ def test_the_predicted_chart_draws_each_value_claims_prediction_and_the_band_its
     """The real GB200 prediction judged, then drawn: a row a value claim judges shows that claim's
     prediction and band (the error on real GPUs included), the same numbers as its verdict; before,
     the chart widened each row by its family's leave-one-out error alone, another band."""
-    from offload_repro.core.results import read_result
-
     fixtures = FIXTURES / "results"
     inputs = [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), fixtures / "predicted/gb200-nvl72.json"]
     html = rendered_page(tmp_path, tables, "cpu", inputs)
@@ -1097,7 +1092,6 @@ def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_e
     experiments/validation.yaml) and Vera Rubin (no FP4 peak stated: refused, the page says why),
     beside the real compiled fixtures; a row that has no compile on a target says so in its cell."""
     from offload_repro.core.measured_elsewhere import load_validation
-    from offload_repro.core.results import write_result
     from offload_repro.present.text import fmt
     from report_page import raw_placeholders
 
@@ -1144,6 +1138,5 @@ def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_e
 
 
 def load_result_rows(path: Path) -> list[dict]:
-    from offload_repro.core.results import read_result
 
     return read_result(path, "predicted")["rows"]

@@ -28,9 +28,6 @@ class Observation:
     n: int | None = None
     # A fact about a placement policy of experiments/frontier.yaml (its capacity frontier), not a row.
     policy: str | None = None
-    # A prediction made under a calibration other than its row's default: the row (or run) whose
-    # published value calibrated it. None: the default calibration, or not a prediction.
-    calibrated_on: str | None = None
 
     def record(self) -> dict[str, Any]:
         return asdict(self)

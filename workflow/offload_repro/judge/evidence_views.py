@@ -1,6 +1,8 @@
 """The evidence table seen one evidence kind on one target at a time: each view holds the values
-its rows (or placement policies) were observed with, their spreads of repeats and series, says in
-words what produced them and names the hardware classes it can judge."""
+its rows (or placement policies) were observed with and their spreads of repeats, says in words what
+produced them and names the hardware classes it can judge. A predicted view also holds each row's
+prediction as its own result file records it (a row's predicted observations name that file), which
+the verdicts read its calibrations, settings and leave-one-out errors from."""
 
 from __future__ import annotations
 
@@ -8,14 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from offload_repro.core.data import Target
+from offload_repro.core.results import read_result
 from offload_repro.judge import spread
+from offload_repro.judge.prediction_verdicts import Predicted, predictions
 
 
 @dataclass
 class EvidenceView:
-    """One evidence kind on one target, as {row: {metric: value}} (series points apart, in `series`),
-    {row: {metric: {low, high, n}}} for the values that are medians of more than one repeat, and
-    {policy: {metric: value}} for the placement policies' capacity frontiers."""
+    """One evidence kind on one target, as {row: {metric: value}}, {row: {metric: {low, high, n}}}
+    for the values that are medians of more than one repeat, {policy: {metric: value}} for the
+    placement policies' capacity frontiers and, for predicted evidence, {row: its prediction}."""
 
     evidence: str
     target: str | None
@@ -23,14 +27,8 @@ class EvidenceView:
     judges: tuple[str, ...] = ()
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     spreads: dict[str, dict[str, spread.Spread]] = field(default_factory=dict)
-    # series points in order: {row: {metric: [value, ...]}} (a predicted value at each setting of
-    # its stated uncertainties, central first; a run's loss at each step)
-    series: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # predictions under each calibration of the row's model: {row: {metric: {calibrated_on: value}}}
-    # and their series points, {row: {metric: {calibrated_on: [value, ...]}}}
-    calibrated: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    calibrated_series: dict[str, dict[str, dict[str, list[Any]]]] = field(default_factory=dict)
+    predicted: dict[str, Predicted] = field(default_factory=dict)
 
     def facts(self, check: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The rows (or the policies) a check is about, those this evidence has."""
@@ -38,10 +36,14 @@ class EvidenceView:
 
 
 def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> list[EvidenceView]:
+    """Series points (`at`) are left out: no check judges a series. The sensitivity stage's evidence
+    may mix rows predicted by an alternative with rows of the default prediction: each row's own
+    prediction file is read, each file once."""
     found: dict[tuple[str, str | None], EvidenceView] = {}
+    read: dict[str, dict[str, Predicted]] = {}
     for obs in observations:
-        if obs["row"] is None and obs.get("policy") is None:
-            continue  # a fact about the target as a whole
+        if (obs["row"] is None and obs.get("policy") is None) or obs["at"] is not None:
+            continue  # a fact about the target as a whole, or a point of a series
         key = (obs["evidence"], obs["target"])
         if key not in found:
             target = targets.get(obs["target"]) if obs["target"] else None
@@ -55,26 +57,19 @@ def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> lis
                 source = target.spec["title"] if target else str(obs["target"])
             found[key] = EvidenceView(obs["evidence"], obs["target"], source, tuple(target.judges) if target else ())
         if obs.get("policy") is not None:
-            if obs["at"] is None:
-                facts = found[key].policies.setdefault(obs["policy"], {"status": "ok", "message": None})
-                facts[obs["metric"]] = obs["value"]
-                if obs["metric"] == "status":
-                    facts["status"], facts["message"] = obs["value"], obs["message"]
-            continue
-        if obs.get("calibrated_on") is not None:  # .get: tables written before calibrations were a field
-            by_row = found[key].calibrated_series if obs["at"] is not None else found[key].calibrated
-            by_metric = by_row.setdefault(obs["row"], {}).setdefault(obs["metric"], {})
-            if obs["at"] is not None:
-                by_metric.setdefault(obs["calibrated_on"], []).append(obs["value"])
-            else:
-                by_metric[obs["calibrated_on"]] = obs["value"]
-            continue
-        if obs["at"] is not None:
-            found[key].series.setdefault(obs["row"], {}).setdefault(obs["metric"], []).append(obs["value"])
+            facts = found[key].policies.setdefault(obs["policy"], {"status": "ok", "message": None})
+            facts[obs["metric"]] = obs["value"]
+            if obs["metric"] == "status":
+                facts["status"], facts["message"] = obs["value"], obs["message"]
             continue
         row = found[key].rows.setdefault(obs["row"], {"status": "ok", "message": None})
         if obs["metric"] == "status":
             row["status"], row["message"] = obs["value"], obs["message"]
+            if obs["evidence"] == "predicted":
+                if obs["source"] not in read:
+                    read[obs["source"]] = predictions(read_result(obs["source"], "predicted"))
+                if obs["row"] in read[obs["source"]]:
+                    found[key].predicted[obs["row"]] = read[obs["source"]][obs["row"]]
         else:
             row[obs["metric"]] = obs["value"]
             if (obs.get("n") or 0) > 1:  # .get: tables written before repeats have no spread fields

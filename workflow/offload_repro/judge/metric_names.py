@@ -7,8 +7,9 @@ in: a compile's `device_bytes` is `device_gib` here, in `experiments/claims.yaml
 program holds (`host_gib`) is not the bytes a row's tensors offload by the analytic count
 (`offloaded_gib`), although the source's 70.9 GiB claim is judged by both.
 
-No name carries a value: the calibration a prediction was made under is the observation's own
-`calibrated_on` field, never a suffix of its metric. `known` says whether a name is one of these;
+No name carries a value (never `tflops_per_device@<calibration row>`): a prediction under another
+calibration than its row's default is read from its result, not the table. `known` says whether a
+name is one of these;
 the evidence table refuses any other (tests/judge/test_metric_names.py holds the lists below equal
 to the result fields they name).
 """
@@ -48,10 +49,8 @@ ERROR_AGAINST_MEASURED_LARGEST_ABS = "error_against_measured_largest_abs"
 TFLOPS_ACROSS_HARDWARE = "tflops_per_device_across_hardware"
 STEP_S_ACROSS_HARDWARE = "step_s_across_hardware"
 CALIBRATED_ON = "calibrated_on"  # the row (or run) a prediction's default calibration is
-LOO_ERROR = "loo_error"  # predicted / published - 1, calibrated on another row (`calibrated_on`)
 FAMILY = "family"
 PLACEMENT_KIND = "placement_kind"
-SETTINGS = ("setting_link_level", "setting_network_end", "setting_overlap")
 
 # A predicted step's terms, in the order they add up (produce/predicted/step_model.TERMS), and
 # how the pages and explanations name them.
@@ -154,10 +153,8 @@ NAMES = frozenset(
         CALIBRATED_ON,
         TFLOPS_ACROSS_HARDWARE,
         STEP_S_ACROSS_HARDWARE,
-        LOO_ERROR,
         FAMILY,
         PLACEMENT_KIND,
-        *SETTINGS,
         STEP_S,
         *STEP_TERMS,
         *(collective_gb(kind) for kind in COLLECTIVE_KINDS),

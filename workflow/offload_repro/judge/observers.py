@@ -250,48 +250,32 @@ def across_hardware_error(result: dict[str, Any]) -> tuple[float, str] | None:
 
 
 def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
-    """Per row: the predicted throughput at its default calibration and under each calibration of
-    its model (`calibrated_on`; central value, band, and each setting as a series point), the
+    """Per row: the predicted throughput at its default calibration with its lowest and highest over
+    the settings of the stated uncertainties (the verdicts read every calibration at every setting,
+    and the leave-one-out errors, from the result itself: judge/prediction_verdicts.py), the
     published throughput it was compared with, what that derives from and whether a speedup implies
-    it, the prediction over it, its leave-one-out errors, the FLOPs, bytes and collectives that make
-    the step, and its terms; per offload row, its predicted gain."""
+    it, the prediction over it, the FLOPs, bytes and collectives that make the step, and its terms;
+    per offload row, its predicted gain."""
     found: list[Observation] = []
-    errors: dict[str, list[dict[str, Any]]] = {}  # leave-one-out pairs by the row they predict
-    for family in ((result.get("model_error") or {}).get("families") or {}).values():
-        for pair in family["pairs"]:
-            errors.setdefault(pair["predicted"], []).append(pair)
     for row in result["rows"]:
         seen = Observer(row, source, "predicted", row["row"], result["target"])
         seen.status_line()
         if row["status"] != "ok":
             found += seen.observations
             continue
-        series: dict[str | None, list[float | None] | None] = {None: row.get("tflops_per_device")}
-        series |= row.get("by_calibration", {})
-        for calibrated_on, values in series.items():
-            present = [value for value in values or [] if value is not None]
-            if not present:
-                continue
-            tagged = {"calibrated_on": calibrated_on}
-            seen.add(names.TFLOPS, values[0], "TFLOPs/s/device", low=min(present), high=max(present), **tagged)
-            for index, value in enumerate(values):
-                seen.add(names.TFLOPS, value, "TFLOPs/s/device", at=float(index), **tagged)
+        central = (row.get("tflops_per_device") or [None])[0]
+        present = [value for value in row.get("tflops_per_device") or [] if value is not None]
+        if present:
+            seen.add(names.TFLOPS, central, "TFLOPs/s/device", low=min(present), high=max(present))
         across = across_hardware_error(result)
-        central = [value for value in row.get("tflops_per_device") or [] if value is not None]
-        if across and central:  # a measured step lies within the error of the carry: its band widens by it
+        if across and present:  # a measured step lies within the error of the carry: its band widens by it
             error, why = across
-            low, high = min(central) * (1 - error), max(central) * (1 + error)
-            seen.add(names.TFLOPS_ACROSS_HARDWARE, central[0], "TFLOPs/s/device", low=low, high=high, message=why)
+            low, high = min(present) * (1 - error), max(present) * (1 + error)
+            seen.add(names.TFLOPS_ACROSS_HARDWARE, present[0], "TFLOPs/s/device", low=low, high=high, message=why)
             step = (row.get("breakdown") or {}).get(names.STEP_S)
             if step:
                 low_s, high_s = widened(step, error)
                 seen.add(names.STEP_S_ACROSS_HARDWARE, step, "s", low=low_s, high=high_s, message=why)
-        chosen = result.get("settings") or {}
-        links, ends = chosen.get("link_level", []), chosen.get("network_end", [])
-        overlaps = chosen.get("overlap") or ["scheduled"] * len(links)
-        for index, setting in enumerate(zip(links, ends, overlaps, strict=True)):
-            for name, value in zip(names.SETTINGS, setting, strict=True):
-                seen.add(name, value, at=float(index))
         seen.add(names.FAMILY, row["family"])
         seen.add(names.PLACEMENT_KIND, row.get("placement_kind"))
         seen.add(names.CALIBRATED_ON, row["calibrated_on"])
@@ -302,11 +286,8 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         if published is not None:
             # a throughput a published speedup implies: its sources name more than its own row
             seen.add(names.PUBLISHED_IMPLIED, len(derives_from) > 1)
-            predicted = row.get("tflops_per_device") or [None]
-            if predicted[0]:
-                seen.add(names.PREDICTED_OVER_PUBLISHED, predicted[0] / published, "fraction")
-        for pair in errors.get(row["row"], []):
-            seen.add(names.LOO_ERROR, pair["error"], "fraction", calibrated_on=pair["calibrated_on"])
+            if central:
+                seen.add(names.PREDICTED_OVER_PUBLISHED, central / published, "fraction")
         flops = row["flops"]
         for name in ("model", "counted", "rematted", "unspent", "recompute"):
             seen.add(f"{name}_tflops_per_step", flops[name] / 1e12, "TFLOP/device")
@@ -349,9 +330,7 @@ def against_measured(observations: list[Observation]) -> list[Observation]:
     found = []
     for o in observations:
         run = measured.get((o.row, o.target))
-        if o.evidence != "predicted" or o.metric != names.TFLOPS or o.at is not None or o.calibrated_on:
-            continue
-        if run is None or not o.value:
+        if o.evidence != "predicted" or o.metric != names.TFLOPS or run is None or not o.value:
             continue
         error = float(o.value) / float(run.value) - 1
         message = f"predicted {o.value:.1f} against {run.value:.1f} measured ({run.source})"

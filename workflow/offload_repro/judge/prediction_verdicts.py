@@ -1,12 +1,12 @@
 """How predicted evidence judges a speed claim, never more strongly than the model's measured error
 allows, and what it says about why.
 
-Every predicted row carries its throughput under each calibration of its model (`tflops_per_device`
-with `calibrated_on` the calibrating row, at each setting of the stated uncertainties: the evidence
-view's `calibrated` and `calibrated_series`), the published throughput it was compared with where
-it has one, what that number derives from (`published_sources`), its placement kind
-(`placement_kind`: offload, device or remat) and its leave-one-out errors (`loo_error` with
-`calibrated_on`: predicted from that row's calibration, against its own published number).
+Every predicted row is read from its own result file (`Predicted`): its throughput under each
+calibration of its model (`by_calibration`, at each setting of the stated uncertainties, central
+first), the result's settings and the leave-one-out errors of its published throughput
+(`model_error`: predicted from another row's calibration, against its own published number). Its
+observations give the published throughput it was compared with where it has one, what that number
+derives from (`published_sources`) and its placement kind (`placement_kind`: offload, device or remat).
 
 - A claim's own published values: the claim itself, its row's throughput for a value claim, and every
   row throughput or claim it `derives_from` (experiments/claims.yaml). They never calibrate it and
@@ -28,6 +28,7 @@ it has one, what that number derives from (`published_sources`), its placement k
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from offload_repro.core.error_band import widened
@@ -36,8 +37,46 @@ from offload_repro.judge.spread import number
 
 Setting = tuple[str, str, str]  # the links' efficiency level, network end, schedule
 LEVEL_ORDER = {"low": 0, "central": 1, "high": 2}  # the links' efficiency levels, slowest first
-# {row: {metric: {calibrated_on: value}}}: an evidence view's predictions under each calibration
-Calibrated = dict[str, dict[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """One row's prediction as its result file records it: its throughput under each calibration of
+    its model at each setting (central first), those settings, and the leave-one-out errors of its
+    published throughput by the row whose calibration predicted it."""
+
+    by_calibration: dict[str, list[float | None]] = field(default_factory=dict)
+    settings: list[Setting] = field(default_factory=list)
+    loo_errors: dict[str, float] = field(default_factory=dict)
+
+    def central(self, calibrated_on: str) -> float | None:
+        return (self.by_calibration.get(calibrated_on) or [None])[0]
+
+    def series(self, calibrated_on: str) -> list[float | None]:
+        """That calibration's prediction at each setting; empty where it predicts nothing."""
+        values = self.by_calibration.get(calibrated_on) or []
+        return values if any(value is not None for value in values) else []
+
+
+UNPREDICTED = Predicted()
+
+
+def predictions(result: dict[str, Any]) -> dict[str, Predicted]:
+    """Each row a prediction result predicted."""
+    chosen = result.get("settings") or {}
+    links, ends = chosen.get("link_level", []), chosen.get("network_end", [])
+    overlaps = chosen.get("overlap") or ["scheduled"] * len(links)  # recorded before the schedule was a setting
+    settings = list(zip(links, ends, overlaps, strict=True))
+    errors: dict[str, dict[str, float]] = {}
+    for family in ((result.get("model_error") or {}).get("families") or {}).values():
+        for pair in family["pairs"]:
+            if pair["error"] is not None:
+                errors.setdefault(pair["predicted"], {})[pair["calibrated_on"]] = pair["error"]
+    return {
+        row["row"]: Predicted(row.get("by_calibration") or {}, settings, errors.get(row["row"], {}))
+        for row in result["rows"]
+        if row["status"] == "ok"
+    }
 
 
 def own_values(claim: dict[str, Any]) -> set[str]:
@@ -54,12 +93,14 @@ def sources(facts: dict[str, dict[str, Any]], row: str) -> set[str]:
 
 
 def choose_calibration(
-    claim: dict[str, Any], facts: dict[str, dict[str, Any]], calibrated: Calibrated
+    claim: dict[str, Any], facts: dict[str, dict[str, Any]], predicted: dict[str, Predicted]
 ) -> tuple[str | None, str]:
-    """(calibration row, why), or (None, why not comparable)."""
+    """(calibration row, why), or (None, why not comparable); a calibration is offered where it
+    predicts the claim's first row at the central settings."""
     row = claim["check"]["rows"][0]
     default = facts[row].get(names.CALIBRATED_ON)
-    offered = list(calibrated.get(row, {}).get(names.TFLOPS, {}))
+    mine = predicted.get(row, UNPREDICTED)
+    offered = [calibration for calibration in mine.by_calibration if mine.central(calibration) is not None]
     if not offered:
         return None, "no calibration of this model reaches this target"
     excluded = own_values(claim)
@@ -98,7 +139,7 @@ def compared_pairs(claim: dict[str, Any], calibrated_on: str) -> list[tuple[str,
 
 
 def measured_error(
-    claim: dict[str, Any], facts: dict[str, dict[str, Any]], calibrated: Calibrated, pair: tuple[str, str]
+    claim: dict[str, Any], facts: dict[str, dict[str, Any]], predicted: dict[str, Predicted], pair: tuple[str, str]
 ) -> tuple[float | None, str]:
     """The largest leave-one-out error over the pairs of this pair's kind in its model that leave the
     claim's own values out; (None, why) where there is none: unmeasured."""
@@ -109,9 +150,7 @@ def measured_error(
     for row, observed in facts.items():
         if observed.get(names.FAMILY) != family:
             continue
-        for calibrated_on, value in calibrated.get(row, {}).get(names.LOO_ERROR, {}).items():
-            if value is None:
-                continue
+        for calibrated_on, value in predicted.get(row, UNPREDICTED).loo_errors.items():
             if (sources(facts, row) | sources(facts, calibrated_on)) & excluded:
                 continue
             if pair_kind(facts, row, calibrated_on) == kind:

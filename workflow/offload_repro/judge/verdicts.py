@@ -95,14 +95,14 @@ def _judge_predicted(
     the model's measured error gives (the larger of the source rows' leave-one-out error and the
     error on real GPUs recorded for its kind), and a verdict no stronger than that band
     (judge/prediction_verdicts.py)."""
-    calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows, evidence.calibrated)
+    calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows, evidence.predicted)
     if calibrated_on is None:
         return _not_comparable(basis)
     metric = names.TFLOPS
+    predicted = {row: evidence.predicted.get(row, prediction_verdicts.UNPREDICTED) for row in observed_rows}
     # each row's throughput as that calibration predicted it, in place of its default calibration's
     under = {
-        row: {**observed, metric: evidence.calibrated.get(row, {}).get(metric, {}).get(calibrated_on)}
-        for row, observed in observed_rows.items()
+        row: {**observed, metric: predicted[row].central(calibrated_on)} for row, observed in observed_rows.items()
     }
     judged = {**claim, "check": {**claim["check"], "metric": metric}}
     judgement = evaluate(judged, rule, under) | {"calibrated_on": calibrated_on}
@@ -110,7 +110,7 @@ def _judge_predicted(
         return judgement | {"metric": metric, "note": basis}
     errors, whys, sources = {}, {}, {}
     for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
-        own = prediction_verdicts.measured_error(claim, evidence.rows, evidence.calibrated, pair)
+        own = prediction_verdicts.measured_error(claim, evidence.rows, evidence.predicted, pair)
         real = prediction_verdicts.real_hardware_error(evidence.rows[pair[0]].get(names.FAMILY), kinds)
         errors[pair], why, sources[pair] = prediction_verdicts.larger_error(own, real)
         whys[pair] = f"{pair[0]} against {pair[1]}: {why}" if len(claim["check"]["rows"]) > 2 else why
@@ -119,17 +119,9 @@ def _judge_predicted(
     if unmeasured:
         reason = "; ".join(dict.fromkeys(unmeasured))
         return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
-    first = evidence.series.get(claim["check"]["rows"][0], {})
-    links, ends = first.get("setting_link_level", []), first.get("setting_network_end", [])
-    overlaps = first.get("setting_overlap") or ["scheduled"] * len(links)
-    settings = list(zip(links, ends, overlaps, strict=True))
-    series = {
-        row: evidence.calibrated_series.get(row, {}).get(metric, {}).get(calibrated_on, [])
-        for row in claim["check"]["rows"]
-    }
-    found = prediction_verdicts.band(
-        judged["check"], {row: values for row, values in series.items() if values}, errors, settings
-    )
+    rows = claim["check"]["rows"]
+    series = {row: values for row in rows if (values := predicted[row].series(calibrated_on))}
+    found = prediction_verdicts.band(judged["check"], series, errors, predicted[rows[0]].settings)
     if found is None:
         return judgement | {"verdict": "inconclusive", "reason": "no prediction at any setting", "note": note}
     largest = max(errors, key=lambda pair: errors[pair] or 0)

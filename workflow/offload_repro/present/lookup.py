@@ -13,11 +13,8 @@ from offload_repro.present.text import failure_note
 
 
 def frame(evidence: dict[str, Any]) -> pd.DataFrame:
-    """The evidence table's observations as a DataFrame (one column per Observation field). The
-    pages show each prediction at its row's default calibration: those made under another
-    calibration, which the verdicts read, are left out."""
-    observations = pd.DataFrame(evidence["observations"], columns=list(Observation.__dataclass_fields__))
-    return observations[observations["calibrated_on"].isna()].reset_index(drop=True)
+    """The evidence table's observations as a DataFrame (one column per Observation field)."""
+    return pd.DataFrame(evidence["observations"], columns=list(Observation.__dataclass_fields__))
 
 
 class Lookup:

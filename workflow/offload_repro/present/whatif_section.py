@@ -99,10 +99,7 @@ def predicted_grid(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any
     model's band, and on hardware calibrated elsewhere the band of the error a calibration carried
     across hardware has; or why the row is not predicted there."""
     chosen = observations[
-        (observations["evidence"] == "predicted")
-        & observations["at"].isna()
-        & observations["calibrated_on"].isna()
-        & observations["row"].notna()
+        (observations["evidence"] == "predicted") & observations["at"].isna() & observations["row"].notna()
     ]
     targets = sorted(set(chosen["target"].dropna()))
     if not targets:
