@@ -355,9 +355,8 @@ def against_measured(observations: list[Observation]) -> list[Observation]:
 
 def validation_observations(result: dict[str, Any], source: str) -> list[Observation]:
     """Per published run measured elsewhere: its measured step, the step predicted under each
-    calibration (one run of its GPU and precision: central value, band and each setting as a series
-    point; every run in turn: its errors; across hardware), the simple model's beside it, and the
-    step's terms."""
+    calibration (one run of its GPU and precision: central value and band over the settings; every
+    run in turn: its errors; across hardware), the simple model's beside it, and the step's terms."""
     found: list[Observation] = []
     simple = result["errors"]["simple_model"]
     for run in result["runs"]:
@@ -373,8 +372,6 @@ def validation_observations(result: dict[str, Any], source: str) -> list[Observa
             present = [step for step in steps if step is not None]
             if present:
                 seen.add("predicted_step_s", steps[0], "s", low=min(present), high=max(present))
-            for index, step in enumerate(steps):
-                seen.add("predicted_step_s", step, "s", at=float(index))
             seen.add("calibrated_on", smallest["calibrated_on"])
             seen.add("untested", run.get("untested"))
             seen.add("error", smallest["error"], "fraction")
