@@ -1,8 +1,7 @@
 """The evidence table seen one evidence kind on one target at a time: each view holds the values
 its rows (or placement policies) were observed with and their spreads of repeats, says in words what
-produced them and names the hardware classes it can judge. A predicted view also holds each row's
-prediction as its own result file records it (a row's predicted observations name that file), which
-the verdicts read its calibrations, settings and leave-one-out errors from."""
+produced them and names the hardware classes it can judge; a predicted view, each row's prediction
+as the result file its observations name records it (its calibrations, settings and errors)."""
 
 from __future__ import annotations
 

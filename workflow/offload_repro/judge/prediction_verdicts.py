@@ -52,8 +52,7 @@ class Predicted:
     def central(self, calibrated_on: str) -> float | None:
         return (self.by_calibration.get(calibrated_on) or [None])[0]
 
-    def series(self, calibrated_on: str) -> list[float | None]:
-        """That calibration's prediction at each setting; empty where it predicts nothing."""
+    def series(self, calibrated_on: str) -> list[float | None]:  # empty where it predicts nothing
         values = self.by_calibration.get(calibrated_on) or []
         return values if any(value is not None for value in values) else []
 

@@ -101,9 +101,7 @@ def _judge_predicted(
     metric = names.TFLOPS
     predicted = {row: evidence.predicted.get(row, prediction_verdicts.UNPREDICTED) for row in observed_rows}
     # each row's throughput as that calibration predicted it, in place of its default calibration's
-    under = {
-        row: {**observed, metric: predicted[row].central(calibrated_on)} for row, observed in observed_rows.items()
-    }
+    under = {row: {**seen, metric: predicted[row].central(calibrated_on)} for row, seen in observed_rows.items()}
     judged = {**claim, "check": {**claim["check"], "metric": metric}}
     judgement = evaluate(judged, rule, under) | {"calibrated_on": calibrated_on}
     if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
