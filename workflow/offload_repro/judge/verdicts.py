@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 from offload_repro.core.measured_elsewhere import load_validation
+from offload_repro.core.optional_stages import needs_text
 from offload_repro.judge import metric_names as names
 from offload_repro.judge import prediction_verdicts, spread
 from offload_repro.judge.check_types import evaluate
@@ -30,9 +31,10 @@ DECISIVE = ("error", "fail", "pass")
 CHECK = "check"  # a claim kind: this reproduction's own consistency check, not a sentence of the source
 
 
-def _not_comparable(reason: str, would_judge: str | None = None) -> dict[str, Any]:
-    """`would_judge`: a target whose evidence could judge the claim (the page shows how to run it)."""
-    return {"verdict": "not-comparable", "reason": reason, "would_judge": would_judge}
+def _not_comparable(reason: str, would_judge: str | None = None, would_run: str | None = None) -> dict[str, Any]:
+    """`would_judge`: a target whose evidence could judge the claim; `would_run`: the optional stage
+    that could (the page shows how to run either)."""
+    return {"verdict": "not-comparable", "reason": reason, "would_judge": would_judge, "would_run": would_run}
 
 
 def judge_one(
@@ -64,9 +66,12 @@ def judge_one(
     facts = evidence.facts(check)
     missing = [name for name in subjects(check) if name not in facts]
     if missing:
-        needs = f"; {claim['needs']}" if claim.get("needs") else ""
+        needs = claim.get("needs")
         what = "rows" if "rows" in check else "placement policies"
-        return base | _not_comparable(f"{what} without {kind} evidence here: {', '.join(missing)}{needs}")
+        reason = f"{what} without {kind} evidence here: {', '.join(missing)}"
+        if needs:
+            return base | _not_comparable(f"{reason}; {needs_text(needs)}", would_run=needs["stage"])
+        return base | _not_comparable(reason)
     observed_rows = {name: facts[name] for name in subjects(check)}
     errors = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "error"]
     if errors:

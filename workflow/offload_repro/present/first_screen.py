@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from offload_repro.core import optional_stages
 from offload_repro.core.data import Target, load_target
 from offload_repro.present.target_command import snakemake_command
 
@@ -85,6 +86,16 @@ def would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return decided
 
 
+def stages_would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The optional stages that would judge undecided claims, with how many each would and the
+    command that adds it: [{stage, title, count, command}]."""
+    counts = Counter(j["would_run"] for claim in claims for j in claim["judgements"] if j.get("would_run"))
+    return [
+        {"stage": stage, "title": optional_stages.TITLES[stage], "count": n, "command": optional_stages.command(stage)}
+        for stage, n in counts.most_common()
+    ]
+
+
 def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target | None) -> dict[str, Any]:
     """What the summary says, every number from `verdicts`: the claims held independently, those
     consistent by construction, the failures, the undecided ones with what would decide them, and
@@ -106,5 +117,6 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         "inconclusive": sum(1 for c in undecided if c["verdict"] == "inconclusive"),
         "not_comparable": sum(1 for c in undecided if c["verdict"] == "not-comparable"),
         "would_decide": would_decide(undecided),
+        "stages_would_decide": stages_would_decide(undecided),
         "predicted": predicted,
     }

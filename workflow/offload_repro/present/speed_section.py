@@ -151,6 +151,23 @@ def speed(
         for judgement in claim["judgements"]:
             if judgement["evidence"] == "predicted":
                 judged.append({"claim": claim, "judgement": judgement})
+    # a calibration row's own claim is judged under another calibration: the table shows that value too
+    for line in lines:
+        line["judged_as"] = next(
+            (
+                {
+                    "claim": j["claim"]["id"],
+                    "value": j["claim"]["summary"].get("observed"),
+                    "on": j["judgement"]["calibrated_on"],
+                }
+                for j in judged
+                if j["claim"]["check"] == "value"
+                and j["claim"]["subjects"] == [line["row"].id]
+                and j["judgement"].get("calibrated_on") not in (None, line["row"].id)
+                and j["claim"]["summary"].get("evidence") == "predicted"
+            ),
+            None,
+        )
     return {
         "lines": lines,
         "measured_here": measured_here,
