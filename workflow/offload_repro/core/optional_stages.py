@@ -3,6 +3,8 @@ words and the command that adds it, for a claim that only such a stage can judge
 
 from __future__ import annotations
 
+SNAKEMAKE = ".venv/bin/snakemake"  # as a user types it after envs/bootstrap.sh
+
 TITLES = {
     "whatif": "the what-if stage",
     "assumptions": "the sensitivity stage",
@@ -12,7 +14,7 @@ TITLES = {
 
 def command(stage: str) -> str:
     """The command line that runs the main job with `stage` added, as a user types it."""
-    return f".venv/bin/snakemake --cores all --config {stage}=True"
+    return f"{SNAKEMAKE} --cores all --config {stage}=True"
 
 
 def needs_text(needs: dict[str, str]) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from offload_repro.core.data import Row, Target
-from offload_repro.present.target_command import SNAKEMAKE, snakemake_command
+from offload_repro.core.optional_stages import SNAKEMAKE
+from offload_repro.present.target_command import snakemake_command
 
 
 def versions(*provenances: dict[str, Any] | None) -> dict[str, str]:

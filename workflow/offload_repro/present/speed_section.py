@@ -152,22 +152,14 @@ def speed(
             if judgement["evidence"] == "predicted":
                 judged.append({"claim": claim, "judgement": judgement})
     # a calibration row's own claim is judged under another calibration: the table shows that value too
+    judged_as = {
+        j["claim"]["subjects"][0]: {"claim": j["claim"]["id"], "value": j["judgement"].get("observed"), "on": on}
+        for j in judged
+        if j["claim"]["check"] == "value" and (on := j["judgement"].get("calibrated_on"))
+    }
     for line in lines:
-        line["judged_as"] = next(
-            (
-                {
-                    "claim": j["claim"]["id"],
-                    "value": j["claim"]["summary"].get("observed"),
-                    "on": j["judgement"]["calibrated_on"],
-                }
-                for j in judged
-                if j["claim"]["check"] == "value"
-                and j["claim"]["subjects"] == [line["row"].id]
-                and j["judgement"].get("calibrated_on") not in (None, line["row"].id)
-                and j["claim"]["summary"].get("evidence") == "predicted"
-            ),
-            None,
-        )
+        found = judged_as.get(line["row"].id)
+        line["judged_as"] = found if found and found["on"] != line["row"].id else None
     return {
         "lines": lines,
         "measured_here": measured_here,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from offload_repro.core.containers import unpinned_containers
 from offload_repro.core.data import Target
-
-SNAKEMAKE = ".venv/bin/snakemake"
+from offload_repro.core.optional_stages import SNAKEMAKE
 
 
 def snakemake_command(target: Target) -> str:
