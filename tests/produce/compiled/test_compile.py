@@ -31,7 +31,11 @@ def test_compile_arguments_are_full_scale_with_the_targets_settings(tables, gb20
     assert args["model_name"] == "deepseek3-671b" and "override_model_config" not in args
     assert args["per_device_batch_size"] == 8 and args["max_target_length"] == 4096
     assert args["internal_compile_num_devices"] == 128
-    assert (args["megablox"], args["sparse_matmul"], args["capacity_factor"]) == (False, False, 1.0)
+    # the sorted, dropless dispatch (assumption deepseek-moe-dispatch), its grouped matmul tiled
+    assert (args["megablox"], args["sparse_matmul"], args["capacity_factor"]) == (False, True, -1.0)
+    assert (
+        rows(tables)["deepseek-device-mb8"].ragged_dot == "tiled" and rows(tables)["llama-baseline"].ragged_dot == "xla"
+    )
     assert args["attention"] == "cudnn_flash_jax" and args["hardware"] == "gpu"
     assert args["mla_q"] == "device"
 
@@ -260,7 +264,10 @@ def test_a_fusion_without_a_default_config_is_compiled_again_with_autotuning_and
         return
     assert "--xla_gpu_autotune_level=0" not in flags[1] and "--xla_gpu_shard_autotuning=false" in flags[1]
     fallback = result["autotuning_fallback"]
-    assert fallback["compile_only_flags"] == ["--xla_gpu_shard_autotuning=false"]
+    assert fallback["compile_only_flags"] == [
+        "--xla_gpu_shard_autotuning=false",
+        "--xla_gpu_enable_cub_radix_sort=false",
+    ]
     assert fallback["why"].startswith(
         "JaxRuntimeError: INTERNAL: Failed to get configs for: 2 out of 47 instructions. See logs for all failures."
         " Example failure: No supported config found for HLO: %gemm_fusion_dot.138 = bf16[256,1280,2048]"

@@ -92,6 +92,9 @@ class Row:
     # what the target's runs set (core/gpu.py, allocator_fraction); an assumption's alternative or a
     # published run's environment states its own.
     allocator_memory_fraction: float | None = None
+    # What MaxText's sorted MoE dispatch multiplies each expert's tokens with: XLA's own
+    # `jax.lax.ragged_dot` or core/grouped_matmul.py's tiled_gmm (table.schema.yaml says why).
+    ragged_dot: str = "xla"
 
     def xla_flag(self, name: str) -> str | None:
         """The value the row's published flags give `name` ('--xla_gpu_...'), None where they do not set it."""

@@ -76,9 +76,14 @@ def xla_flags(row: Row, extra: list[str] | None = None) -> str:
     return " ".join([*row.xla_flags, *row.unstated_xla_flags, *(extra or [])])
 
 
+# What `jax.lax.ragged_dot` computes in a row's process (core/grouped_matmul.py): the row's `ragged_dot`.
+RAGGED_DOT_VARIABLE = "OFFLOAD_REPRO_RAGGED_DOT"
+
+
 def environment(row: Row, target: Target) -> dict[str, str]:
-    """What a row's MaxText process runs with on the target: its XLA_FLAGS and the target's variables."""
-    env = package_environment({"XLA_FLAGS": xla_flags(row)})
+    """What a row's MaxText process runs with on the target: its XLA_FLAGS, its grouped matmul and
+    the target's variables."""
+    env = package_environment({"XLA_FLAGS": xla_flags(row), RAGGED_DOT_VARIABLE: row.ragged_dot})
     if target.kind == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
     env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})

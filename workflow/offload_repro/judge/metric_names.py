@@ -179,6 +179,7 @@ NAMES = frozenset(
         # compiles
         "compile_s",
         "compile_peak_rss_gib",
+        "moe_dispatch",  # how an MoE program routes tokens to its experts, in words
         # the memory XLA planned the program within and it must fit: the run's allocator share of the GPU
         "allocator_share",
         ALLOCATOR_LIMIT_GIB,

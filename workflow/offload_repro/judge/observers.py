@@ -78,6 +78,17 @@ def warning_meaning(text: str, device: int, host: int) -> str:
     )
 
 
+def moe_dispatch(result: dict[str, Any]) -> str | None:
+    """How a compiled MoE program routes tokens to experts, in words; None for a dense model."""
+    overrides = result["maxtext_overrides"]
+    if "sparse_matmul" not in overrides:  # set for MoE families only (a target's compile.families)
+        return None
+    if not overrides["sparse_matmul"]:
+        return f"dense dispatch, capacity factor {overrides['capacity_factor']}"
+    matmul = {"tiled": "a grouped matmul over 128-token tiles", "xla": "jax.lax.ragged_dot as XLA lowers it"}
+    return f"sorted, dropless; {matmul[result.get('ragged_dot', 'xla')]}"
+
+
 def compile_observations(result: dict[str, Any], source: str) -> list[Observation]:
     """A compile's observations: fits or not, device and host memory, the offload against the
     analytic bytes of the row as compiled, the program, XLA's warnings with their meaning."""
@@ -92,6 +103,7 @@ def compile_observations(result: dict[str, Any], source: str) -> list[Observatio
     # what the row must fit within, and XLA planned it within: the allocator's share of the GPU
     limit = result.get("allocator_limit_bytes") or (capacity * share if share and capacity else None)
     seen.add(names.ALLOCATOR_LIMIT_GIB, memory.gib(limit), "GiB")
+    seen.add("moe_dispatch", moe_dispatch(result))
     if result["status"] != "ok":
         return seen.observations
     seen.add(names.OUTCOME, "fits" if result["fits"] else "oom")

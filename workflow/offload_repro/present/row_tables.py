@@ -49,6 +49,7 @@ def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
                     "async_pairs": get("compiled", "async_pairs"),
                     names.HLO_SHA256: get("compiled", names.HLO_SHA256),
                     "warnings": lookup.all(row.id, "compiled", "xla_memory_warning"),
+                    "moe_dispatch": get("compiled", "moe_dispatch"),
                 },
                 "analytic": {
                     names.DEVICE_SAVED_GIB: get("analytic", names.DEVICE_SAVED_GIB),

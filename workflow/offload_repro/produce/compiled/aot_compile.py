@@ -8,6 +8,8 @@ two small shims must be in place before MaxText builds anything.
   target description gives compile-only GPUs. MaxText's `train_compile` (abstract train state,
   sharding rules, remat policies, `jit_and_compile`) is used unchanged; only its
   `get_topology_desc`, which it calls for TPUs, is pointed at these GPUs.
+- Grouped matmul: `jax.lax.ragged_dot` is what the row's `ragged_dot` says
+  (core/grouped_matmul.py), set in the environment by the caller.
 - cuDNN: jax asks the *local* cuDNN for its version before emitting cuDNN flash attention;
   there is none here, so the target container's version is declared instead. The compiled
   program then counts the attention workspace as 0 bytes: a stated gap of this evidence.
@@ -27,6 +29,7 @@ from typing import Any
 
 from offload_repro.core import gpu
 from offload_repro.core.files import write_json
+from offload_repro.core.grouped_matmul import install_from
 from offload_repro.core.memory_analysis import memory_analysis_dict
 from offload_repro.produce.compiled.host_offload_hlo import canonical, summarize_hlo
 from offload_repro.produce.compiled.model_flops import components
@@ -142,4 +145,5 @@ if __name__ == "__main__":
             " STATS_JSON TARGET_TXTPB TOPOLOGY CUDNN_VERSION -- key=value ..."
         )
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    install_from(os.environ)
     sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[6:]))

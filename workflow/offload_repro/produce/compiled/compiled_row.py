@@ -75,6 +75,7 @@ def compile_result(
         "compile_seconds": stats.get("compile_seconds"),
         "peak_rss_bytes": stats.get("peak_rss_bytes"),
         "maxtext_overrides": compile_overrides(row, target) if overrides is None else overrides,
+        "ragged_dot": row.ragged_dot,
         "assumptions": list(dict.fromkeys([*target.spec["compile"].get("assumptions", []), *row.assumptions])),
         "program": {
             "key": program["key"],

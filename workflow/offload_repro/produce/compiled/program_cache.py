@@ -27,6 +27,7 @@ from offload_repro.core import gpu, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.failure import Failure, failure_of
 from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
+from offload_repro.core.maxtext_args import RAGGED_DOT_VARIABLE
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
 from offload_repro.core.results import ResultError, read_result, write_result
@@ -38,8 +39,12 @@ from offload_repro.produce.compiled.aot_compile import HLO_FILE, MEMORY_WARNING
 # byte-identical (workflow/scripts/autotune_identity.py compiles every row both ways to show it, and a
 # slow test holds it for one row of each kind; the program digest changes, since untuned fusions
 # carry a default backend config).
-COMPILE_ONLY_FLAGS = ("--xla_gpu_shard_autotuning=false", "--xla_gpu_autotune_level=0")
-DEFAULT_AUTOTUNING = ("--xla_gpu_shard_autotuning=false",)
+# XLA's CUB radix sort asks a GPU for its scratch size while compiling ("cudaErrorInvalidDevice"
+# without one); XLA's own sort takes its place in a compile-only program that sorts (a dropless MoE
+# dispatch), and a program without a sort is unchanged by it.
+XLA_SORT = "--xla_gpu_enable_cub_radix_sort=false"
+COMPILE_ONLY_FLAGS = ("--xla_gpu_shard_autotuning=false", XLA_SORT, "--xla_gpu_autotune_level=0")
+DEFAULT_AUTOTUNING = ("--xla_gpu_shard_autotuning=false", XLA_SORT)
 # The code that decides what XLA is asked to compile and what is read back from it. The code that
 # turns a program into a row's result (produce/compiled/compiled_row.py) is not here: editing it reassembles
 # every result from the cache without compiling anything again.
@@ -50,6 +55,7 @@ PROGRAM_CODE = (
     "produce/compiled/hlo_text.py",
     "core/memory_analysis.py",
     "produce/compiled/model_flops.py",
+    "core/grouped_matmul.py",
     "core/gpu.py",
 )
 # The XLA flag that takes a latency profile (produce/predicted/model_profile.py), and XLA's own
@@ -113,6 +119,7 @@ def program_key(
         "xla_flags": maxtext_args.xla_flags(row, list(compile_only_flags)),
         "description": compile_description(row, target),
         "topology": target.spec["compile"]["topology"],
+        "ragged_dot": row.ragged_dot,
         "code": program_code(),
         "versions": provenance.versions(),
     }
@@ -160,7 +167,7 @@ def compile_program(
         flags += " " + stand_in
     if latency_profile is not None:  # in the key by its content
         flags += f" {PROFILE_FLAG}={latency_profile.resolve()}"
-    env = package_environment({"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"})
+    env = package_environment({"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", RAGGED_DOT_VARIABLE: row.ragged_dot})
     command = [
         python,
         "-m",

@@ -100,7 +100,9 @@ def rank_arguments(maxtext_argv: list[str], task: int) -> list[str]:
 
 def main(stats_path: str, maxtext_argv: list[str]) -> int:
     from offload_repro.cluster import jax_distributed
+    from offload_repro.core.grouped_matmul import install_from
 
+    install_from(os.environ)  # the row's grouped matmul, before MaxText builds its model
     rank = jax_distributed.start()  # before anything touches a JAX backend
     if rank is not None:
         maxtext_argv = rank_arguments(maxtext_argv, rank["task"])
