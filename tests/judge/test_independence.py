@@ -1,9 +1,8 @@
 """A pass on a setting chosen with its own published value in view is not independent: it is
-marked so and counted apart; every other verdict and count stays as it was."""
+marked so and counted apart in the one tally of the verdicts; every other verdict and count stays as
+it was."""
 
 from __future__ import annotations
-
-import copy
 
 import pytest
 
@@ -11,36 +10,29 @@ from conftest import REPO
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import DataError, load_rows
 from offload_repro.judge.independence import BY_CONSTRUCTION, in_view, mark
+from offload_repro.judge.verdicts import tally
 
 TABLES = sorted(str(path) for path in (REPO / "experiments/rows").glob("*.yaml"))
 
 
-def verdicts(*claims: tuple[str, str, str, list[str]]) -> dict:
-    """(id, verdict, deciding evidence, rows) per claim named, every other claim not comparable, and
-    counts as check_claims gives them."""
+def verdicts(*claims: tuple[str, str, str, list[str]]) -> list[dict]:
+    """(id, verdict, deciding evidence, rows) per claim named, every other claim not comparable."""
     named = {i: (v, e, rows) for i, v, e, rows in claims}
-    found = [
+    return [
         {"id": i, "kind": "value", "verdict": v, "summary": {"evidence": e}, "subjects": rows}
         for i, (v, e, rows) in {i: named.get(i, ("not-comparable", "measured", [])) for i in _all_claim_ids()}.items()
     ]
-    counts = dict.fromkeys(("pass", "fail", "inconclusive", "not-comparable", "error"), 0)
-    by_evidence: dict[str, dict[str, int]] = {}
-    for claim in found:
-        counts[claim["verdict"]] += 1
-        if claim["verdict"] in ("pass", "fail", "inconclusive"):
-            kind = claim["summary"]["evidence"]
-            by_evidence.setdefault(kind, dict.fromkeys(("pass", "fail", "inconclusive"), 0))[claim["verdict"]] += 1
-    return {"counts": counts, "counts_by_evidence": by_evidence, "claims": found}
 
 
 def test_a_compiled_pass_on_a_setting_chosen_for_its_value_is_counted_apart():
-    result = verdicts(
+    claims = verdicts(
         ("deepseek-optimized-gpu-memory", "pass", "compiled", ["deepseek-offload-optimized"]),
         ("deepseek-device-save-oom-mb8", "pass", "compiled", ["deepseek-device-mb8"]),
         ("deepseek-plain-gpu-memory", "fail", "compiled", ["deepseek-offload-plain"]),
     )
-    mark(result, load_rows(TABLES), load_assumptions())
-    by_id = {claim["id"]: claim for claim in result["claims"]}
+    mark(claims, load_rows(TABLES), load_assumptions())
+    result = tally(claims)
+    by_id = {claim["id"]: claim for claim in claims}
     optimized, oom, plain = (
         by_id[i] for i in ("deepseek-optimized-gpu-memory", "deepseek-device-save-oom-mb8", "deepseek-plain-gpu-memory")
     )
@@ -65,11 +57,11 @@ def test_a_compiled_pass_on_a_setting_chosen_for_its_value_is_counted_apart():
 
 
 def test_a_measured_pass_is_independent_of_the_settings_in_view():
-    result = verdicts(("deepseek-optimized-gpu-memory", "pass", "measured", ["deepseek-offload-optimized"]))
-    before = copy.deepcopy(result["counts"])
-    mark(result, load_rows(TABLES), load_assumptions())
-    assert all(claim["independent"] for claim in result["claims"])
-    assert result["counts"] == {"pass": before["pass"], BY_CONSTRUCTION: 0} | before
+    claims = verdicts(("deepseek-optimized-gpu-memory", "pass", "measured", ["deepseek-offload-optimized"]))
+    before = tally(claims)
+    mark(claims, load_rows(TABLES), load_assumptions())
+    assert all(claim["independent"] for claim in claims)
+    assert tally(claims) == before and before["counts"]["pass"] == 1 and before["counts"][BY_CONSTRUCTION] == 0
 
 
 def test_every_setting_records_what_was_in_view_and_names_real_claims():

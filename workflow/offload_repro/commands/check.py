@@ -18,7 +18,7 @@ from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
 from offload_repro.judge.independence import mark
 from offload_repro.judge.robustness import changes_by_alternative, policy_points, robustness, varied_verdicts
-from offload_repro.judge.verdicts import check_claims
+from offload_repro.judge.verdicts import check_claims, tally
 
 PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES)
 
@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     if args.assumptions:
         _mark_robustness(args, claims, evidence, verdicts, targets, qualifying)
     # a pass on a setting chosen with its own published value in view is counted apart
-    mark(verdicts, load_rows(args.tables) if args.tables else [], load_assumptions())
+    mark(verdicts["claims"], load_rows(args.tables) if args.tables else [], load_assumptions())
+    verdicts |= tally(verdicts["claims"])
     write_result(
         args.out,
         "verdicts",

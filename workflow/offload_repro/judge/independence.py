@@ -39,13 +39,11 @@ def settings_of(rows: list[Row], subjects: list[str], assumptions: dict[str, dic
     return named | {a for a, entry in assumptions.items() if set(entry.get("affects", [])) & set(subjects)}
 
 
-def mark(verdicts: dict[str, Any], rows: list[Row], assumptions: dict[str, dict[str, Any]]) -> None:
-    """Each pass resting on a setting chosen with its own published value in view gets `independence`,
-    and `counts` and `counts_by_evidence` move it from pass to consistent-by-construction (the
-    verdicts' other keys stay)."""
-    claims = verdicts["claims"]
+def mark(claims: list[dict[str, Any]], rows: list[Row], assumptions: dict[str, dict[str, Any]]) -> None:
+    """Each judged claim gets `independent`; a pass resting on a setting chosen with its own published
+    value in view gets `independent: false` and `by_construction`, the settings it rests on (its
+    verdict stays; judge/verdicts.py, `tally`, counts it apart)."""
     chosen_with = in_view(assumptions, {claim["id"] for claim in claims})
-    moved = 0
     for claim in claims:
         claim["independent"] = True
         if claim["verdict"] != "pass" or claim["summary"]["evidence"] not in BUILT:
@@ -56,13 +54,3 @@ def mark(verdicts: dict[str, Any], rows: list[Row], assumptions: dict[str, dict[
             continue
         claim["independent"] = False
         claim["by_construction"] = resting
-        if claim["kind"] != "check":
-            moved += 1
-            by_kind = verdicts.get("counts_by_evidence", {}).get(claim["summary"]["evidence"])
-            if by_kind:
-                by_kind["pass"] -= 1
-                by_kind[BY_CONSTRUCTION] = by_kind.get(BY_CONSTRUCTION, 0) + 1
-    counts = verdicts["counts"]
-    verdicts["counts"] = {"pass": counts["pass"] - moved, BY_CONSTRUCTION: moved} | {
-        verdict: count for verdict, count in counts.items() if verdict != "pass"
-    }

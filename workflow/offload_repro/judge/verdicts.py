@@ -24,8 +24,11 @@ from offload_repro.judge import prediction_verdicts, spread
 from offload_repro.judge.check_types import evaluate
 from offload_repro.judge.claims import subjects
 from offload_repro.judge.evidence_views import EvidenceView
+from offload_repro.judge.independence import BY_CONSTRUCTION
 
 VERDICTS = ("pass", "fail", "inconclusive", "not-comparable", "error")
+COUNTED = ("pass", BY_CONSTRUCTION, *VERDICTS[1:])  # what the source's claims are counted as (`tally`)
+DECIDED = ("pass", "fail", "inconclusive")
 STRENGTH = ("measured", "compiled", "analytic", "predicted")  # strongest first
 DECISIVE = ("error", "fail", "pass")
 CHECK = "check"  # a claim kind: this reproduction's own consistency check, not a sentence of the source
@@ -206,21 +209,32 @@ def check_claims(
                 "judgements": judgements,
             }
         )
-    # the source's claims are counted; this reproduction's own checks apart (kind: check)
+    return tally(results) | {"not_comparable_reasons": not_comparable_reasons(results), "claims": results}
+
+
+def counted_as(result: dict[str, Any]) -> str:
+    """What a claim counts as: its verdict, except a pass that rests on a setting chosen with its own
+    published value in view (judge/independence.py, `independent: false`), counted apart."""
+    if result["verdict"] == "pass" and result.get("independent") is False:
+        return BY_CONSTRUCTION
+    return result["verdict"]
+
+
+def tally(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts of the source's claims (overall and by deciding evidence) and, apart, of this
+    reproduction's own checks (kind: check), which are never counted as the source's."""
     claimed = [result for result in results if result["kind"] != CHECK]
-    counts = Counter(result["verdict"] for result in claimed)
+    counts = Counter(counted_as(result) for result in claimed)
     checks = Counter(result["verdict"] for result in results if result["kind"] == CHECK)
     by_evidence: dict[str, dict[str, int]] = {}
     for result in claimed:
-        if result["verdict"] in ("pass", "fail", "inconclusive"):
-            kind = result["summary"]["evidence"]
-            by_evidence.setdefault(kind, dict.fromkeys(("pass", "fail", "inconclusive"), 0))[result["verdict"]] += 1
+        if (verdict := counted_as(result)) in ("pass", BY_CONSTRUCTION, "fail", "inconclusive"):
+            kind = by_evidence.setdefault(result["summary"]["evidence"], dict.fromkeys(DECIDED, 0))
+            kind[verdict] = kind.get(verdict, 0) + 1
     return {
-        "counts": {verdict: counts.get(verdict, 0) for verdict in VERDICTS},
+        "counts": {verdict: counts.get(verdict, 0) for verdict in COUNTED},
         "check_counts": {verdict: checks.get(verdict, 0) for verdict in VERDICTS},
         "counts_by_evidence": by_evidence,
-        "not_comparable_reasons": not_comparable_reasons(results),
-        "claims": results,
     }
 
 

@@ -17,7 +17,7 @@ import altair as alt
 import jinja2
 import vl_convert
 
-from offload_repro.core import provenance
+from offload_repro.core import optional_stages, provenance
 from offload_repro.core.assumptions import sentence
 from offload_repro.core.data import Row, load_target
 from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
@@ -65,6 +65,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
     )
+    env.globals["stage_command"] = optional_stages.command  # one spelling of each optional stage's command
     env.filters.update(
         fmt=fmt,
         percent=percent,
