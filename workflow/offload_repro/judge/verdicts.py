@@ -103,6 +103,14 @@ def _judge_predicted(
     the model's measured error gives (the larger of the source rows' leave-one-out error and the
     error on real GPUs recorded for its kind), and a verdict no stronger than that band
     (judge/prediction_verdicts.py)."""
+    # a row whose program does not fit has no step to predict, whatever the calibration
+    out_of_memory = [
+        f"{row} ran out of memory" + (f" ({seen['message']})" if seen.get("message") else "")
+        for row, seen in observed_rows.items()
+        if seen.get("status") == "oom"
+    ]
+    if out_of_memory:
+        return _not_comparable("; ".join(out_of_memory))
     calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows, evidence.predicted)
     if calibrated_on is None:
         return _not_comparable(basis)
