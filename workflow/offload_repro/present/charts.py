@@ -316,6 +316,12 @@ def predicted_throughput(
         if r.published["tflops_per_device"] is not None and any(rec["row"] == r.id for rec in records)
     ]
     data = _labelled(records, labels, ["source", "tflops", "low", "high"])
+    # a model whose only values are one calibration row's prediction of itself (its published value,
+    # by construction) has nothing to compare, and an axis with no span to draw
+    spans = data.groupby("table")[["tflops", "low", "high"]].agg(lambda v: v.max() - v.min()).max(axis=1)
+    data = data[data["table"].map(spans) > 1e-6 * data["tflops"].abs().max()]
+    if data.empty:
+        return None
     base = alt.Chart(data).encode(
         y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)), yOffset="source:N"
     )
