@@ -47,15 +47,20 @@ def _out_of_memory(observed: dict[str, Any]) -> bool:
     return observed.get("outcome") == "oom" or observed.get("status") == "oom"
 
 
+def ran_out_of_memory(row: str, observed: dict[str, Any]) -> str | None:
+    """'<row> ran out of memory (its message)' where the row's evidence says so, else None."""
+    if not _out_of_memory(observed):
+        return None
+    return f"{row} ran out of memory" + (f" ({observed['message']})" if observed.get("message") else "")
+
+
 def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, Any], str | None]:
     values, problems = {}, []
     for row, observed in observed_rows.items():
         if observed.get(metric) is not None:
             values[row] = observed[metric]
-        elif _out_of_memory(observed):
-            problems.append(
-                f"{row} ran out of memory" + (f" ({observed['message']})" if observed.get("message") else "")
-            )
+        elif out_of_memory := ran_out_of_memory(row, observed):
+            problems.append(out_of_memory)
         else:
             problems.append(f"{row} did not report {metric}")
     return values, "; ".join(problems) or None

@@ -21,7 +21,7 @@ from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.optional_stages import needs_text
 from offload_repro.judge import metric_names as names
 from offload_repro.judge import prediction_verdicts, spread
-from offload_repro.judge.check_types import evaluate
+from offload_repro.judge.check_types import evaluate, ran_out_of_memory
 from offload_repro.judge.claims import subjects
 from offload_repro.judge.evidence_views import EvidenceView
 from offload_repro.judge.independence import BY_CONSTRUCTION
@@ -104,11 +104,7 @@ def _judge_predicted(
     error on real GPUs recorded for its kind), and a verdict no stronger than that band
     (judge/prediction_verdicts.py)."""
     # a row whose program does not fit has no step to predict, whatever the calibration
-    out_of_memory = [
-        f"{row} ran out of memory" + (f" ({seen['message']})" if seen.get("message") else "")
-        for row, seen in observed_rows.items()
-        if seen.get("status") == "oom"
-    ]
+    out_of_memory = [reason for row, seen in observed_rows.items() if (reason := ran_out_of_memory(row, seen))]
     if out_of_memory:
         return _not_comparable("; ".join(out_of_memory))
     calibrated_on, basis = prediction_verdicts.choose_calibration(claim, evidence.rows, evidence.predicted)
@@ -120,7 +116,7 @@ def _judge_predicted(
     under = {row: {**seen, metric: predicted[row].central(calibrated_on)} for row, seen in observed_rows.items()}
     judged = {**claim, "check": {**claim["check"], "metric": metric}}
     judgement = evaluate(judged, rule, under) | {"calibrated_on": calibrated_on}
-    if judgement["verdict"] == "error" or "out of memory" in (judgement.get("reason") or ""):
+    if judgement["verdict"] == "error":
         return judgement | {"metric": metric, "note": basis}
     errors, whys, sources = {}, {}, {}
     for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
@@ -236,7 +232,7 @@ def tally(results: list[dict[str, Any]]) -> dict[str, Any]:
     checks = Counter(result["verdict"] for result in results if result["kind"] == CHECK)
     by_evidence: dict[str, dict[str, int]] = {}
     for result in claimed:
-        if (verdict := counted_as(result)) in ("pass", BY_CONSTRUCTION, "fail", "inconclusive"):
+        if (verdict := counted_as(result)) in (*DECIDED, BY_CONSTRUCTION):
             kind = by_evidence.setdefault(result["summary"]["evidence"], dict.fromkeys(DECIDED, 0))
             kind[verdict] = kind.get(verdict, 0) + 1
     return {

@@ -113,13 +113,7 @@ def _grouped_gemm(
     sorted tokens read, the result written. The loop reads an expert's weights once per visit, a
     kernel once per expert (its tiles of one expert share them through L2)."""
     visits = trip_count(loop) or 1
-    per_visit = FusedFlops()
-    computation = computations.get(body)
-    for instruction in computation.instructions if computation else ():
-        per_visit += flops_of(computation, instruction)
-        for how, callee in called(instruction):
-            if how == "calls":
-                per_visit += fused_flops(computations, callee, memo)
+    per_visit = fused_flops(computations, body, memo)  # one visit: the body and the fusions it calls
     return Event(
         "compute",
         flops=visits * per_visit.total,
