@@ -169,6 +169,11 @@ def test_outcomes_and_an_oom_where_a_number_was_expected(claims):
     oom_claim = next(c for c in claims if c["id"] == "deepseek-device-save-oom-mb8")
     oom_row = {"deepseek-device-mb8": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
     assert judge(oom_claim, oom_claim["judged_by"][0], full_scale(oom_row))["verdict"] == "pass"
+    fits_claim = next(c for c in claims if c["id"] == "deepseek-device-save-fits-mb2")
+    compiled = next(rule for rule in fits_claim["judged_by"] if rule["evidence"] == "compiled")
+    missed = {"deepseek-device-mb2": ok(outcome="oom", device_gib=169.9, allocator_limit_gib=169.6)}
+    judged = judge(fits_claim, compiled, full_scale(missed, kind="compiled"))
+    assert (judged["verdict"], judged["needs_gib"], judged["limit_gib"]) == ("fail", 169.9, 169.6)
     speed = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
     row = {"deepseek-offload-optimized": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
     judgement = judge(speed, speed["judged_by"][0], full_scale(row))

@@ -43,6 +43,9 @@ def test_a_compiled_pass_on_a_setting_chosen_for_its_value_is_counted_apart():
     }
     assert oom["independent"] and "by_construction" not in oom  # no published value was in view for it
     assert plain["independent"]  # only passes can be consistent by construction
+    # a failure names the unstated settings its rows were built under, where it may lie
+    assert {"deepseek-moe-dispatch", "allocator-memory-fraction"} <= set(plain["built_under"])
+    assert "llama-collective-flags" not in plain["built_under"]
     assert result["counts"] == {
         "pass": 1,
         BY_CONSTRUCTION: 1,
@@ -61,6 +64,7 @@ def test_a_measured_pass_is_independent_of_the_settings_in_view():
     before = tally(claims)
     mark(claims, load_rows(TABLES), load_assumptions())
     assert all(claim["independent"] for claim in claims)
+    assert not any("built_under" in claim for claim in claims)  # measured evidence is not built here
     assert tally(claims) == before and before["counts"]["pass"] == 1 and before["counts"][BY_CONSTRUCTION] == 0
 
 

@@ -32,7 +32,23 @@ VERDICTS = {
         claim("memory", "pass", "compiled", independent=True),
         claim("chosen", "pass", "compiled", independent=False),
         claim("bytes", "pass", "analytic"),
-        claim("plain", "fail", "compiled", published=145.6, summary={"observed": 161.9, "relative_deviation": 0.112}),
+        claim(
+            "plain",
+            "fail",
+            "compiled",
+            published=145.6,
+            summary={"observed": 161.9, "relative_deviation": 0.112},
+            built_under=["allocator-memory-fraction", "deepseek-moe-dispatch"],
+        ),
+        claim(
+            "fits",
+            "fail",
+            "compiled",
+            kind="outcome",
+            unit=None,
+            summary={"observed": "oom", "needs_gib": 169.9, "limit_gib": 169.6},
+            built_under=["deepseek-moe-dispatch"],
+        ),
         claim(
             "gain",
             "inconclusive",
@@ -51,7 +67,7 @@ VERDICTS = {
 
 def test_the_summary_counts_the_source_claims_and_keeps_by_construction_apart():
     screen = first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))
-    assert screen["claims"] == 6  # the package's own check is not a claim of the source
+    assert screen["claims"] == 7  # the package's own check is not a claim of the source
     assert screen["passed"] == 2 and screen["by_construction"] == ["chosen"]
     assert [(h["evidence"], h["count"]) for h in screen["held"]] == [("compiled", 1), ("analytic", 1)]
     assert "128 NVIDIA GB200 GPUs" in screen["held"][0]["how"]
@@ -60,8 +76,9 @@ def test_the_summary_counts_the_source_claims_and_keeps_by_construction_apart():
 
 def test_a_speed_up_is_written_in_points_and_a_value_relative_to_the_published():
     screen = first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))
-    (failed,) = screen["failed"]
+    failed, oom = screen["failed"]
     assert failed["deviation"] == 0.112 and not failed["fraction"]
+    assert (oom["observed"], oom["needs_gib"], oom["limit_gib"]) == ("oom", 169.9, 169.6)
     (gain,) = screen["predicted"]
     assert gain["fraction"] and gain["deviation"] == -0.039  # percentage points, not -135%
     (decide,) = screen["would_decide"]
@@ -77,3 +94,9 @@ def test_the_rerun_lines_name_every_row_its_flags_and_its_command(tables):
     assert first["flags"] == rows[0].xla_flags and first["command"].endswith(f"'rows=[\"{rows[0].id}\"]'")
     assert "results/report/cpu.html --forcerun report" in lines["page"]
     assert versions(None, {"versions": {"jax": None}}) == {}
+
+
+def test_the_failures_name_the_unstated_settings_they_were_built_under_most_shared_first():
+    screen = first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))
+    assert screen["failed_under"] == ["the MoE dispatch", "the allocator's share of GPU memory"]
+    assert screen["sensitivity"].endswith("--config assumptions=True")

@@ -15,6 +15,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from offload_repro.judge import metric_names as names
 from offload_repro.judge.claims import subjects
 
 Check = Callable[[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]]], dict[str, Any]]
@@ -90,8 +91,13 @@ def reads_metric(judge: MetricCheck) -> Check:
 def outcome(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The row's outcome (it fits, or it runs out of memory) is the one the check expects."""
     check = claim["check"]
-    observed = observed_rows[subjects(check)[0]].get("outcome")
-    return {"verdict": "pass" if observed == check["expect"] else "fail", "observed": observed}
+    seen = observed_rows[subjects(check)[0]]
+    observed = seen.get(names.OUTCOME)
+    judged = {"verdict": "pass" if observed == check["expect"] else "fail", "observed": observed}
+    if seen.get(names.DEVICE_GIB) is not None and seen.get(names.ALLOCATOR_LIMIT_GIB) is not None:
+        # how far the row is from its outcome: what it needs against what the allocator leaves it
+        judged |= {"needs_gib": seen[names.DEVICE_GIB], "limit_gib": seen[names.ALLOCATOR_LIMIT_GIB]}
+    return judged
 
 
 def _against_published(

@@ -40,15 +40,20 @@ def settings_of(rows: list[Row], subjects: list[str], assumptions: dict[str, dic
 
 
 def mark(claims: list[dict[str, Any]], rows: list[Row], assumptions: dict[str, dict[str, Any]]) -> None:
-    """Each judged claim gets `independent`; a pass resting on a setting chosen with its own published
-    value in view gets `independent: false` and `by_construction`, the settings it rests on (its
-    verdict stays; judge/verdicts.py, `tally`, counts it apart)."""
+    """Each judged claim gets `independent`, and one decided by evidence the reproduction built gets
+    `built_under`, the unstated settings its rows were built under (a failure may lie in one of
+    them). A pass resting on a setting chosen with its own published value in view gets
+    `independent: false` and `by_construction`, the settings it rests on (its verdict stays;
+    judge/verdicts.py, `tally`, counts it apart)."""
     chosen_with = in_view(assumptions, {claim["id"] for claim in claims})
     for claim in claims:
         claim["independent"] = True
-        if claim["verdict"] != "pass" or claim["summary"]["evidence"] not in BUILT:
+        if claim["summary"]["evidence"] not in BUILT:
             continue
         built_under = settings_of(rows, claim["subjects"], assumptions)
+        claim["built_under"] = sorted(built_under)
+        if claim["verdict"] != "pass":
+            continue
         resting = [item for item in chosen_with.get(claim["id"], []) if item["assumption"] in built_under]
         if not resting:
             continue

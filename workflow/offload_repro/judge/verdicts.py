@@ -208,6 +208,8 @@ def check_claims(
                         "note",
                         "explanation",
                         "band",
+                        "needs_gib",
+                        "limit_gib",
                     )
                 },
                 "judgements": judgements,

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from offload_repro.core import optional_stages
+from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import Target, load_target
 from offload_repro.present.target_command import snakemake_command
 
@@ -70,7 +71,17 @@ def differences(claim: dict[str, Any]) -> dict[str, Any]:
         "observed": summary.get("observed"),
         "evidence": summary["evidence"],
         "deviation": summary.get("deviation") if fraction else summary.get("relative_deviation"),
+        "needs_gib": summary.get("needs_gib"),
+        "limit_gib": summary.get("limit_gib"),
     }
+
+
+def built_under(claims: list[dict[str, Any]], assumptions: dict[str, dict[str, Any]]) -> list[str]:
+    """The titles of the unstated settings the claims' rows were built under (judge/independence.py,
+    `built_under`), those shared by most claims first, then in the assumptions file's order."""
+    shared = Counter(a for claim in claims for a in claim.get("built_under", []))
+    order = list(assumptions)
+    return [assumptions[a]["title"] for a in sorted(shared, key=lambda a: (-shared[a], order.index(a)))]
 
 
 def would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,9 +109,11 @@ def stages_would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target | None) -> dict[str, Any]:
     """What the summary says, every number from `verdicts`: the claims held independently, those
-    consistent by construction, the failures, the undecided ones with what would decide them, and
+    consistent by construction, the failures with the unstated settings they were built under, the
+    undecided ones with what would decide them, and
     the predictions against the published values."""
     claims = _claims(verdicts)
+    failed = [c for c in claims if c["verdict"] == "fail"]
     undecided = [c for c in claims if c["verdict"] in ("inconclusive", "not-comparable")]
     predicted = [
         differences(c)
@@ -112,7 +125,9 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         "held": held(claims, target, compiled_on),
         "passed": sum(1 for c in claims if independent_pass(c)),
         "by_construction": [c["id"] for c in claims if c["verdict"] == "pass" and not independent_pass(c)],
-        "failed": [differences(c) for c in claims if c["verdict"] == "fail"],
+        "failed": [differences(c) for c in failed],
+        "failed_under": built_under(failed, load_assumptions()),
+        "sensitivity": optional_stages.command("assumptions"),
         "errors": [c["id"] for c in claims if c["verdict"] == "error"],
         "inconclusive": sum(1 for c in undecided if c["verdict"] == "inconclusive"),
         "not_comparable": sum(1 for c in undecided if c["verdict"] == "not-comparable"),
