@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-VALUE = re.compile(r" value: <\d+ (\S+?)(\{[\d,]*\})? @(\d+)> \(size=(\d+),offset=(\d+)\): (\S+)")
+VALUE = re.compile(r" value: <\d+ (\S+?)(\{[\d,]*\})?(?: \(phi\))? @(\d+)> \(size=(\d+),offset=(\d+)\): (\S+)")
 RANGE = re.compile(r"^    (\S+?)(\{[\d,]*\}):(\d+)-(\d+)$")
 OP_NAME = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?op_name=\"([^\"]*)\"", re.M)
 DEVICE_COLOR = "0"
