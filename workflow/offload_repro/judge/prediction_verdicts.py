@@ -156,12 +156,15 @@ def measured_error(
                 errors.append(abs(value))
     if not errors:
         return None, (
-            f"unmeasured: no leave-one-out pair of {family}'s throughputs compares {kind} rows"
-            " without this claim's own published values"
+            f"unmeasured: the model's error is measured by predicting one of {family}'s published throughputs"
+            f" from another, and every such prediction across {kind} rows uses this claim's own published values"
         )
     largest = max(errors)
-    count = f"{len(errors)} pair{'s' if len(errors) > 1 else ''}"
-    return largest, f"±{largest:.1%}, the largest leave-one-out error of {family}'s {kind} pairs ({count})"
+    count = f"{len(errors)} prediction{'s' if len(errors) > 1 else ''}"
+    return largest, (
+        f"±{largest:.1%}, the largest error predicting one of {family}'s published throughputs from another"
+        f" across {kind} rows ({count}, leave-one-out)"
+    )
 
 
 def real_hardware_error(family: str | None, kinds: dict[str, Any]) -> tuple[float | None, str]:
@@ -177,8 +180,8 @@ def real_hardware_error(family: str | None, kinds: dict[str, Any]) -> tuple[floa
         return None, f"unmeasured on real GPUs: no {kind['what']} run measured elsewhere is recorded"
     error = recorded["throughput_error"]
     return error, (
-        f"±{error:.1%}, the largest throughput error over {recorded['pairs']} pairs of {kind['what']} runs measured"
-        " on real GPUs, each predicted from another run of its model and precision (experiments/validation.yaml)"
+        f"±{error:.1%}, the largest throughput error over {recorded['pairs']} predictions of {kind['what']} runs"
+        " measured on real GPUs, each from another run of its model and precision (experiments/validation.yaml)"
     )
 
 
