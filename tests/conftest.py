@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from offload_repro.core.data import load_rows
+
 REPO = Path(__file__).resolve().parents[1]  # the checkout
 FIXTURES = REPO / "tests" / "fixtures"  # small real result files, logs and HLO (fixtures/README.md)
 TABLES = sorted(str(p) for p in (REPO / "experiments" / "rows").glob("*.yaml"))
@@ -48,6 +50,12 @@ def skopeo(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def tables() -> list[str]:
     return TABLES
+
+
+@pytest.fixture(scope="module")
+def rows(tables) -> dict:
+    """The rows of the tables, by id."""
+    return {row.id: row for row in load_rows(tables)}
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,46 @@
-"""Open a report in headless Chromium and read back the DOM after its scripts ran."""
+"""Build a target's report page as the main job does, and open it in headless Chromium to read back
+the DOM after its scripts ran."""
 
 from __future__ import annotations
 
+import html as entities
+import json
 import re
 import subprocess
 import tempfile
 from pathlib import Path
+
+from conftest import REPO
+from offload_repro.cli import main
+
+
+def build_report(
+    work: Path,
+    tables: list[str],
+    inputs: list | None,
+    target: str = "cpu",
+    compile_target: str = "gb200-nvl72",
+    check: tuple[str, ...] = (),
+    report: tuple[str, ...] = (),
+) -> tuple[Path, Path, Path]:
+    """evidence -> check -> report in `work`, the commands the main job runs: the evidence table of
+    the result files `inputs` (None: `work`'s evidence.json is written already), the verdicts on the
+    claims and the target's page, each command with its `check` and `report` arguments added."""
+    evidence, verdicts, page = work / "evidence.json", work / "verdicts.json", work / f"{target}.html"
+    if inputs is not None:
+        assert main(["evidence", "--target", target, "--out", str(evidence), *map(str, inputs)]) == 0
+    claims = str(REPO / "experiments" / "claims.yaml")
+    checked = ["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]
+    assert main([*checked, "--compile-target", compile_target, *check]) == 0
+    reported = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*reported, "--out", str(page), *report]) == 0
+    return evidence, verdicts, page
+
+
+def rendered_page(work: Path, tables: list[str], target: str, inputs: list, compile_target: str = "gb200-nvl72") -> str:
+    """The target's page and its appendix, built from result files by build_report."""
+    return with_appendix(build_report(work, tables, inputs, target, compile_target)[2])
+
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -53,8 +88,6 @@ def vega_graphics(dom: str) -> int:
 
 def visible_text(html: str) -> str:
     """What a reader sees of a page without its scripts: tags dropped, entities decoded."""
-    import html as entities
-
     html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
     html = re.sub(r'\b(title|data-[\w-]+)="[^"]*"', " ", html)
     return entities.unescape(re.sub(r"<[^>]+>", " ", html))
@@ -94,9 +127,6 @@ def layout_widths(page: Path, width: int = 1280) -> dict[str, int]:
     """Pixel widths laid out at `width`: the screen's (less its scroll bar), each class of
     table's, and `unframed`, the right edge of the widest element outside a scrolling frame. A
     copy of the page beside it, with a probe script added, is opened."""
-    import html
-    import json
-
     probe = page.with_name(f".layout-{page.name}")
     probe.write_text(_before_last_body_end(page.read_text(encoding="utf-8"), _LAYOUT_PROBE), encoding="utf-8")
     try:
@@ -105,7 +135,7 @@ def layout_widths(page: Path, width: int = 1280) -> dict[str, int]:
         probe.unlink()
     found = re.search(r'data-layout="([^"]*)"', dom)
     assert found, "the layout probe did not run"
-    return json.loads(html.unescape(found.group(1)))
+    return json.loads(entities.unescape(found.group(1)))
 
 
 # Written into the page's <body> once its charts have drawn: what a reader meets, measured.
@@ -173,9 +203,6 @@ def reading_metrics(page: Path, width: int = 1400) -> dict:
     words, where the summary and the verdict table start, claim values that sit under an "observed"
     column while a prediction decided them, and tick labels of one axis that overlap. A copy of the
     page beside it, with a probe script added, is opened."""
-    import html
-    import json
-
     probe = page.with_name(f".reading-{page.name}")
     probe.write_text(_before_last_body_end(page.read_text(encoding="utf-8"), _READING_PROBE), encoding="utf-8")
     try:
@@ -184,7 +211,7 @@ def reading_metrics(page: Path, width: int = 1400) -> dict:
         probe.unlink()
     found = re.search(r'data-reading="([^"]*)"', dom)
     assert found, "the reading probe did not run"
-    return json.loads(html.unescape(found.group(1)))
+    return json.loads(entities.unescape(found.group(1)))
 
 
 def with_appendix(page: Path) -> str:

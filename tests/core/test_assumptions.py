@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -9,11 +10,14 @@ import pytest
 from conftest import FIXTURES, REPO
 from offload_repro.core.assumptions import check_ids, load_assumptions, variants
 from offload_repro.core.data import DataError, load_rows, load_target
+from offload_repro.core.maxtext_args import xla_flags
+from offload_repro.core.results import write_result
 from offload_repro.core.variants import apply, combined_row, resolved, variant_id, variant_row
 from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
 from offload_repro.plan.inputs import stage_code
-from offload_repro.produce.compiled.program_cache import program_key
-from report_page import with_appendix
+from offload_repro.produce.compiled.program_cache import LHS_OFF, program_key
+from offload_repro.produce.whatif.alternatives import write_sensitivity
+from report_page import build_report, raw_placeholders, with_appendix
 
 ROWS = {row.id: row for row in load_rows(sorted((REPO / "experiments/rows").glob("*.yaml")))}
 GB200 = load_target("gb200-nvl72")
@@ -96,10 +100,6 @@ def observation(row: str, metric: str, value, target: str = "gb200-nvl72") -> di
 def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path):
     """A stand-in judge: the claim passes while the row's device memory stays under 150 GiB; each
     alternative's compile result is a real one with its device memory changed."""
-    import json
-
-    from offload_repro.core.results import write_result
-
     real = json.loads((FIXTURES / "results/compiled/gb200-nvl72/deepseek-offload-plain.json").read_text())
     real.pop("kind"), real.pop("schema_version")
     claims = [
@@ -148,13 +148,6 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
 def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumption(tmp_path, tables):
     """Stand-in alternatives built from the real GB200 compile fixtures: under one of them the
     plain offload row no longer fits, which turns the claim on its memory."""
-    import json
-
-    from offload_repro.cli import main
-    from offload_repro.core.results import write_result
-    from offload_repro.produce.whatif.alternatives import write_sensitivity
-    from report_page import raw_placeholders
-
     fixtures = FIXTURES / "results/compiled/gb200-nvl72"
     deepseek = ["deepseek-offload-plain", "deepseek-device-mb8"]
     variant_files = []
@@ -186,14 +179,10 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
         work_dir=tmp_path / "work",
         default_predicted=FIXTURES / "results/predicted/gb200-nvl72.json",
     )
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
-    compiled = [str(path) for path in sorted(fixtures.glob("*.json"))]
-    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *compiled]) == 0
-    check = ["check", "--evidence", str(evidence), "--claims", str(REPO / "experiments/claims.yaml")]
-    check += ["--compile-target", "gb200-nvl72"]
-    assert main([*check, "--out", str(verdicts), "--assumptions", str(sensitivity), "--tables", *tables]) == 0
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page), "--assumptions", str(sensitivity)]) == 0
+    assumed = ("--assumptions", str(sensitivity))
+    _, verdicts, page = build_report(
+        tmp_path, tables, sorted(fixtures.glob("*.json")), check=(*assumed, "--tables", *tables), report=assumed
+    )
     claims = {c["id"]: c for c in json.loads(verdicts.read_text())["claims"]}
     plain = claims["deepseek-plain-gpu-memory"]["robustness"]
     assert plain["robust"] is False and plain["depends_on"] == ["deepseek-sequence-length"]
@@ -218,10 +207,6 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
 def test_a_profile_guided_schedule_affects_exactly_the_rows_whose_scheduler_a_profile_can_guide(tables):
     """XLA turns the latency-hiding scheduler on for a program with a profile: the alternative must
     leave the rows that turn it off alone, and cover every other."""
-    from offload_repro.core.data import load_rows
-    from offload_repro.core.maxtext_args import xla_flags
-    from offload_repro.produce.compiled.program_cache import LHS_OFF
-
     guided = [
         entry
         for entry in load_assumptions().values()

@@ -4,14 +4,25 @@ each captured as its README says), as the runner, the compile and the page recor
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES
+from offload_repro.cli import main
+from offload_repro.cluster import preflight_checks
 from offload_repro.core import failure
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.published import load_speed
+from offload_repro.core.results import ResultError, write_result
+from offload_repro.produce.compiled.compiled_row import compile_result
 from offload_repro.produce.measured import runner
+from offload_repro.produce.predicted.prediction import predict_target
+from report_page import build_report
 
 FAILURES = FIXTURES / "failures"
 UNKNOWN_FLAG = "Unknown flag in XLA_FLAGS: --xla_gpu_enable_latency_hiding_schedular=true"
@@ -130,10 +141,6 @@ def test_ranks_that_never_joined_are_named_by_their_own_fatal_lines(tmp_path):
 
 
 def test_a_preflight_step_that_failed_says_why_and_keeps_its_output(tmp_path, monkeypatch):
-    import subprocess
-
-    from offload_repro.cluster import preflight_checks
-
     output = log("preflight-unknown-flag/distributed.log")  # what srun printed, captured
 
     def srun(command, **_options):
@@ -151,8 +158,6 @@ def test_a_preflight_step_that_failed_says_why_and_keeps_its_output(tmp_path, mo
 
 
 def test_the_failure_is_typed_in_the_result_schema(tmp_path):
-    from offload_repro.core.results import ResultError, write_result
-
     run = json.loads((FIXTURES / "results/cpu/runs/llama-qkv-offload-lhs.json").read_text())
     found = failure.failure_of(1, log("unknown-flag.train.log"), "results/cpu/work/llama-baseline/train.log")
     failed = {k: v for k, v in run.items() if k not in ("kind", "schema_version")} | {
@@ -192,9 +197,6 @@ SHOWN = {
 def failed_results(tmp_path: Path, tables: list[str], case: str) -> list[Path]:
     """The Llama QKV offload row's real run result as the captured failure leaves it, and (for
     the unknown flag) its compile too; the other fixtures as they were."""
-    from offload_repro.core.data import load_rows, load_target
-    from offload_repro.produce.compiled.compiled_row import compile_result
-
     results = FIXTURES / "results"
     returncode, srun_log, launched, ranked = CASES[case]
     recorded = exception(launched) if launched else None
@@ -222,16 +224,7 @@ def failed_results(tmp_path: Path, tables: list[str], case: str) -> list[Path]:
 
 def page_and_console(tmp_path: Path, tables: list[str], case: str, capsys) -> tuple[str, list[str]]:
     """The target's page and the main job's closing lines, as the workflow builds them."""
-    from offload_repro.cli import main
-
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
-    results = failed_results(tmp_path, tables, case)
-    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
-    claims = str(REPO / "experiments/claims.yaml")
-    checked = ["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]
-    assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page)]) == 0
+    evidence, verdicts, page = build_report(tmp_path, tables, failed_results(tmp_path, tables, case))
     capsys.readouterr()
     assert main(["summary", "--verdicts", str(verdicts), "--page", "p.html", "--evidence", str(evidence)]) == 0
     return page.read_text(), capsys.readouterr().out.splitlines()
@@ -239,10 +232,6 @@ def page_and_console(tmp_path: Path, tables: list[str], case: str, capsys) -> tu
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_page_shows_each_failures_cause_in_the_rows_status(tmp_path, tables, capsys, case):
-    import re
-
-    from markupsafe import escape
-
     html, lines = page_and_console(tmp_path, tables, case, capsys)
     status, message, note = SHOWN[case]
     row = re.search(r'<tr id="row-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
@@ -255,8 +244,6 @@ def test_the_page_shows_each_failures_cause_in_the_rows_status(tmp_path, tables,
 
 
 def test_the_unknown_flag_is_the_reason_of_each_claim_it_left_without_evidence(tmp_path, tables, capsys):
-    import re
-
     html, lines = page_and_console(tmp_path, tables, "unknown-flag", capsys)
     row = re.search(r'<tr id="row-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
     assert row.count(f'<span class="reason">{UNKNOWN_FLAG}</span>') == 2  # measured and compiled
@@ -269,10 +256,6 @@ def test_the_unknown_flag_is_the_reason_of_each_claim_it_left_without_evidence(t
 
 
 def test_a_row_whose_compile_failed_is_predicted_as_an_error_with_its_cause(tables):
-    from offload_repro.core.data import load_rows, load_target
-    from offload_repro.core.published import load_speed
-    from offload_repro.produce.predicted.prediction import predict_target
-
     found = failure.failure_of(1, log("unknown-flag.compile.log"), "compile.log")
     compiled = {"row": "llama-baseline", "status": "error", "message": found.cause, "failure": found.record()}
     predicted = predict_target(load_rows(tables), load_target("gb200-nvl72"), [compiled], load_speed(), None, None)

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from offload_repro.core import maxtext_args
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.data import load_target
 
 
-def rows(tables):
-    return {row.id: row for row in load_rows(tables)}
-
-
-def test_full_scale_arguments_are_the_published_settings(tables):
-    args = maxtext_args.full_scale_overrides(rows(tables)["llama-qkv-offload-lhs"])
+def test_full_scale_arguments_are_the_published_settings(rows):
+    args = maxtext_args.full_scale_overrides(rows["llama-qkv-offload-lhs"])
     assert args["model_name"] == "llama3.1-405b"
     assert args["per_device_batch_size"] == 2
     assert args["max_target_length"] == 8192
@@ -22,9 +18,9 @@ def test_full_scale_arguments_are_the_published_settings(tables):
     assert args["dataset_type"] == "synthetic"
 
 
-def test_cpu_target_applies_its_declared_scale_rule(tables):
+def test_cpu_target_applies_its_declared_scale_rule(rows):
     target = load_target("cpu")
-    row = rows(tables)["deepseek-offload-optimized"]
+    row = rows["deepseek-offload-optimized"]
     args = maxtext_args.target_overrides(row, target)
     family = target.scale["families"]["deepseek"]
     assert args["override_model_config"] is True
@@ -40,19 +36,18 @@ def test_cpu_target_applies_its_declared_scale_rule(tables):
     assert args["mla_q"] == "offload" and args["moe_mlpwi_0"] == "offload"
 
 
-def test_rows_differing_in_placement_get_the_same_model(tables):
+def test_rows_differing_in_placement_get_the_same_model(rows):
     target = load_target("cpu")
-    table = rows(tables)
-    remat = maxtext_args.target_overrides(table["deepseek-remat"], target)
-    device = maxtext_args.target_overrides(table["deepseek-device-mb8"], target)
-    placement_keys = set(table["deepseek-remat"].placement)
+    remat = maxtext_args.target_overrides(rows["deepseek-remat"], target)
+    device = maxtext_args.target_overrides(rows["deepseek-device-mb8"], target)
+    placement_keys = set(rows["deepseek-remat"].placement)
     differing = {key for key in remat.keys() | device.keys() if remat.get(key) != device.get(key)}
     assert differing == placement_keys
 
 
-def test_no_run_or_compile_reads_or_writes_a_compilation_cache_outside_results(tables):
+def test_no_run_or_compile_reads_or_writes_a_compilation_cache_outside_results(rows):
     for name in ("cpu", "gb200-nvl72", "h200-1"):
-        args = maxtext_args.target_overrides(rows(tables)["llama-baseline"], load_target(name))
+        args = maxtext_args.target_overrides(rows["llama-baseline"], load_target(name))
         assert args["jax_cache_dir"] == ""  # MaxText's own default is ~/jax_cache
     assert "jax_cache_dir=" in maxtext_args.as_arguments(args)
 
@@ -62,8 +57,8 @@ def test_arguments_render_as_key_value_text(tables):
     assert text == ["scan_layers=true", "megablox=false", "steps=10", "dtype=bfloat16"]
 
 
-def test_xla_flags_are_the_rows_flags_verbatim_then_the_unstated_ones(tables):
-    row = rows(tables)["llama-qkv-offload-lhs-pipelined"]
+def test_xla_flags_are_the_rows_flags_verbatim_then_the_unstated_ones(rows):
+    row = rows["llama-qkv-offload-lhs-pipelined"]
     flags = maxtext_args.xla_flags(row).split()
     assert flags[: len(row.xla_flags)] == row.xla_flags
     assert flags[len(row.xla_flags)] == "--xla_disable_hlo_passes=rematerialization"

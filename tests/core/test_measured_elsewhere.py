@@ -3,18 +3,39 @@ into the row a compile here takes, and found by the validation stage without bei
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import FIXTURES, REPO
 from offload_repro.core import measured_elsewhere
 from offload_repro.core.data import DataError
 from offload_repro.core.files import read_yaml
 from offload_repro.core.measured_elsewhere import compiled_as, load_file, load_measured, load_validation, target_for
+from offload_repro.core.published import load_speed
 from offload_repro.plan.jobs import make_plan
+from offload_repro.produce.compiled import hlo_text
+from offload_repro.produce.predicted import hlo_schedule, model_profile
+from offload_repro.produce.predicted.step_model import Event
+from offload_repro.produce.predicted.target_rates import link_efficiency, peak_flops, settings
+from offload_repro.produce.validation import run_profiles
+from offload_repro.produce.validation.against_measured import (
+    Measured,
+    calibrated_pairs,
+    fitted_rates,
+    predicted_steps,
+    replica_sets,
+    replica_spread,
+    smallest_of,
+    weak_scaling,
+)
+from report_page import rendered_page, visible_text
+from workflow_copy import copy_workflow, snakemake
 
 LLAMA3 = REPO / "experiments" / "measured-elsewhere" / "dgxc-llama3-70b.yaml"
 
@@ -35,39 +56,44 @@ def test_the_published_files_hold_22_runs_on_h100_nodes_of_8():
     assert by_id["llama2-70b-fp8-2048gpu"].step_seconds == 4.93
 
 
-def test_a_misspelt_maxtext_setting_is_refused_naming_file_run_and_field(tmp_path):
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["runs"][2]["maxtext"].update(remat_polcy="full"),
+            r"run 3 \(id 'llama3-70b-bf16-512gpu'\).*field 'maxtext.remat_polcy'.*did you mean 'remat_policy'",
+        ),
+        (lambda d: d["runs"][0].update(precision="fp16"), r"run 1 \(id 'llama3-70b-bf16-128gpu'\), field 'precision'"),
+        (  # a run's XLA_PYTHON_CLIENT_MEM_FRACTION is the memory its compile plans within (core/gpu.py)
+            lambda d: d["runs"][1].update(environment={"XLA_PYTHON_CLIENT_MEM_FRACTION": "1.5"}),
+            r"run 2 .*field 'environment.XLA_PYTHON_CLIENT_MEM_FRACTION'",
+        ),
+        (
+            lambda d: d["runs"][0]["maxtext"].update(dcn_fsdp_parallelism=8),
+            r"field 'maxtext': its parallelism spans 64 devices, not 128",
+        ),
+        (
+            lambda d: (
+                d["defaults"]["maxtext"].update(ici_tensor_parallelism=-1),
+                d["runs"][0]["maxtext"].update(ici_fsdp_parallelism=-1),
+            ),
+            r"run 1 \(id 'llama3-70b-bf16-128gpu'\), field 'maxtext.ici_tensor_parallelism'"
+            r" \(the file's defaults\): -1,",
+        ),
+        (
+            lambda d: d["defaults"]["xla_flags"].__setitem__(3, "-xla_gpu_enable_pipelined_all_gather=true"),
+            r"field 'defaults.xla_flags.3': .* does not match",
+        ),
+    ],
+    ids=["misspelt-setting", "schema", "allocator-share", "parallelism-span", "axis-from-defaults", "flag-not-of-xla"],
+)
+def test_a_malformed_file_is_refused_naming_file_run_and_field(tmp_path, edit, message):
     data = read_yaml(LLAMA3)
-    data["runs"][2]["maxtext"]["remat_polcy"] = "full"
+    edit(data)
     path = written(tmp_path, data)
-    with pytest.raises(DataError) as err:
+    with pytest.raises(DataError, match=message) as err:
         load_file(path)
-    message = str(err.value)
-    assert str(path) in message and "run 3 (id 'llama3-70b-bf16-512gpu')" in message
-    assert "field 'maxtext.remat_polcy'" in message and "did you mean 'remat_policy'" in message
-
-
-def test_a_malformed_run_is_refused_by_the_schema_naming_file_run_and_field(tmp_path):
-    data = read_yaml(LLAMA3)
-    data["runs"][0]["precision"] = "fp16"
-    path = written(tmp_path, data)
-    with pytest.raises(DataError, match=r"run 1 \(id 'llama3-70b-bf16-128gpu'\), field 'precision'"):
-        load_file(path)
-
-
-def test_a_runs_allocator_share_must_be_a_share_naming_file_run_and_field(tmp_path):
-    """A run's XLA_PYTHON_CLIENT_MEM_FRACTION is the memory its compile plans within (core/gpu.py)."""
-    data = read_yaml(LLAMA3)
-    data["runs"][1]["environment"] = {"XLA_PYTHON_CLIENT_MEM_FRACTION": "1.5"}
-    path = written(tmp_path, data)
-    with pytest.raises(DataError, match=r"run 2 .*field 'environment.XLA_PYTHON_CLIENT_MEM_FRACTION'"):
-        load_file(path)
-
-
-def test_a_run_whose_parallelism_does_not_span_its_gpus_is_refused(tmp_path):
-    data = read_yaml(LLAMA3)
-    data["runs"][0]["maxtext"]["dcn_fsdp_parallelism"] = 8
-    with pytest.raises(DataError, match=r"field 'maxtext': its parallelism spans 64 devices, not 128"):
-        load_file(written(tmp_path, data))
+    assert str(path) in str(err.value)
 
 
 def compiled_run(path, run_id):
@@ -141,17 +167,6 @@ def test_a_mesh_maxtext_would_refuse_is_refused_naming_file_run_and_field(tmp_pa
     assert str(err.value).startswith(f"{path}: run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext")
 
 
-def test_an_axis_from_the_files_defaults_is_named_as_such(tmp_path):
-    data = read_yaml(LLAMA3)
-    data["defaults"]["maxtext"]["ici_tensor_parallelism"] = -1
-    data["runs"][0]["maxtext"]["ici_fsdp_parallelism"] = -1
-    with pytest.raises(DataError) as err:
-        load_file(written(tmp_path, data))
-    assert "run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext.ici_tensor_parallelism' (the file's defaults): -1," in (
-        str(err.value)
-    )
-
-
 @pytest.mark.parametrize(
     ("flag", "reason"),
     [
@@ -173,13 +188,6 @@ def test_a_malformed_xla_flag_is_refused_naming_file_run_and_field(tmp_path, fla
     message = str(err.value)
     assert message.startswith(f"{path}: run 2 (id 'llama3-70b-bf16-256gpu'), field 'xla_flags[1]': {flag!r}: ")
     assert reason in message
-
-
-def test_a_flag_not_of_xla_is_refused_naming_file_and_field(tmp_path):
-    data = read_yaml(LLAMA3)
-    data["defaults"]["xla_flags"][3] = "-xla_gpu_enable_pipelined_all_gather=true"
-    with pytest.raises(DataError, match=r"field 'defaults.xla_flags.3': .* does not match"):
-        load_file(written(tmp_path, data))
 
 
 def test_a_malformed_flag_the_run_passed_is_kept_only_where_the_file_says_what_xla_made_of_it(tmp_path):
@@ -278,8 +286,6 @@ def test_a_new_file_of_runs_enters_the_validation_stage_by_itself(tmp_path, monk
 
 
 def test_the_validation_stage_dry_runs_with_a_job_per_published_run(tmp_path):
-    from workflow_copy import copy_workflow, snakemake
-
     directory = copy_workflow(tmp_path)
     done = snakemake(directory, "-n", "--config", "validation=True")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -293,31 +299,9 @@ def test_the_validation_stage_dry_runs_with_a_job_per_published_run(tmp_path):
 
 def synthetic(run_id: str, gpus: int, step_s: float, flops: float, collective_bytes: int):
     """A run whose program is one compute event and one synchronous collective (its bus bytes)."""
-    from types import SimpleNamespace
-
-    from offload_repro.core.measured_elsewhere import MeasuredRun
-    from offload_repro.produce.predicted.step_model import Event
-    from offload_repro.produce.validation.against_measured import Measured
-
-    run = MeasuredRun(
-        id=run_id,
-        source="someone-llama",
-        source_file="x.yaml",
-        target="h100-sxm",
-        kind="dense",
-        family="llama",
-        model="llama3-70b",
-        precision="bfloat16",
-        gpus=gpus,
-        nodes=gpus // 8,
-        maxtext={},
-        xla_flags=[],
-        environment={},
-        not_compiled=[],
-        step_seconds=step_s,
-        citation={},
-        container="",
-    )
+    published = load_measured()[0]  # its settings, but for those given here, are alike in every run
+    assert (published.target, published.precision, published.family) == ("h100-sxm", "bfloat16", "llama")
+    run = replace(published, id=run_id, gpus=gpus, nodes=gpus // 8, maxtext={}, xla_flags=[], step_seconds=step_s)
     events = {
         "main": [
             Event("compute", flops=int(flops)),
@@ -338,15 +322,6 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
     """Calibration (a): the run with the fewest GPUs fits the rate; a run whose collective is larger
     is predicted slower by exactly that collective's time at NVLink's cited rate x its central
     efficiency (no network: one NVLink domain is all a synchronous transfer event names here)."""
-    from offload_repro.core.published import load_speed
-    from offload_repro.produce.predicted.target_rates import link_efficiency, settings
-    from offload_repro.produce.validation.against_measured import (
-        calibrated_pairs,
-        predicted_steps,
-        smallest_of,
-        weak_scaling,
-    )
-
     speed = load_speed()
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
     # NVLink 4: 900 GB/s both ways, at the share the target file's measurements give it centrally
@@ -374,13 +349,6 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
 def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shared_program_once(tmp_path, monkeypatch):
     """Two runs of one GPU and precision whose programs are one (one fingerprint): the profile holds
     that program's entries once, costed at the rate the smallest run fits (calibration (a))."""
-    from conftest import FIXTURES
-    from offload_repro.core.published import load_speed
-    from offload_repro.produce.compiled import hlo_text
-    from offload_repro.produce.predicted import hlo_schedule, model_profile
-    from offload_repro.produce.predicted.target_rates import settings
-    from offload_repro.produce.validation import run_profiles
-
     speed = load_speed()
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
     large = synthetic("a-512gpu", 512, step_s=11.0, flops=5e15, collective_bytes=int(90e9))
@@ -411,10 +379,6 @@ def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shar
 def test_each_gpu_and_precision_reports_the_rate_its_run_fits_and_its_share_of_peak():
     """What calibration (a) fits, as a share of the precision's dense peak from the target file,
     beside the share of the source's calibration that (c) carries to those runs."""
-    from offload_repro.core.published import load_speed
-    from offload_repro.produce.predicted.target_rates import peak_flops, settings
-    from offload_repro.produce.validation.against_measured import fitted_rates
-
     speed = load_speed()
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
     rate = small.calibrate(settings(speed)[0], speed)
@@ -433,12 +397,6 @@ def test_runs_that_differ_only_in_their_replicas_are_set_side_by_side_with_how_f
     """Three runs alike but for dcn_data_parallelism form a set (a fourth with another XLA flag, and
     the calibrating run with another FSDP width, do not): their measured steps' spread (largest over
     smallest, less one), whether they move in the replicas' order, and each model's predicted spread."""
-    from offload_repro.produce.validation.against_measured import (
-        Measured,
-        predicted_steps,
-        replica_sets,
-        replica_spread,
-    )
 
     def alike(run_id, gpus, step_s, fsdp, data, flags=()):
         entry = synthetic(run_id, gpus, step_s=step_s, flops=5e15, collective_bytes=int(45e9))
@@ -482,14 +440,6 @@ def test_the_page_sets_the_measured_steps_of_runs_alike_but_for_their_replicas_b
     """From the validation stage's real result over the 22 H100 runs: Llama 2 and 3, BF16 and FP8, at
     4, 8 and 16 replicas of FSDP 128 are four sets; their measured steps move by up to 2.7% where the
     model predicts each set within 0.01%, which is more than Llama 3 BF16's weak-scaling rise."""
-    import json
-    import re
-
-    from produce.predicted.test_predicted import rendered_page
-
-    from conftest import FIXTURES
-    from report_page import visible_text
-
     result = FIXTURES / "results/validation/model.json"
     found = json.loads(result.read_text())
     sets = found["replica_spread"]
@@ -531,14 +481,6 @@ def test_the_page_shows_the_rates_real_runs_fit_beside_the_share_carried_across_
     rate and its share of that precision's dense peak (a physical bound: at most all of it), beside
     the share of the NVFP4 peak the source's GB200 calibration carries to them, which is what (c)'s
     error comes from."""
-    import json
-    import re
-
-    from produce.predicted.test_predicted import rendered_page
-
-    from conftest import FIXTURES
-    from report_page import visible_text
-
     result = FIXTURES / "results/validation/model.json"
     fitted = json.loads(result.read_text())["fitted_rates"]
     assert {(f["target"], f["precision"]) for f in fitted} == {("h100-sxm", "bfloat16"), ("h100-sxm", "fp8")}

@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import yaml
 
 from conftest import FIXTURES, REPO
 from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
+from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.check_types import CHECKS, within
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import observe_files
 from offload_repro.judge.evidence_views import EvidenceView, views
 from offload_repro.judge.observers import predicted_observations
-from offload_repro.judge.prediction_verdicts import predictions
+from offload_repro.judge.prediction_verdicts import larger_error, predictions, real_hardware_error
 from offload_repro.judge.spread import tolerance_text
 from offload_repro.judge.verdicts import check_claims, judge_one, overall
 from offload_repro.produce.analytic_bytes import write_accounting
+from offload_repro.produce.validation.against_measured import (
+    real_hardware_errors,
+    unrecorded,
+    unrecorded_across_hardware,
+)
+from offload_repro.produce.whatif.capacity_frontier import load_policies
 
 CLAIMS = REPO / "experiments" / "claims.yaml"
 
@@ -47,8 +55,6 @@ def test_every_published_statement_is_a_claim(claims):
 
 
 def test_claims_refer_to_rows_and_frontier_policies_that_exist(claims, tables):
-    from offload_repro.produce.whatif.capacity_frontier import load_policies
-
     row_ids = {row.id for row in load_rows(tables)}
     policy_ids = {policy["id"] for policy in load_policies()["policies"]}
     assert any(claim["check"].get("rows") for claim in claims)
@@ -274,27 +280,19 @@ def test_rows_differing_only_in_flags_must_compile_to_different_programs(claims)
     assert same["verdict"] == "fail" and "llama-qkv-offload-lhs, llama-qkv-offload-lhs-pipelined" in same["reason"]
 
 
-def test_views_group_observations_by_evidence_and_target():
-    def obs(evidence, target, metric, value, row="r", at=None, message=None):
-        return {
-            "row": row,
-            "target": target,
-            "evidence": evidence,
-            "metric": metric,
-            "value": value,
-            "unit": None,
-            "status": "ok",
-            "source": "f.json",
-            "at": at,
-            "message": message,
-        }
+def observation(row, metric, value, evidence="measured", target="gb200-nvl72", **fields) -> dict:
+    """One observation record as the evidence table writes it; `fields` adds or replaces others."""
+    record = {"row": row, "target": target, "evidence": evidence, "metric": metric, "value": value, "unit": None}
+    return record | {"status": "ok", "source": "f.json", "at": None, "message": None} | fields
 
+
+def test_views_group_observations_by_evidence_and_target():
     observations = [
-        obs("measured", "cpu", "status", "oom", message="RESOURCE_EXHAUSTED"),
-        obs("measured", "cpu", "outcome", "oom"),
-        obs("measured", "cpu", "loss", 6.1, at=0),  # a series point: not a row's value
-        obs("compiled", "gb200-nvl72", "device_gib", 158.6),
-        obs("analytic", None, "offloaded_gib", 70.875),
+        observation("r", "status", "oom", target="cpu", message="RESOURCE_EXHAUSTED"),
+        observation("r", "outcome", "oom", target="cpu"),
+        observation("r", "loss", 6.1, target="cpu", at=0),  # a series point: not a row's value
+        observation("r", "device_gib", 158.6, evidence="compiled"),
+        observation("r", "offloaded_gib", 70.875, evidence="analytic", target=None),
     ]
     found = {
         (v.evidence, v.target): v for v in views(observations, {t: load_target(t) for t in ("cpu", "gb200-nvl72")})
@@ -420,24 +418,12 @@ def test_orderings_note_overlapping_spreads(claims):
 
 
 def test_views_keep_the_spread_of_repeated_values_and_the_summary_shows_it(claims):
-    def obs(row, value, low=None, high=None, n=None, metric="tflops_per_device"):
-        record = {
-            "row": row,
-            "target": "gb200-nvl72",
-            "evidence": "measured",
-            "metric": metric,
-            "value": value,
-            "unit": None,
-            "status": "ok",
-            "source": "f.json",
-            "at": None,
-            "message": None,
-        }
-        return record if n is None else record | {"low": low, "high": high, "n": n}
+    def obs(row, value, **spread):
+        return observation(row, "tflops_per_device", value, **spread)
 
     observations = [
-        obs("llama-qkv-offload-lhs", 2746.3, 2590.0, 2905.0, 3),
-        obs("llama-baseline", 2669.0, 2669.0, 2669.0, 1),  # one repeat: no spread to show
+        obs("llama-qkv-offload-lhs", 2746.3, low=2590.0, high=2905.0, n=3),
+        obs("llama-baseline", 2669.0, low=2669.0, high=2669.0, n=1),  # one repeat: no spread to show
         obs("llama-qkv-offload-nolhs", 2569.0),  # a table written before repeats
     ]
     (view,) = views(observations, {"gb200-nvl72": load_target("gb200-nvl72")})
@@ -449,15 +435,13 @@ def test_views_keep_the_spread_of_repeated_values_and_the_summary_shows_it(claim
 
 
 def test_a_predicted_band_takes_the_larger_of_the_source_rows_error_and_that_of_real_hardware():
-    from offload_repro.judge.prediction_verdicts import larger_error, real_hardware_error
-
     recorded = {"throughput_error": 0.07, "pairs": 2, "worst": "b from a", "recorded_from": "a result"}
     kinds = {
         "llama": {"families": ["llama"], "what": "dense", "recorded_error": recorded},
         "deepseek": {"families": ["deepseek"], "what": "MoE", "recorded_error": None},
     }
     real = real_hardware_error("llama", kinds)
-    assert real[0] == 0.07 and "2 pairs of dense runs measured on real GPUs" in real[1]
+    assert real[0] == 0.07 and "2 predictions of dense runs measured on real GPUs" in real[1]
     chosen, why, source = larger_error((0.03, "±3.0%, own"), real)
     assert (chosen, source) == (0.07, "real GPUs") and why.startswith("±7.0%")
     assert "larger than the source rows': ±3.0%, own" in why
@@ -476,11 +460,6 @@ def test_the_recorded_error_on_real_gpus_is_what_the_validation_stage_computes()
     the validation stage judges as one with it; the record is the stage's own arithmetic on its real
     result (the 22 H100 runs), converted from step time to throughput: the worst pair's step is
     17.8% short, so its throughput is 21.6% high, not 17.8% (nor the 20.4% of the largest step error)."""
-    import json
-
-    from offload_repro.core.measured_elsewhere import load_validation
-    from offload_repro.produce.validation.against_measured import real_hardware_errors
-
     result = json.loads((REPO / "tests/fixtures/results/validation/model.json").read_text())
     kinds = load_validation()["kinds"]
     computed = real_hardware_errors(result["pairs"]["every_run"], result["runs"], kinds)
@@ -500,8 +479,6 @@ def test_the_recorded_error_on_real_gpus_is_what_the_validation_stage_computes()
 
 
 def test_a_validation_stage_that_computes_another_error_than_recorded_names_the_value_to_record():
-    from offload_repro.produce.validation.against_measured import unrecorded
-
     recorded = {"throughput_error": 0.216, "pairs": 100, "worst": "w", "recorded_from": "r"}
     kinds = {
         "llama": {"families": ["llama"], "what": "dense", "recorded_error": recorded},
@@ -542,11 +519,6 @@ def test_the_error_across_hardware_every_whatif_prediction_takes_is_the_stages_r
     """experiments/validation.yaml records the error of GB200's calibration carried to the runs measured
     on H100 as the validation stage computed it (its real result kept as a fixture); a stage that
     computes another names the field and the value to record."""
-    import json
-
-    from offload_repro.core.measured_elsewhere import load_validation
-    from offload_repro.produce.validation.against_measured import unrecorded_across_hardware
-
     result = json.loads((REPO / "tests/fixtures/results/validation/model.json").read_text())
     recorded = load_validation()["calibrations"]["across_hardware"]["recorded_error"]
     computed = result["errors"]["across_hardware"]

@@ -11,14 +11,23 @@ import pytest
 
 from conftest import FIXTURES, REPO, require
 from offload_repro.cli import main
-from offload_repro.core.data import load_target
+from offload_repro.core import provenance
+from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.observation import Observer
 from offload_repro.core.results import read_result, write_result
 from offload_repro.present.pages import render_index
 from offload_repro.present.target_command import snakemake_command
-from offload_repro.present.text import fmt, spread_text
+from offload_repro.present.text import claim_tolerance, claim_value, fmt, points, spread_text
 from offload_repro.produce.measured import trace
-from report_page import raw_placeholders, rendered_charts, rendered_dom, vega_graphics, visible_text, with_appendix
+from report_page import (
+    build_report,
+    raw_placeholders,
+    rendered_charts,
+    rendered_dom,
+    vega_graphics,
+    visible_text,
+    with_appendix,
+)
 
 RESULTS = FIXTURES / "results"
 CLAIMS = REPO / "experiments" / "claims.yaml"
@@ -57,12 +66,7 @@ def build_page(work: Path, tables: list[str], extra: tuple[Path, ...] = ()) -> t
         probe_of_this_target(work),
         *extra,
     ]
-    evidence, verdicts, page = work / "evidence.json", work / "verdicts.json", work / "cpu.html"
-    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
-    checked = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]
-    assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page)]) == 0
+    _, verdicts, page = build_report(work, tables, results)
     return page, page.read_text(), read_result(verdicts, "verdicts")
 
 
@@ -127,8 +131,6 @@ def test_every_warning_of_a_row_is_shown(built):
 @pytest.fixture
 def index_pages(built, tmp_path, tables) -> Path:
     """The entry page and the comparison of the built target, in tmp_path."""
-    from offload_repro.core.data import load_rows
-
     page = built[0]
     render_index(
         load_rows(tables),
@@ -150,9 +152,6 @@ def test_no_page_shows_a_raw_placeholder(built, index_pages):
 
 def test_pages_built_outside_a_git_checkout_say_so(tmp_path, tables, monkeypatch):
     """A copy of the workflow with no .git (an unpacked archive, a benchmark's copy) has no commit."""
-    from offload_repro.core import provenance
-    from offload_repro.core.data import load_rows
-
     monkeypatch.setattr(provenance, "project_commit", lambda: None)
     page, html, _ = build_page(tmp_path, tables)
     verdicts, evidence = [page.parent / "verdicts.json"], [page.parent / "evidence.json"]
@@ -173,15 +172,15 @@ def test_the_comparison_starts_with_the_published_column(index_pages):
     for row, implied in (("deepseek-remat", "578.5"), ("deepseek-offload-plain", "541.6")):
         line = re.search(rf'<tr id="compare-{row}">(.*?)</tr>', compare, re.S).group(1)
         cells = [re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
-        assert cells[1][0] == implied and "implied" in cells[1], row
+        assert cells[1][0] == implied and "implied" in cells[1] and "implied by a published speedup" in line, row
+    baseline = re.search(r'<tr id="compare-llama-baseline">(.*?)</tr>', compare, re.S).group(1)
+    assert "2,669" in baseline and "implied" not in baseline
 
 
 def test_the_comparison_shows_each_targets_predictions_and_verdicts(tmp_path, tables):
     """compare.html carries, per target, the predicted throughput beside the compiled memory (the
     GB200 prediction kept in tests/fixtures), and the target's verdict on every claim, as its own
     page gives them."""
-    from offload_repro.core.data import load_rows
-
     page, _, _ = build_page(tmp_path, tables, (RESULTS / "predicted/gb200-nvl72.json",))
     verdict_path, evidence_path = page.parent / "verdicts.json", page.parent / "evidence.json"
     render_index(load_rows(tables), [page], [verdict_path], [evidence_path], tmp_path / "i.html", tmp_path / "c.html")
@@ -225,8 +224,6 @@ def test_entry_page_and_comparison_mark_stale_targets(built, tmp_path, tables):
     old = dict(verdicts, built_from=dict(verdicts["built_from"], project_commit="0123abc"))
     old_path = tmp_path / "old-verdicts.json"
     old_path.write_text(json.dumps(old))
-    from offload_repro.core.data import load_rows
-
     render_index(
         load_rows(tables),
         [page, page],
@@ -266,13 +263,8 @@ def repeated_evidence(path: Path) -> None:
 
 
 def test_observed_values_show_the_spread_of_their_repeats(tmp_path, tables):
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "gb200.html"
-    repeated_evidence(evidence)
-    checked = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]
-    assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page)]) == 0
-    html = page.read_text()
+    repeated_evidence(tmp_path / "evidence.json")
+    html = build_report(tmp_path, tables, None)[2].read_text()
 
     def claim_line(claim_id: str) -> str:
         return re.search(rf'<tr id="claim-{claim_id}"[^>]*>(.*?)</tr>', html, re.S).group(1)
@@ -319,12 +311,7 @@ def test_the_new_hardware_section_from_real_whatif_results(tmp_path, tables):
         RESULTS / "whatif/budget.json",
         RESULTS / "analytic.json",
     ]
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
-    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, results)]) == 0
-    checked = ["check", "--evidence", str(evidence), "--claims", str(CLAIMS), "--out", str(verdicts)]
-    assert main([*checked, "--compile-target", "gb200-nvl72"]) == 0
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page)]) == 0
+    _, verdicts, page = build_report(tmp_path, tables, results)
     html = with_appendix(page)
     by_id = {c["id"]: c for c in read_result(verdicts, "verdicts")["claims"]}
     assert by_id["deepseek-device-save-frontier-below-8"]["verdict"] == "pass"
@@ -376,8 +363,6 @@ def test_a_claim_is_read_whole_and_a_prediction_never_sits_under_observed(built)
             assert cells[observed].strip() == "—"
         else:
             assert cells[predicted].strip() == "—"
-    from offload_repro.present.text import claim_tolerance, claim_value, points
-
     assert claim_value(0.029, "fraction") == "+2.9%" and claim_value(2669, "TFLOPs/s/device") == "2,669"
     assert claim_tolerance({"absolute": 0.01}, "fraction") == "±1 pp" and points(-0.0393) == "-3.9 pp"
 

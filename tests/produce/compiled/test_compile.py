@@ -7,12 +7,17 @@ import dataclasses
 
 import pytest
 
+import offload_repro.produce.compiled.compiled_row as compiling
 from conftest import FIXTURES, REPO
+from offload_repro.commands.compile import guided_by
 from offload_repro.core import gpu
 from offload_repro.core.accounting import compiled_accounting
-from offload_repro.core.assumptions import sentence
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.assumptions import load_assumptions, sentence
+from offload_repro.core.data import DataError, load_rows, load_target
+from offload_repro.core.files import write_json
+from offload_repro.core.variants import apply, variant_row
 from offload_repro.judge.observers import warning_meaning
+from offload_repro.produce.compiled import program_cache
 from offload_repro.produce.compiled.compiled_row import compile_overrides
 from offload_repro.produce.compiled.program_cache import memory_warnings, program_key
 
@@ -22,28 +27,22 @@ def gb200():
     return load_target("gb200-nvl72")
 
 
-def rows(tables):
-    return {row.id: row for row in load_rows(tables)}
-
-
-def test_compile_arguments_are_full_scale_with_the_targets_settings(tables, gb200):
-    args = compile_overrides(rows(tables)["deepseek-device-mb8"], gb200)
+def test_compile_arguments_are_full_scale_with_the_targets_settings(rows, gb200):
+    args = compile_overrides(rows["deepseek-device-mb8"], gb200)
     assert args["model_name"] == "deepseek3-671b" and "override_model_config" not in args
     assert args["per_device_batch_size"] == 8 and args["max_target_length"] == 4096
     assert args["internal_compile_num_devices"] == 128
     # the sorted, dropless dispatch (assumption deepseek-moe-dispatch), its grouped matmul tiled
     assert (args["megablox"], args["sparse_matmul"], args["capacity_factor"]) == (False, True, -1.0)
-    assert (
-        rows(tables)["deepseek-device-mb8"].ragged_dot == "tiled" and rows(tables)["llama-baseline"].ragged_dot == "xla"
-    )
+    assert rows["deepseek-device-mb8"].ragged_dot == "tiled" and rows["llama-baseline"].ragged_dot == "xla"
     assert args["attention"] == "cudnn_flash_jax" and args["hardware"] == "gpu"
     assert args["mla_q"] == "device"
 
 
-def test_llama_compile_drops_transformer_engine_quantization(tables, gb200):
-    args = compile_overrides(rows(tables)["llama-qkv-offload-lhs"], gb200)
+def test_llama_compile_drops_transformer_engine_quantization(rows, gb200):
+    args = compile_overrides(rows["llama-qkv-offload-lhs"], gb200)
     assert "quantization" not in args and "megablox" not in args
-    assert all("llama-weight-precision" in row.assumptions for row in rows(tables).values() if row.family == "llama")
+    assert all("llama-weight-precision" in row.assumptions for row in rows.values() if row.family == "llama")
     assert "NVFP4" in sentence("llama-weight-precision")  # stated once, in experiments/assumptions.yaml
 
 
@@ -56,7 +55,7 @@ def test_target_description_facts(gb200):
     assert gpu.capacity_bytes(load_target("cpu")) is None
 
 
-def test_a_compile_plans_within_the_memory_a_runs_allocator_gives(gb200, tables):
+def test_a_compile_plans_within_the_memory_a_runs_allocator_gives(gb200, rows):
     """XLA takes 80% of a description's memory where no allocator states one: the description a
     compile is given is scaled so that this is the run's share, and nothing else in it changes."""
     text = (REPO / gb200.spec["compile"]["description_file"]).read_text()
@@ -69,7 +68,7 @@ def test_a_compile_plans_within_the_memory_a_runs_allocator_gives(gb200, tables)
     assert gpu.allocator_fraction(0.94, gb200) == 0.94
     assert gpu.allocator_fraction(None, load_target("h200-1")) == 0.95  # a local target's environment
     assert gpu.allocator_fraction(None, load_target("cpu")) == gpu.JAX_DEFAULT_FRACTION == 0.75
-    row = rows(tables)["llama-baseline"]
+    row = rows["llama-baseline"]
     at_94 = dataclasses.replace(row, allocator_memory_fraction=0.94)
     assert program_key(at_94, gb200) != program_key(row, gb200)
     assert program_key(dataclasses.replace(row, allocator_memory_fraction=0.92), gb200) == program_key(row, gb200)
@@ -103,17 +102,17 @@ def test_xla_warning_on_a_row_that_does_not_fit_says_so():
     assert meaning.startswith("The program needs 295.15 GiB per device")
 
 
-def test_the_offload_expected_of_a_program_follows_from_its_compile_settings(tables):
-    offload = rows(tables)["llama-qkv-offload-lhs"]
+def test_the_offload_expected_of_a_program_follows_from_its_compile_settings(rows):
+    offload = rows["llama-qkv-offload-lhs"]
     expected = compiled_accounting(compile_overrides(offload, load_target("gb200-nvl72")))
     assert expected["offloaded_bytes_per_step"] == 76101451776
     assert [t["placement"] for t in expected["tensors"].values()].count("offload") == 3
-    baseline = compiled_accounting(compile_overrides(rows(tables)["llama-baseline"], load_target("gb200-nvl72")))
+    baseline = compiled_accounting(compile_overrides(rows["llama-baseline"], load_target("gb200-nvl72")))
     assert baseline["offloaded_bytes_per_step"] == 0
 
 
-def test_the_expected_offload_is_that_of_the_row_as_compiled_on_a_scaled_target(tables):
-    row = rows(tables)["llama-qkv-offload-lhs"]
+def test_the_expected_offload_is_that_of_the_row_as_compiled_on_a_scaled_target(rows):
+    row = rows["llama-qkv-offload-lhs"]
     expected = compiled_accounting(compile_overrides(row, load_target("h200-1")))  # 2 of 126 layers
     assert expected["offloaded_bytes_per_step"] == 2 * 576 * 1024**2
 
@@ -125,14 +124,11 @@ def test_the_expected_offload_is_that_of_the_row_as_compiled_on_a_scaled_target(
     [(None, 155558346752), ("capacity-1.25", 186696859648), ("capacity-2.0", 280112398336)],
 )
 def test_the_expected_offload_of_the_moe_up_projections_follows_the_dispatchs_expert_capacity(
-    tables, capacity, host_bytes
+    rows, capacity, host_bytes
 ):
     """MaxText's dense dispatch gives each expert its capacity of slots, filled or not: the offloaded
     up-projections grow with the capacity factor, byte for byte as XLA holds them on the host."""
-    from offload_repro.core.assumptions import load_assumptions
-    from offload_repro.core.variants import variant_row
-
-    row = rows(tables)["deepseek-offload-plain"]
+    row = rows["deepseek-offload-plain"]
     if capacity:
         dispatch = load_assumptions()["deepseek-moe-dispatch"]
         alternative = next(a for a in dispatch["alternatives"] if a["id"] == capacity)
@@ -141,14 +137,10 @@ def test_the_expected_offload_of_the_moe_up_projections_follows_the_dispatchs_ex
     assert expected["offloaded_bytes_per_step"] == host_bytes
 
 
-def test_a_compile_computes_its_overrides_once_and_hands_them_down(tables, gb200, tmp_path, monkeypatch):
+def test_a_compile_computes_its_overrides_once_and_hands_them_down(rows, gb200, tmp_path, monkeypatch):
     """The program's key, the compile's MaxText arguments and the result take one computation of
     the row's overrides; the compile's own settings (output directory, run name) stay out of them."""
-    import offload_repro.produce.compiled.compiled_row as compiling
-    from offload_repro.core.files import write_json
-    from offload_repro.produce.compiled import program_cache
-
-    row = rows(tables)["llama-qkv-offload-lhs"]
+    row = rows["llama-qkv-offload-lhs"]
     computed = []
 
     def counted(row, target):
@@ -178,14 +170,11 @@ def test_a_compile_computes_its_overrides_once_and_hands_them_down(tables, gb200
     ]
 
 
-def test_a_latency_profile_reaches_xla_by_its_path_and_keys_the_program_by_its_content(tables, gb200, tmp_path):
+def test_a_latency_profile_reaches_xla_by_its_path_and_keys_the_program_by_its_content(rows, gb200, tmp_path):
     """The profile's path (absolute: the compile runs in its own directory) is in XLA_FLAGS; the
     program's key changes with the profile's content, not with where the profile lies. A compile whose
     log says XLA found none of its instructions in the profile fails, in XLA's words."""
-    from offload_repro.core.files import write_json
-    from offload_repro.produce.compiled import program_cache
-
-    row = rows(tables)["llama-qkv-offload-lhs"]
+    row = rows["llama-qkv-offload-lhs"]
     profile = tmp_path / "profile.pbtxt"
     profile.write_text('costs { name: "abc::fusion.1" cost_us: 1.000 }\n')
     elsewhere = tmp_path / "copy" / "profile.pbtxt"
@@ -213,14 +202,10 @@ def test_a_latency_profile_reaches_xla_by_its_path_and_keys_the_program_by_its_c
     assert program["latency_profile"] == {"file": str(profile), "matched": {"found": 0, "missing": 1}}
 
 
-def test_only_an_alternative_that_asks_for_a_profile_takes_one_and_never_on_a_row_without_lhs(tables, tmp_path):
-    from offload_repro.commands.compile import guided_by
-    from offload_repro.core.data import DataError
-    from offload_repro.core.variants import apply
-
+def test_only_an_alternative_that_asks_for_a_profile_takes_one_and_never_on_a_row_without_lhs(rows, tmp_path):
     profile = tmp_path / "profile.pbtxt"
     guided = {"id": "xla-latency-estimator.profile-guided", "settings": {"latency_profile": "step-model"}}
-    lhs, nolhs = rows(tables)["llama-qkv-offload-lhs"], rows(tables)["llama-qkv-offload-nolhs"]
+    lhs, nolhs = rows["llama-qkv-offload-lhs"], rows["llama-qkv-offload-nolhs"]
     assert guided_by(lhs, guided, profile) == profile
     assert guided_by(lhs, {"id": "x.y", "settings": {"row": {"remat_policy": "full"}}}, profile) is None
     with pytest.raises(DataError, match="none was given"):
@@ -239,14 +224,11 @@ NO_CONFIG = (
 
 @pytest.mark.parametrize(("first_failure", "compiles"), [(NO_CONFIG, 2), ("RESOURCE_EXHAUSTED: out of memory", 1)])
 def test_a_fusion_without_a_default_config_is_compiled_again_with_autotuning_and_says_so(
-    tables, gb200, tmp_path, first_failure, compiles
+    rows, gb200, tmp_path, first_failure, compiles
 ):
     """Autotune level 0 leaves XLA to a default kernel config, which no backend has for some Triton
     GEMMs; that failure, and only that one, is compiled again at XLA's default autotuning level, and
     the result says so in XLA's words."""
-    import offload_repro.produce.compiled.compiled_row as compiling
-    from offload_repro.core.files import write_json
-
     flags = []
 
     def compile_process(command, env, cwd, log_file):  # stands in for XLA: fails, then fails otherwise
@@ -256,7 +238,7 @@ def test_a_fusion_without_a_default_config_is_compiled_again_with_autotuning_and
         write_json(cwd / "aot.json", {"exception": {"type": "JaxRuntimeError", "message": message}})
         return 1, 0.1
 
-    row = rows(tables)["deepseek-offload-plain"]
+    row = rows["deepseek-offload-plain"]
     result = compiling.compile_row(row, gb200, tmp_path / "row.json", tmp_path / "work", launcher=compile_process)
     assert len(flags) == compiles and "--xla_gpu_autotune_level=0" in flags[0]
     if compiles == 1:

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.published import load_speed, published_throughputs
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
@@ -24,7 +25,9 @@ from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
 from offload_repro.judge.observers import predicted_observations
 from offload_repro.judge.prediction_verdicts import Predicted
+from offload_repro.judge.robustness import robustness, uncalibrated, varied_verdicts
 from offload_repro.judge.verdicts import check_claims, judge_one, overall
+from offload_repro.present.text import fmt
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
 from offload_repro.produce.predicted import (
@@ -41,7 +44,8 @@ from offload_repro.produce.predicted import (
 )
 from offload_repro.produce.predicted.hlo_flops import Flops
 from offload_repro.produce.predicted.hlo_schedule import Event
-from report_page import with_appendix
+from offload_repro.produce.whatif.alternatives import speed_and_memory
+from report_page import build_report, raw_placeholders, rendered_page, visible_text, with_appendix
 
 SCAN_PROGRAM = textwrap.dedent(
     """
@@ -140,8 +144,6 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
     assert mesh == [[0, 4], [1, 5], [2, 6], [3, 7]]
     assert collective_traffic.replica_groups("replica_groups=[4,2]<=[2,4]T(1,0), x") == mesh
     assert collective_traffic.replica_groups("replica_groups={{0,1},{2,3}}, x") == [[0, 1], [2, 3]]
-    assert collective_traffic.outside_share(mesh, devices_per_domain=4) == 0.5
-    assert collective_traffic.outside_share([[0, 1], [2, 3]], devices_per_domain=2) == 0.0
 
 
 # Collectives copied from the compiled GB200 programs (tests/fixtures/README.md): each with the
@@ -565,29 +567,10 @@ def test_a_prediction_never_overrides_measured_evidence():
     assert checked["counts_by_evidence"] == {}
 
 
-def rendered_page(
-    tmp_path: Path, tables: list[str], target: str, inputs: list, compile_target: str = "gb200-nvl72"
-) -> str:
-    """The target's page from result files, through the commands the main job runs: evidence,
-    check, report."""
-    from offload_repro.cli import main
-
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / f"{target}.html"
-    assert main(["evidence", "--target", target, "--out", str(evidence), *map(str, inputs)]) == 0
-    claims = str(REPO / "experiments/claims.yaml")
-    checked = ["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]
-    assert main([*checked, "--compile-target", compile_target]) == 0
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page)]) == 0
-    return with_appendix(page)
-
-
 def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
     """Stand-in predictions for the Llama rows beside the real compiled fixtures: the page counts
     verdicts by the evidence that decided them, marks a claim decided by prediction on its line,
     and shows the speed section with each row's terms and each speed claim's explanation."""
-    from report_page import raw_placeholders
-
     predicted = predicted_result(llama_rows(2669), llama_programs())
     predicted_file = write_result(tmp_path / "predicted.json", "predicted", predicted) and tmp_path / "predicted.json"
     fixtures = FIXTURES / "results"
@@ -610,8 +593,6 @@ def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
 def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternative(tmp_path):
     """Under an alternative the rows are predicted again from its programs: here the offload row
     computes more under one of them, and the ordering it was judged on turns."""
-    from offload_repro.judge.robustness import robustness, varied_verdicts
-
     target = load_target("gb200-nvl72")
     claim = speed_claim("lhs-faster", {"type": "greater", "rows": ["llama-qkv-offload-lhs", "llama-baseline"]})
 
@@ -685,8 +666,6 @@ def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies
     """A real prediction (five rows compiled for GB200, both calibration rows among them): the FLOPs
     table sets MaxText's components beside the counted FLOPs without labels, and each offload row
     has a table of its host copies."""
-    from report_page import raw_placeholders, visible_text
-
     fixtures = FIXTURES / "results"
     inputs = [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), fixtures / "predicted/gb200-nvl72.json"]
     html = rendered_page(tmp_path, tables, "cpu", inputs)
@@ -771,7 +750,6 @@ def test_the_setting_that_explains_speed_and_memory_together_is_named():
     """Each single alternative carries its prediction's leave-one-out error beside its memory
     distance; the best at both is the least root mean square of the two; a combination of several
     alternatives is not predicted."""
-    from offload_repro.produce.whatif.alternatives import speed_and_memory
 
     def candidate(combination: list[str], distance: float) -> dict:
         return {"combination": combination, "distance": distance}
@@ -803,10 +781,6 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     """An H200 page: the row ran there (a real run result, re-targeted here) and was predicted for
     that GPU from the source's calibration; the speed table puts the two side by side and the page
     states the model's error on that hardware."""
-    import json
-
-    from report_page import raw_placeholders
-
     fixtures = FIXTURES / "results"
     run = json.loads((fixtures / "cpu/runs/llama-qkv-offload-lhs.json").read_text()) | {"target": "h200-1"}
     compiled = json.loads((fixtures / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json").read_text())
@@ -942,8 +916,6 @@ def test_a_calibration_above_its_precisions_dense_peak_is_ruled_out_with_the_num
 def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_path, tables):
     """With the what-if, every GPU target has a prediction: a page built for compile_target
     gb300-nvl72 shows GB300's, never the alphabetically first target's (GB200's)."""
-    import json
-
     fixtures = FIXTURES / "results"
     gb200 = json.loads((fixtures / "predicted/gb200-nvl72.json").read_text())
     gb300 = {**gb200, "target": "gb300-nvl72"}
@@ -953,16 +925,8 @@ def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_pat
     ]
     (tmp_path / "gb300.json").write_text(json.dumps(gb300))
     inputs = [fixtures / "predicted/gb200-nvl72.json", tmp_path / "gb300.json"]
-    from offload_repro.cli import main
-
-    evidence, verdicts, page = tmp_path / "evidence.json", tmp_path / "verdicts.json", tmp_path / "cpu.html"
-    assert main(["evidence", "--target", "cpu", "--out", str(evidence), *map(str, inputs)]) == 0
-    claims = str(REPO / "experiments/claims.yaml")
-    checked = ["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]
-    assert main([*checked, "--compile-target", "gb300-nvl72"]) == 0
+    _, verdicts, page = build_report(tmp_path, tables, inputs, compile_target="gb300-nvl72")
     assert json.loads(verdicts.read_text())["compile_target"] == "gb300-nvl72"
-    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(page)]) == 0
     html = with_appendix(page)
     assert "compiled for <strong>NVIDIA GB300" in html
     assert "1,234.5" in html  # GB300's prediction in the speed table
@@ -975,24 +939,6 @@ def test_the_page_says_within_what_memory_the_programs_were_planned(tmp_path, ta
     html = rendered_page(tmp_path, tables, "cpu", inputs)
     assert "planned within the memory a run gives XLA: 92% of each GPU (169.6 GiB)" in html
     assert "allocator-memory-fraction" in html
-
-
-def test_the_comparison_shows_the_throughputs_published_speedups_imply(tmp_path, tables):
-    """DeepSeek's remat and plain offload rows have no published throughput; the 57% and 67.7%
-    speedups over 908.2 imply 578.5 and 541.6, which the comparison shows as implied, as the
-    target page does."""
-    from offload_repro.present.pages import render_index
-
-    fixtures = FIXTURES / "results"
-    rendered_page(tmp_path, tables, "cpu", [fixtures / "predicted/gb200-nvl72.json"])
-    page, compare = tmp_path / "cpu.html", tmp_path / "compare.html"
-    rows = load_rows(tables)
-    render_index(rows, [page], [tmp_path / "verdicts.json"], [tmp_path / "evidence.json"], tmp_path / "i.html", compare)
-    html = compare.read_text()
-    line = re.search(r'<tr id="compare-deepseek-offload-plain">(.*?)</tr>', html, re.S).group(1)
-    assert "541.6" in line and "implied by a published speedup" in line
-    baseline = re.search(r'<tr id="compare-llama-baseline">(.*?)</tr>', html, re.S).group(1)
-    assert "2,669" in baseline and "implied" not in baseline
 
 
 def test_a_precision_every_calibration_rules_out_is_no_alternative():
@@ -1029,10 +975,6 @@ def test_a_measured_runs_gradient_reduce_scatters_move_the_bf16_bytes_of_its_wei
 def test_a_claim_left_unjudged_under_an_alternative_is_told_its_own_familys_reasons():
     """Why no calibration was found under an alternative, per row: the reasons of the row's family at
     the precision it is predicted at, never another family's or a ruled-out precision's."""
-    import json
-
-    from offload_repro.judge.robustness import uncalibrated
-
     prediction = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
     reasons = uncalibrated(prediction)
     deepseek = prediction["uncalibrated"]["deepseek-offload-optimized/bfloat16"]["reason"]
@@ -1046,10 +988,6 @@ def test_each_models_stated_calibration_is_one_that_calibrates_within_the_peak()
     one: on the real GB200 prediction, DeepSeek's optimized row (above the peak at every setting where
     a rate reaches it) is ruled out at DeepSeek's precision, no row is predicted on it, and each model's
     stated calibration row, where the prediction has it, is the one its rows are predicted on."""
-    import json
-
-    from offload_repro.core.published import load_speed
-
     prediction = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
     rows = [r for r in prediction["rows"] if r["status"] == "ok"]
     precision_of = {r["row"]: r["precision"] for r in rows}
@@ -1091,10 +1029,6 @@ def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_e
     calibration's share of it, and the band of the error a calibration carried across hardware has,
     experiments/validation.yaml) and Vera Rubin (no FP4 peak stated: refused, the page says why),
     beside the real compiled fixtures; a row that has no compile on a target says so in its cell."""
-    from offload_repro.core.measured_elsewhere import load_validation
-    from offload_repro.present.text import fmt
-    from report_page import raw_placeholders
-
     rows = llama_rows(2669)
     source = predicted_result(rows, llama_programs())
     published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")

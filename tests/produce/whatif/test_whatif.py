@@ -17,14 +17,11 @@ from offload_repro.produce.compiled import program_cache
 from offload_repro.produce.compiled.aot_compile import HLO_FILE
 from offload_repro.produce.compiled.compiled_row import compile_result, compile_row
 from offload_repro.produce.whatif import capacity_frontier
+from offload_repro.produce.whatif.alternatives import best_fit, published_memory
 from offload_repro.produce.whatif.transfer_budget import budget_line
+from workflow_copy import copy_workflow, snakemake
 
 RESULTS = FIXTURES / "results"
-
-
-@pytest.fixture(scope="module")
-def rows(tables):
-    return {row.id: row for row in load_rows(tables)}
 
 
 def policy(policy_id):
@@ -244,8 +241,6 @@ def test_transfer_budget_arithmetic(rows):
 
 
 def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, tables):
-    from workflow_copy import copy_workflow, snakemake
-
     directory = copy_workflow(tmp_path)
     original = (directory / "experiments/targets/vr-nvl144.yaml").read_text()
     (directory / "experiments/targets/rubin-copy.yaml").write_text(
@@ -263,8 +258,6 @@ def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, t
 def test_a_default_run_plans_the_same_whatever_results_hold(tmp_path):
     """The same command, the same plan: what-if, sensitivity and validation results left by earlier
     runs neither enter a plain run's evidence nor are kept current by it; asking for a stage does."""
-    from workflow_copy import copy_workflow, snakemake
-
     directory = copy_workflow(tmp_path)
     plain = snakemake(directory, "-n")
     assert plain.returncode == 0 and "frontier-deepseek-device.json" not in plain.stdout
@@ -283,8 +276,6 @@ def test_a_default_run_plans_the_same_whatever_results_hold(tmp_path):
 def test_a_profile_guided_schedule_is_a_memory_candidate_alone_never_combined(rows, tmp_path):
     """A latency profile is made for its row's default program: the best fit to the published memory
     may take it alone, but never compiles it into a combination, which would be another program."""
-    from offload_repro.produce.whatif.alternatives import best_fit, published_memory
-
     published = published_memory(rows)
 
     def found(off_by):

@@ -103,17 +103,6 @@ def group_size(attributes: str) -> int:
     return max((len(group) for group in groups), default=2) if groups else 2
 
 
-def outside_share(groups: list[list[int]], devices_per_domain: int) -> float:
-    """The largest share of a group's members that lie outside a member's own NVLink domain
-    (devices numbered domain by domain)."""
-    worst = 0.0
-    for group in groups:
-        domains = [device // devices_per_domain for device in group]
-        for mine in set(domains):
-            worst = max(worst, sum(1 for other in domains if other != mine) / len(group))
-    return worst
-
-
 @cache
 def _network_shares(
     attributes: str, kind: str, devices_per_domain: int, channels: int, nics_per_gpu: int = 1
