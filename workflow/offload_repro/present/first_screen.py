@@ -80,8 +80,8 @@ def built_under(claims: list[dict[str, Any]], assumptions: dict[str, dict[str, A
     """The titles of the unstated settings the claims' rows were built under (judge/independence.py,
     `built_under`), those shared by most claims first, then in the assumptions file's order."""
     shared = Counter(a for claim in claims for a in claim.get("built_under", []))
-    order = list(assumptions)
-    return [assumptions[a]["title"] for a in sorted(shared, key=lambda a: (-shared[a], order.index(a)))]
+    position = {a: i for i, a in enumerate(assumptions)}
+    return [assumptions[a]["title"] for a in sorted(shared, key=lambda a: (-shared[a], position[a]))]
 
 
 def would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -110,8 +110,7 @@ def stages_would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target | None) -> dict[str, Any]:
     """What the summary says, every number from `verdicts`: the claims held independently, those
     consistent by construction, the failures with the unstated settings they were built under, the
-    undecided ones with what would decide them, and
-    the predictions against the published values."""
+    undecided ones with what would decide them, and the predictions against the published values."""
     claims = _claims(verdicts)
     failed = [c for c in claims if c["verdict"] == "fail"]
     undecided = [c for c in claims if c["verdict"] in ("inconclusive", "not-comparable")]
