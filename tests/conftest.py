@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,13 @@ def require(program: str) -> None:
         if os.environ.get("OFFLOAD_REPRO_REQUIRE_ALL"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -c code args` in the checkout, with the package on the path and JAX on the CPU."""
+    env = {"PYTHONPATH": str(REPO / "workflow"), "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu"}
+    command = [sys.executable, "-c", code, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
 
 
 @pytest.fixture

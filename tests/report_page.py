@@ -116,26 +116,26 @@ _LAYOUT_PROBE = """<script>window.addEventListener("load", () => setTimeout(() =
 }, 1000));</script>"""
 
 
-def _before_last_body_end(html: str, script: str) -> str:
-    """The page with `script` before its closing body tag (the inlined Vega bundle holds the same
-    text in a string, so only the last one is the page's)."""
-    head, tail = html.rsplit("</body>", 1)
-    return head + script + "</body>" + tail
-
-
-def layout_widths(page: Path, width: int = 1280) -> dict[str, int]:
-    """Pixel widths laid out at `width`: the screen's (less its scroll bar), each class of
-    table's, and `unframed`, the right edge of the widest element outside a scrolling frame. A
-    copy of the page beside it, with a probe script added, is opened."""
-    probe = page.with_name(f".layout-{page.name}")
-    probe.write_text(_before_last_body_end(page.read_text(encoding="utf-8"), _LAYOUT_PROBE), encoding="utf-8")
+def _probed(page: Path, name: str, script: str, width: int) -> dict:
+    """What `script` writes into the body's data-`name` attribute, read from a copy of the page
+    beside it with the script added before its closing body tag (the inlined Vega bundle holds the
+    same text in a string, so only the last one is the page's), laid out at `width` pixels."""
+    head, tail = page.read_text(encoding="utf-8").rsplit("</body>", 1)
+    probe = page.with_name(f".{name}-{page.name}")
+    probe.write_text(head + script + "</body>" + tail, encoding="utf-8")
     try:
         dom = rendered_dom(probe, width=width)
     finally:
         probe.unlink()
-    found = re.search(r'data-layout="([^"]*)"', dom)
-    assert found, "the layout probe did not run"
+    found = re.search(rf'data-{name}="([^"]*)"', dom)
+    assert found, f"the {name} probe did not run"
     return json.loads(entities.unescape(found.group(1)))
+
+
+def layout_widths(page: Path, width: int = 1280) -> dict[str, int]:
+    """Pixel widths laid out at `width`: the screen's (less its scroll bar), each class of
+    table's, and `unframed`, the right edge of the widest element outside a scrolling frame."""
+    return _probed(page, "layout", _LAYOUT_PROBE, width)
 
 
 # Written into the page's <body> once its charts have drawn: what a reader meets, measured.
@@ -201,17 +201,8 @@ const readingWait = setInterval(() => {
 def reading_metrics(page: Path, width: int = 1400) -> dict:
     """What a reader meets at `width` pixels: the page's height, its words, its longest paragraph's
     words, where the summary and the verdict table start, claim values that sit under an "observed"
-    column while a prediction decided them, and tick labels of one axis that overlap. A copy of the
-    page beside it, with a probe script added, is opened."""
-    probe = page.with_name(f".reading-{page.name}")
-    probe.write_text(_before_last_body_end(page.read_text(encoding="utf-8"), _READING_PROBE), encoding="utf-8")
-    try:
-        dom = rendered_dom(probe, width=width)
-    finally:
-        probe.unlink()
-    found = re.search(r'data-reading="([^"]*)"', dom)
-    assert found, "the reading probe did not run"
-    return json.loads(entities.unescape(found.group(1)))
+    column while a prediction decided them, and tick labels of one axis that overlap."""
+    return _probed(page, "reading", _READING_PROBE, width)
 
 
 def with_appendix(page: Path) -> str:

@@ -43,8 +43,7 @@ def test_extends_refuses_a_cycle_and_names_a_missing_base(tmp_path):
         load_target("c", tmp_path)
 
 
-def test_two_processes_share_the_one_process_global_batch(tables):
-    rows = {row.id: row for row in load_rows(tables)}
+def test_two_processes_share_the_one_process_global_batch(rows):
     two = load_target("cpu-slurm-2")
     assert maxtext_args.target_overrides(rows["llama-baseline"], two)["per_device_batch_size"] == 1
     assert maxtext_args.target_overrides(rows["deepseek-device-mb8"], two)["per_device_batch_size"] == 4

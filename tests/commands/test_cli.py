@@ -4,12 +4,10 @@ run of one command that imports no other command's code."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_python
 from offload_repro import cli
 from offload_repro.plan import inputs as plan
 
@@ -37,7 +35,7 @@ def test_every_command_module_is_registered_with_its_help_arguments_and_call():
 
 def test_each_shared_option_is_declared_once():
     source = "".join(path.read_text() for path in sorted(COMMANDS_DIR.glob("*.py")))
-    for option in ("--tables", "--out", "--target", "--row", "--work-dir", "--container-runtime"):
+    for option in ("--tables", "--out", "--target", "--row", "--work-dir", "--container-runtime", "--speed"):
         assert source.count(f'"{option}"') == 1, option
     parser = cli.parser()
     assert parser.parse_args(["check", "--evidence", "e", "--claims", "c", "--out", "o"]).tables == []
@@ -56,14 +54,7 @@ def test_each_shared_option_is_declared_once():
 def test_a_command_imports_nothing_outside_its_stage(command, argv):
     """What a command really imports is within the code inputs plan/inputs.py derives for it: its
     own command module, never another's."""
-    done = subprocess.run(
-        [sys.executable, "-c", IMPORTED, json.dumps(argv)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO / "workflow"), "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu"},
-    )
+    done = run_python(IMPORTED, json.dumps(argv))
     imported = set(json.loads(done.stdout.splitlines()[-1]))
     assert f"offload_repro.commands.{command}" in imported
     assert imported <= plan.stage_modules(command)

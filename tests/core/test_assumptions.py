@@ -41,10 +41,8 @@ def test_a_row_that_names_a_varied_assumption_is_varied_with_it():
         DataError, match=r"assumption 'deepseek-parallelism', field 'affects': rows \['llama-baseline'\] name it"
     ):
         check_ids({}, [*(row for row in ROWS.values() if row.id != "llama-baseline"), left_out])
-    remat = [a["id"] for a in load_assumptions().values() if "deepseek-remat" in a.get("affects", [])]
-    assert {"deepseek-sequence-length", "deepseek-parallelism", "deepseek-moe-dispatch", "remat-device-flags"} <= set(
-        remat
-    )
+    remat = {a["id"] for a in load_assumptions().values() if "deepseek-remat" in a.get("affects", [])}
+    assert {"deepseek-sequence-length", "deepseek-parallelism", "deepseek-moe-dispatch", "remat-device-flags"} <= remat
 
 
 def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program(tmp_path):
@@ -55,13 +53,8 @@ def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program(t
     keys = set()
     for assumption in load_assumptions().values():
         for row_id in assumption.get("affects", []):
-            row = ROWS[row_id]
-            assert program_key(apply(row, resolved(assumption, assumption["default"]), ""), GB200) == program_key(
-                row, GB200
-            ), (
-                assumption["id"],
-                row_id,
-            )
+            as_compiled = apply(ROWS[row_id], resolved(assumption, assumption["default"]), "")
+            assert program_key(as_compiled, GB200) == program_key(ROWS[row_id], GB200), (assumption["id"], row_id)
     for assumption, alternative in variants():
         for row_id in assumption["affects"]:
             variant = variant_row(ROWS[row_id], assumption, alternative)
@@ -116,9 +109,7 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
         write_result(path, "compile", real | {"device_bytes": int(gib * 1024**3)})
         return {"results": {"r": {"status": "ok", "file": str(path)}}}
 
-    def memory(gib):
-        return observation("r", "device_gib", gib)
-
+    failed = {"r": {"status": "error", "message": "does not divide", "file": None}}
     sensitivity = {
         "target": "gb200-nvl72",
         "assumptions": [
@@ -127,19 +118,10 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
                 "affects": ["r"],
                 "alternatives": [{"id": "short", **variant(120.0)}, {"id": "long", **variant(170.0)}],
             },
-            {
-                "id": "split",
-                "affects": ["r"],
-                "alternatives": [
-                    {
-                        "id": "experts",
-                        "results": {"r": {"status": "error", "message": "does not divide", "file": None}},
-                    }
-                ],
-            },
+            {"id": "split", "affects": ["r"], "alternatives": [{"id": "experts", "results": failed}]},
         ],
     }
-    found = robustness(claims, [memory(140.0)], sensitivity, judge, {}, {})
+    found = robustness(claims, [observation("r", "device_gib", 140.0)], sensitivity, judge, {}, {})
     assert found["under-150"]["robust"] is False and found["under-150"]["depends_on"] == ["length"]
     assert [u["verdict"] for u in found["under-150"]["under"]] == ["pass", "fail", "untested"]
     assert found["any-memory"]["robust"] is True and found["any-memory"]["untested"] == ["split.experts"]

@@ -15,8 +15,7 @@ from offload_repro.present.text import hardware_text
 ROWS_FILE = REPO / "experiments" / "rows" / "llama3.1-405b.yaml"
 
 
-def test_every_row_of_both_tables_is_data(tables):
-    rows = {row.id: row for row in load_rows(tables)}
+def test_every_row_of_both_tables_is_data(rows):
     assert len(rows) == 9
     assert sum(row.table == "llama3.1-405b" for row in rows.values()) == 4
     assert sum(row.table == "deepseek-v3-671b" for row in rows.values()) == 5
@@ -25,14 +24,13 @@ def test_every_row_of_both_tables_is_data(tables):
     assert rows["deepseek-offload-optimized"].published["tflops_per_device"] == 908.2
 
 
-def test_lhs_off_is_written_out(tables):
-    rows = {row.id: row for row in load_rows(tables)}
+def test_lhs_off_is_written_out(rows):
     assert "--xla_gpu_enable_latency_hiding_scheduler=false" in rows["llama-qkv-offload-nolhs"].xla_flags
     assert "--xla_gpu_enable_latency_hiding_scheduler=false" in rows["deepseek-offload-plain"].xla_flags
 
 
-def test_row_placement_merges_over_defaults(tables):
-    row = next(r for r in load_rows(tables) if r.id == "llama-qkv-offload-lhs")
+def test_row_placement_merges_over_defaults(rows):
+    row = rows["llama-qkv-offload-lhs"]
     assert row.tensors("offload") == ["query_proj", "key_proj", "value_proj"]
     assert row.citation["url"].startswith("https://developer.nvidia.com/")
 
@@ -125,27 +123,6 @@ def test_a_target_that_states_a_derived_fact_differently_is_refused(tmp_path, ed
         load_target("vr-nvl144", directory)
 
 
-def test_a_links_measured_share_must_run_low_to_high(tmp_path):
-    def swapped(text: str) -> str:
-        return text.replace(
-            "hbm: {low: 0.84, central: 0.90, high: 0.93", "hbm: {low: 0.93, central: 0.90, high: 0.84", 1
-        )
-
-    directory = target_copy(tmp_path, "gb200-nvl72", swapped)
-    with pytest.raises(DataError, match=r"gb200-nvl72.yaml: field 'hardware.link_efficiency.hbm': low 0.93"):
-        load_target("gb200-nvl72", directory)
-
-
-def test_an_allocator_share_that_is_no_share_is_refused_naming_the_field(tmp_path):
-    """XLA_PYTHON_CLIENT_MEM_FRACTION is the memory a compile plans within (core/gpu.py): it must read as
-    a share of the GPU, in (0, 1]."""
-    directory = target_copy(
-        tmp_path, "gb200-nvl72", lambda text: text.replace('MEM_FRACTION: "0.92"', 'MEM_FRACTION: "92%"', 1)
-    )
-    with pytest.raises(DataError, match=r"gb200-nvl72.yaml: .*cluster.*environment.*XLA_PYTHON_CLIENT_MEM_FRACTION"):
-        load_target("gb200-nvl72", directory)
-
-
 def test_every_hardware_fact_of_a_target_is_cited_with_a_source_and_its_quote():
     """Each precision's peak, HBM, the links, NICs and host memory: a citation of each (a source and the
     sentence quoted as it stands, or a stated assumption), or the fact is named, by file and field."""
@@ -175,6 +152,16 @@ def test_a_fact_without_a_citation_is_named_by_file_and_field(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
+        (  # a link's measured share must run low to high
+            lambda text: text.replace(
+                "hbm: {low: 0.84, central: 0.90, high: 0.93", "hbm: {low: 0.93, central: 0.90, high: 0.84", 1
+            ),
+            r"field 'hardware.link_efficiency.hbm': low 0.93",
+        ),
+        (  # XLA_PYTHON_CLIENT_MEM_FRACTION is the memory a compile plans within (core/gpu.py): a share in (0, 1]
+            lambda text: text.replace('MEM_FRACTION: "0.92"', 'MEM_FRACTION: "92%"', 1),
+            r".*cluster.*environment.*XLA_PYTHON_CLIENT_MEM_FRACTION",
+        ),
         (  # a citation in words, no source and quote
             lambda text: text.replace('      quote: "NVLink-C2C with 900 GB/s of bidirectional bandwidth"\n', "", 1),
             r"field 'hardware.citations.host_link'",
@@ -189,6 +176,6 @@ def test_a_fact_without_a_citation_is_named_by_file_and_field(tmp_path):
         ),
     ],
 )
-def test_a_malformed_citation_is_refused_by_file_and_field(tmp_path, edit, message):
+def test_a_malformed_target_is_refused_by_file_and_field(tmp_path, edit, message):
     with pytest.raises(DataError, match=rf"gb200-nvl72.yaml: {message}"):
         load_target("gb200-nvl72", target_copy(tmp_path, "gb200-nvl72", edit))

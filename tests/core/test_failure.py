@@ -32,6 +32,7 @@ BAD_VALUE = (
 )
 ASSERTION = "AssertionError: Number of devices per slice 1 does not match the product of the ICI parallelism 2"
 OUT_OF_MEMORY = "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 1611356696 bytes."
+FATAL_LINE = "fatal log line (parse_flags_from_env.cc:234)"
 
 
 def log(name: str) -> str:
@@ -42,32 +43,26 @@ def exception(name: str) -> dict:
     return json.loads((FAILURES / f"{name}.launch.json").read_text())["exception"]
 
 
-@pytest.mark.parametrize("name", ["unknown-flag.train.log", "unknown-flag.compile.log"])
-def test_an_unknown_flag_is_xlas_fatal_line(name):
-    found = failure.failure_of(1, log(name), name)
-    assert (found.cause, found.found_in) == (UNKNOWN_FLAG, "fatal log line (parse_flags_from_env.cc:234)")
+@pytest.mark.parametrize(
+    ("name", "recorded", "cause", "found_in"),
+    [
+        ("unknown-flag.train.log", None, UNKNOWN_FLAG, FATAL_LINE),
+        ("unknown-flag.compile.log", None, UNKNOWN_FLAG, FATAL_LINE),
+        # the usage text and every flag's help follow the fatal line; its thread's E line comes before
+        ("bad-value.train.log", None, BAD_VALUE, "fatal log line (parse_flags_from_env.cc:220)"),
+        ("exception.train.log", None, ASSERTION, "Python traceback"),
+        ("exception.train.log", "exception", ASSERTION, "exception record"),  # its own record comes first
+        ("out-of-memory.train.log", None, OUT_OF_MEMORY, "Python traceback"),  # without JAX's note on frames
+    ],
+    ids=["unknown-flag-train", "unknown-flag-compile", "bad-value", "traceback", "exception-record", "out-of-memory"],
+)
+def test_a_failure_is_the_processs_last_fatal_words(name, recorded, cause, found_in):
+    found = failure.failure_of(1, log(name), name, exception(recorded) if recorded else None)
+    assert (found.cause, found.found_in) == (cause, found_in)
     assert (found.exit_status, found.signal, found.log) == (1, None, name)
 
 
-def test_a_value_xla_cannot_read_is_its_error_line_then_the_check_that_failed():
-    # the usage text and every flag's help follow the fatal line; its thread's E line comes before
-    found = failure.failure_of(1, log("bad-value.train.log"), "train.log")
-    assert (found.cause, found.found_in) == (BAD_VALUE, "fatal log line (parse_flags_from_env.cc:220)")
-
-
-def test_a_python_exception_is_the_last_line_of_its_traceback():
-    found = failure.failure_of(1, log("exception.train.log"), "train.log")
-    assert (found.cause, found.found_in) == (ASSERTION, "Python traceback")
-
-
-def test_an_exception_the_process_recorded_itself_comes_first():
-    found = failure.failure_of(1, log("exception.train.log"), "train.log", exception("exception"))
-    assert (found.cause, found.found_in) == (ASSERTION, "exception record")
-
-
-def test_out_of_memory_is_the_exception_without_jaxs_note_on_filtered_frames():
-    found = failure.failure_of(1, log("out-of-memory.train.log"), "train.log")
-    assert (found.cause, found.found_in) == (OUT_OF_MEMORY, "Python traceback")
+def test_out_of_memory_is_classified_as_such():
     assert runner.classify(1, exception("out-of-memory"), log("out-of-memory.train.log"), 0, 10) == "oom"
 
 
@@ -153,7 +148,7 @@ def test_a_preflight_step_that_failed_says_why_and_keeps_its_output(tmp_path, mo
         )
     assert str(failed.value).startswith("`srun ")
     assert f"failed (exit status 1): {UNKNOWN_FLAG}; its output: {tmp_path / 'step.log'}" in str(failed.value)
-    assert failed.value.failure.found_in == "fatal log line (parse_flags_from_env.cc:234)"
+    assert failed.value.failure.found_in == FATAL_LINE
     assert (tmp_path / "step.log").read_text() == output
 
 
@@ -182,7 +177,7 @@ CASES = {
     "killed-rank": (-9, "killed-rank/train.log", None, "killed-rank"),
 }
 SHOWN = {
-    "unknown-flag": ("error", UNKNOWN_FLAG, "fatal log line (parse_flags_from_env.cc:234), exit status 1"),
+    "unknown-flag": ("error", UNKNOWN_FLAG, f"{FATAL_LINE}, exit status 1"),
     "bad-value": ("error", BAD_VALUE, "fatal log line (parse_flags_from_env.cc:220), exit status 1"),
     "exception": ("error", ASSERTION, "exception record, exit status 1"),
     "out-of-memory": (

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -44,6 +45,14 @@ def written(tmp_path, data, name="dgxc-llama3-70b"):
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def refusal(tmp_path, data, match=None) -> tuple[Path, str]:
+    """The file of `data` and the message it is refused with."""
+    path = written(tmp_path, data)
+    with pytest.raises(DataError, match=match) as err:
+        load_file(path)
+    return path, str(err.value)
 
 
 def test_the_published_files_hold_22_runs_on_h100_nodes_of_8():
@@ -90,10 +99,8 @@ def test_the_published_files_hold_22_runs_on_h100_nodes_of_8():
 def test_a_malformed_file_is_refused_naming_file_run_and_field(tmp_path, edit, message):
     data = read_yaml(LLAMA3)
     edit(data)
-    path = written(tmp_path, data)
-    with pytest.raises(DataError, match=message) as err:
-        load_file(path)
-    assert str(path) in str(err.value)
+    path, refused = refusal(tmp_path, data, message)
+    assert str(path) in refused
 
 
 def compiled_run(path, run_id):
@@ -161,10 +168,8 @@ def test_a_run_leaving_its_axes_to_maxtexts_defaults_compiles_as_the_one_that_st
 def test_a_mesh_maxtext_would_refuse_is_refused_naming_file_run_and_field(tmp_path, run_settings, message):
     data = read_yaml(LLAMA3)
     data["runs"][0]["maxtext"].update(run_settings)
-    path = written(tmp_path, data)
-    with pytest.raises(DataError, match=message) as err:
-        load_file(path)
-    assert str(err.value).startswith(f"{path}: run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext")
+    path, refused = refusal(tmp_path, data, message)
+    assert refused.startswith(f"{path}: run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext")
 
 
 @pytest.mark.parametrize(
@@ -182,20 +187,16 @@ def test_a_mesh_maxtext_would_refuse_is_refused_naming_file_run_and_field(tmp_pa
 def test_a_malformed_xla_flag_is_refused_naming_file_run_and_field(tmp_path, flag, reason):
     data = read_yaml(LLAMA3)
     data["runs"][1]["xla_flags"].insert(1, flag)
-    path = written(tmp_path, data)
-    with pytest.raises(DataError) as err:
-        load_file(path)
-    message = str(err.value)
-    assert message.startswith(f"{path}: run 2 (id 'llama3-70b-bf16-256gpu'), field 'xla_flags[1]': {flag!r}: ")
-    assert reason in message
+    path, refused = refusal(tmp_path, data)
+    assert refused.startswith(f"{path}: run 2 (id 'llama3-70b-bf16-256gpu'), field 'xla_flags[1]': {flag!r}: ")
+    assert reason in refused
 
 
 def test_a_malformed_flag_the_run_passed_is_kept_only_where_the_file_says_what_xla_made_of_it(tmp_path):
     data = read_yaml(LLAMA3)
     stray = '--xla_disable_hlo_passes=rematerialization"'
     data["defaults"]["xla_flags"][10] = stray
-    with pytest.raises(DataError, match=r"defaults, field 'xla_flags\[10\]': .*list it under 'xla_flags_as_passed'"):
-        load_file(written(tmp_path, data))
+    refusal(tmp_path, data, r"defaults, field 'xla_flags\[10\]': .*list it under 'xla_flags_as_passed'")
     kept = {"flag": stray, "effect": "the pass name with its quote matches no pass: rematerialization stayed on"}
     data["defaults"]["xla_flags_as_passed"] = [kept]
     runs = load_file(written(tmp_path, data))
@@ -206,12 +207,10 @@ def test_a_malformed_flag_the_run_passed_is_kept_only_where_the_file_says_what_x
     unclosed = '--xla_disable_hlo_passes="rematerialization'
     data["defaults"]["xla_flags"][10] = unclosed
     data["defaults"]["xla_flags_as_passed"] = [{**kept, "flag": unclosed}]
-    with pytest.raises(DataError, match=r"field 'xla_flags\[10\]': .*cannot be passed as it is"):
-        load_file(written(tmp_path, data))
+    refusal(tmp_path, data, r"field 'xla_flags\[10\]': .*cannot be passed as it is")
     data["defaults"]["xla_flags"][10] = "--xla_disable_hlo_passes=rematerialization"
     data["defaults"]["xla_flags_as_passed"] = [kept]
-    with pytest.raises(DataError, match=r"defaults, field 'xla_flags_as_passed\[0\].flag': .* is not one of its"):
-        load_file(written(tmp_path, data))
+    refusal(tmp_path, data, r"defaults, field 'xla_flags_as_passed\[0\].flag': .* is not one of its")
 
 
 @pytest.mark.parametrize(
@@ -242,14 +241,12 @@ def test_a_malformed_flag_the_run_passed_is_kept_only_where_the_file_says_what_x
 def test_a_value_maxtext_would_refuse_is_refused_naming_file_run_and_field(tmp_path, setting, value, message):
     data = read_yaml(LLAMA3)
     data["runs"][0]["maxtext"][setting] = value
-    path = written(tmp_path, data)
     if message is None:
-        assert load_file(path)[0].maxtext[setting] == value
+        assert load_file(written(tmp_path, data))[0].maxtext[setting] == value
         return
-    with pytest.raises(DataError) as err:
-        load_file(path)
-    assert str(err.value).startswith(f"{path}: run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext.{setting}'")
-    assert message in str(err.value)
+    path, refused = refusal(tmp_path, data)
+    assert refused.startswith(f"{path}: run 1 (id 'llama3-70b-bf16-128gpu'), field 'maxtext.{setting}'")
+    assert message in refused
 
 
 def test_a_compile_here_folds_dcn_into_ici_and_records_what_it_changes():
@@ -505,8 +502,7 @@ def test_a_run_file_of_any_maxtext_model_takes_its_kind_from_the_model(tmp_path)
     moe = load_file(written(tmp_path, data))
     assert {(run.kind, run.family) for run in moe} == {("MoE", "deepseek")}
     data["defaults"]["family"] = "llama"
-    with pytest.raises(DataError, match="family"):
-        load_file(written(tmp_path, data))
+    refusal(tmp_path, data, "family")
 
 
 def test_a_setting_its_model_file_fixes_needs_override_model_config(tmp_path):
@@ -514,8 +510,7 @@ def test_a_setting_its_model_file_fixes_needs_override_model_config(tmp_path):
     the file is refused first, by file, run and field, and taken once the run says it overrides."""
     data = read_yaml(LLAMA3)
     data["runs"][1]["maxtext"]["base_num_decoder_layers"] = 40
-    with pytest.raises(DataError, match=r"run 2 .*field 'maxtext.base_num_decoder_layers': 40, where .* sets 80"):
-        load_file(written(tmp_path, data))
+    refusal(tmp_path, data, r"run 2 .*field 'maxtext.base_num_decoder_layers': 40, where .* sets 80")
     data["runs"][1]["maxtext"]["override_model_config"] = True
     run = load_file(written(tmp_path, data))[1]
     assert run.maxtext["base_num_decoder_layers"] == 40
@@ -533,7 +528,4 @@ def test_a_run_files_own_substitution_is_applied_and_stated_beside_the_builds(tm
     assert {**rule, "stated_in": str(path)} in first.substitutions
     assert all(s.get("stated_in") != str(path) for s in second.substitutions)
     data["runs"][0]["substitutions"] = [{**rule, "value": "minimal"}]
-    with pytest.raises(
-        DataError, match=r"run 1 .*field 'substitutions\[0\].value': 'minimal' is the remat_policy of no"
-    ):
-        load_file(written(tmp_path, data))
+    refusal(tmp_path, data, r"run 1 .*field 'substitutions\[0\].value': 'minimal' is the remat_policy of no")

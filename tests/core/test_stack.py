@@ -108,15 +108,18 @@ def fake_versions(driver: int) -> SimpleNamespace:
     )
 
 
+def read(import_nvml, driver: int = 12080, query_gpus=stack.query_nvidia_smi) -> dict:
+    """read_stack over a node whose JAX CUDA plugin gives `driver` and whose libraries MAPS lists."""
+    versions = fake_versions(driver)
+    return stack.read_stack(
+        import_nvml, lambda: (versions, "jax_cuda12_plugin"), lambda: stack.loaded_libraries(MAPS), query_gpus
+    )
+
+
 def test_versions_come_from_nvml_and_jax_cuda_helpers_with_their_sources():
     nvml = FakeNvml()
     asked: list[str] = []
-    found = stack.read_stack(
-        lambda: nvml,
-        lambda: (fake_versions(12080), "jax_cuda12_plugin"),
-        lambda: stack.loaded_libraries(MAPS),
-        lambda: asked.append("nvidia-smi") or "",
-    )
+    found = read(lambda: nvml, query_gpus=lambda: asked.append("nvidia-smi") or "")
     assert nvml.shut
     assert asked == []  # NVML answered: nvidia-smi is not asked the same again
     assert {key: found[key] for key in stack.VERSION_KEYS} == {
@@ -146,9 +149,7 @@ def test_versions_come_from_nvml_and_jax_cuda_helpers_with_their_sources():
 
 def test_without_a_cuda_driver_library_versions_are_withheld():
     # The libraries still answer (they are on disk), but a rank without a driver ran none of them.
-    found = stack.read_stack(
-        lambda: FakeNvml(), lambda: (fake_versions(0), "jax_cuda12_plugin"), lambda: stack.loaded_libraries(MAPS)
-    )
+    found = read(FakeNvml, driver=0)
     assert found["nvidia_driver"] == "570.133.20"
     assert [found[key] for key in stack.LIBRARY_KEYS] == [None] * len(stack.LIBRARY_KEYS)
     assert found["missing"]["cudnn"] == "no CUDA driver: jax_cuda12_plugin._versions.cuda_driver_get_version gave 0"
@@ -196,16 +197,10 @@ def stand_in_nvidia_smi(folder: Path, answer: str, status: int = 0) -> None:
     script.chmod(0o755)
 
 
-def read_without_nvml() -> dict:
-    return stack.read_stack(
-        no_nvml, lambda: (fake_versions(12080), "jax_cuda12_plugin"), lambda: stack.loaded_libraries(MAPS)
-    )
-
-
 def test_without_nvml_the_driver_and_gpus_come_from_nvidia_smi(tmp_path, monkeypatch):
     stand_in_nvidia_smi(tmp_path, H200_CSV)
     monkeypatch.setenv("PATH", str(tmp_path))
-    found = read_without_nvml()
+    found = read(no_nvml)
     assert found["nvidia_driver"] == "570.133.20"
     assert found["gpus"] == [
         {"index": index, "name": "NVIDIA H200", "memory_total_bytes": 143771 * 2**20, "uuid": uuid}
@@ -220,7 +215,7 @@ def test_without_nvml_the_driver_and_gpus_come_from_nvidia_smi(tmp_path, monkeyp
 
 def test_without_nvml_or_nvidia_smi_the_gpus_are_missing_with_both_reasons(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    found = read_without_nvml()
+    found = read(no_nvml)
     assert (found["nvidia_driver"], found["gpus"]) == (None, [])
     both = "no NVML: No module named 'pynvml'; nvidia-smi: not on PATH"
     assert found["missing"]["nvidia_driver"] == found["missing"]["gpus"] == both
@@ -231,7 +226,7 @@ def test_a_failing_nvidia_smi_gives_its_own_words(tmp_path, monkeypatch):
     message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
     stand_in_nvidia_smi(tmp_path, message, status=9)
     monkeypatch.setenv("PATH", str(tmp_path))
-    found = read_without_nvml()
+    found = read(no_nvml)
     assert found["nvidia_driver"] is None
     assert found["missing"]["gpus"].endswith("nvidia-smi: exit 9: " + message.strip())
 

@@ -69,15 +69,13 @@ def test_frontier_contrast_claims(claims):
     offload = next(c for c in claims if c["id"] == "deepseek-offload-frontier-reaches-8")
 
     def frontier(policy, largest):
-        judges = ("source-hardware", "full-scale-gpu")
-        policies = {policy: ok(largest_fitting_micro_batch=largest)}
-        return EvidenceView("compiled", "gb200-nvl72", "GB200", judges=judges, policies=policies)
+        return full_scale({}, kind="compiled", policies={policy: ok(largest_fitting_micro_batch=largest)})
 
-    assert judge(device, device["judged_by"][0], frontier("deepseek-device", 5))["verdict"] == "pass"
-    assert judge(device, device["judged_by"][0], frontier("deepseek-device", 8))["verdict"] == "fail"
-    assert judge(device, device["judged_by"][0], frontier("deepseek-device", 1))["verdict"] == "fail"
-    assert judge(offload, offload["judged_by"][0], frontier("deepseek-offload", 12))["verdict"] == "pass"
-    missing = judge(offload, offload["judged_by"][0], full_scale({}, kind="compiled"))
+    assert judge(device, frontier("deepseek-device", 5))["verdict"] == "pass"
+    assert judge(device, frontier("deepseek-device", 8))["verdict"] == "fail"
+    assert judge(device, frontier("deepseek-device", 1))["verdict"] == "fail"
+    assert judge(offload, frontier("deepseek-offload", 12))["verdict"] == "pass"
+    missing = judge(offload, full_scale({}, kind="compiled"))
     assert missing["verdict"] == "not-comparable" and "--config whatif=True" in missing["reason"]
 
 
@@ -108,46 +106,46 @@ def test_llama_accounting_passes_from_maxtext_configs(claims, analytic_views):
 QUALIFYING = {"source-hardware": ["gb200-nvl72"], "full-scale-gpu": ["gb200-nvl72", "vr-nvl144"]}
 
 
-def judge(claim, rule, evidence):
-    return judge_one(claim, rule, [evidence], QUALIFYING)
-
-
-def scaled_cpu(rows: dict) -> EvidenceView:
-    return EvidenceView("measured", "cpu", "1 CPU, scaled-down models", judges=(), rows=rows)
+def judge(claim, evidence, rule=None):
+    """The claim judged on one view by `rule` (its first rule where None)."""
+    return judge_one(claim, rule or claim["judged_by"][0], [evidence], QUALIFYING)
 
 
 def test_throughput_on_cpu_is_not_comparable_naming_the_target_that_would_judge_it(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
     rows = {"deepseek-offload-optimized": {"status": "ok", "message": None, "tflops_per_device": 0.01}}
-    judgement = judge(claim, claim["judged_by"][0], scaled_cpu(rows))
+    judgement = judge(claim, EvidenceView("measured", "cpu", "1 CPU, scaled-down models", rows=rows))
     assert judgement["verdict"] == "not-comparable"
     assert "source-hardware" in judgement["reason"] and "gb200-nvl72" in judgement["reason"]
     assert "1 CPU, scaled-down models" in judgement["reason"]
     assert judgement["would_judge"] == "gb200-nvl72"  # the page shows the command that runs it
 
 
-def full_scale(rows: dict, target="gb200-nvl72", kind="measured", spreads=None) -> EvidenceView:
+def full_scale(rows: dict, target="gb200-nvl72", kind="measured", spreads=None, policies=None) -> EvidenceView:
     judges = ("source-hardware", "full-scale-gpu") if target == "gb200-nvl72" else ("full-scale-gpu",)
-    return EvidenceView(kind, target, "GB200", judges=judges, rows=rows, spreads=spreads or {})
+    return EvidenceView(kind, target, "GB200", judges=judges, rows=rows, spreads=spreads or {}, policies=policies or {})
 
 
 def ok(**metrics):
     return {"status": "ok", "message": None, **metrics}
 
 
+def throughputs(tflops: dict, **view) -> EvidenceView:
+    """Each row's measured throughput (TFLOPs/s/device) in a `full_scale` view."""
+    return full_scale({row: ok(tflops_per_device=value) for row, value in tflops.items()}, **view)
+
+
 def test_value_within_and_outside_tolerance(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
-    rule = claim["judged_by"][0]
-    near = judge(claim, rule, full_scale({"deepseek-offload-optimized": ok(tflops_per_device=900.0)}))
-    far = judge(claim, rule, full_scale({"deepseek-offload-optimized": ok(tflops_per_device=700.0)}))
+    near = judge(claim, throughputs({"deepseek-offload-optimized": 900.0}))
+    far = judge(claim, throughputs({"deepseek-offload-optimized": 700.0}))
     assert near["verdict"] == "pass" and near["deviation"] == pytest.approx(-8.2)
     assert far["verdict"] == "fail" and far["relative_deviation"] == pytest.approx(-0.2292, abs=1e-4)
 
 
 def test_ratio_relation(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-vs-remat")
-    rows = {"deepseek-offload-optimized": ok(tflops_per_device=908.2), "deepseek-remat": ok(tflops_per_device=578.5)}
-    judgement = judge(claim, claim["judged_by"][0], full_scale(rows))
+    judgement = judge(claim, throughputs({"deepseek-offload-optimized": 908.2, "deepseek-remat": 578.5}))
     assert judgement["verdict"] == "pass" and judgement["observed"] == pytest.approx(0.5699, abs=1e-4)
 
 
@@ -162,34 +160,31 @@ LLAMA_TFLOPS = {
 
 def test_fastest_and_slowest(claims):
     fastest = next(c for c in claims if c["id"] == "llama-lhs-without-pipelining-fastest")
-    speeds = dict(LLAMA_TFLOPS)
-    evidence = full_scale({row: ok(tflops_per_device=v) for row, v in speeds.items()}, target="vr-nvl144")
-    assert judge(fastest, fastest["judged_by"][0], evidence)["verdict"] == "pass"
-    speeds["llama-qkv-offload-lhs-pipelined"] = 2800
-    evidence = full_scale({row: ok(tflops_per_device=v) for row, v in speeds.items()}, target="vr-nvl144")
-    judgement = judge(fastest, fastest["judged_by"][0], evidence)
+    assert judge(fastest, throughputs(LLAMA_TFLOPS, target="vr-nvl144"))["verdict"] == "pass"
+    faster = LLAMA_TFLOPS | {"llama-qkv-offload-lhs-pipelined": 2800}
+    judgement = judge(fastest, throughputs(faster, target="vr-nvl144"))
     assert judgement["verdict"] == "fail" and judgement["observed"] == "llama-qkv-offload-lhs-pipelined"
 
 
 def test_outcomes_and_an_oom_where_a_number_was_expected(claims):
     oom_claim = next(c for c in claims if c["id"] == "deepseek-device-save-oom-mb8")
     oom_row = {"deepseek-device-mb8": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
-    assert judge(oom_claim, oom_claim["judged_by"][0], full_scale(oom_row))["verdict"] == "pass"
+    assert judge(oom_claim, full_scale(oom_row))["verdict"] == "pass"
     fits_claim = next(c for c in claims if c["id"] == "deepseek-device-save-fits-mb2")
     compiled = next(rule for rule in fits_claim["judged_by"] if rule["evidence"] == "compiled")
     missed = {"deepseek-device-mb2": ok(outcome="oom", device_gib=169.9, allocator_limit_gib=169.6)}
-    judged = judge(fits_claim, compiled, full_scale(missed, kind="compiled"))
+    judged = judge(fits_claim, full_scale(missed, kind="compiled"), compiled)
     assert (judged["verdict"], judged["needs_gib"], judged["limit_gib"]) == ("fail", 169.9, 169.6)
     speed = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
     row = {"deepseek-offload-optimized": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
-    judgement = judge(speed, speed["judged_by"][0], full_scale(row))
+    judgement = judge(speed, full_scale(row))
     assert judgement["verdict"] == "fail" and "ran out of memory" in judgement["reason"]
 
 
 def test_errors_and_missing_rows(claims):
     claim = next(c for c in claims if c["id"] == "llama-baseline-throughput")
     errored = full_scale({"llama-baseline": {"status": "error", "message": "NCCL timeout"}})
-    assert judge(claim, claim["judged_by"][0], errored) == {
+    assert judge(claim, errored) == {
         "evidence": "measured",
         "hardware": "source-hardware",
         "target": "gb200-nvl72",
@@ -197,7 +192,7 @@ def test_errors_and_missing_rows(claims):
         "verdict": "error",
         "reason": "llama-baseline: NCCL timeout",
     }
-    missing = judge(claim, claim["judged_by"][0], full_scale({}))
+    missing = judge(claim, full_scale({}))
     assert missing["verdict"] == "not-comparable" and "rows without measured evidence here" in missing["reason"]
     nothing = judge_one(claim, claim["judged_by"][0], [], QUALIFYING)
     assert nothing["verdict"] == "not-comparable" and nothing["reason"] == "no measured evidence in this run"
@@ -210,7 +205,7 @@ def test_compiled_memory_tolerance_is_widened_below_the_published_value_only(cla
     rule = next(r for r in claim["judged_by"] if r["evidence"] == "compiled")
 
     def compiled(gib: float) -> dict:
-        return judge(claim, rule, full_scale({"deepseek-offload-optimized": ok(device_gib=gib)}, kind="compiled"))
+        return judge(claim, full_scale({"deepseek-offload-optimized": ok(device_gib=gib)}, kind="compiled"), rule)
 
     assert compiled(145.0)["verdict"] == "pass"  # 12.2% below
     assert compiled(135.0)["verdict"] == "fail"  # 18.3% below
@@ -253,19 +248,18 @@ def test_malformed_claims_name_the_field(tmp_path):
 def test_a_new_gpu_judges_directions_but_not_absolute_numbers(claims):
     speed = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
     direction = next(c for c in claims if c["id"] == "deepseek-optimized-faster-than-remat")
-    rows = {"deepseek-offload-optimized": ok(tflops_per_device=1500.0), "deepseek-remat": ok(tflops_per_device=900.0)}
-    rubin = full_scale(rows, target="vr-nvl144")
-    assert judge(speed, speed["judged_by"][0], rubin)["verdict"] == "not-comparable"
-    assert judge(direction, direction["judged_by"][0], rubin)["verdict"] == "pass"
+    rubin = throughputs({"deepseek-offload-optimized": 1500.0, "deepseek-remat": 900.0}, target="vr-nvl144")
+    assert judge(speed, rubin)["verdict"] == "not-comparable"
+    assert judge(direction, rubin)["verdict"] == "pass"
 
 
 def test_host_buffers_must_equal_the_analytic_offload_on_every_row(claims):
     claim = next(c for c in claims if c["id"] == "host-buffers-equal-analytic-offload")
     rows = {row: ok(host_buffer_gib=1.5, expected_host_buffer_gib=1.5) for row in claim["check"]["rows"]}
     compiled = EvidenceView("compiled", "h200-1", "H200 compile", judges=("single-gpu",), rows=rows)
-    assert judge(claim, claim["judged_by"][0], compiled)["verdict"] == "pass"  # hardware: any
+    assert judge(claim, compiled)["verdict"] == "pass"  # hardware: any
     rows["llama-qkv-offload-lhs"] = ok(host_buffer_gib=0.0, expected_host_buffer_gib=70.875)
-    failed = judge(claim, claim["judged_by"][0], compiled)
+    failed = judge(claim, compiled)
     assert failed["verdict"] == "fail" and "llama-qkv-offload-lhs 0.0 vs 70.875" in failed["reason"]
 
 
@@ -273,10 +267,10 @@ def test_rows_differing_only_in_flags_must_compile_to_different_programs(claims)
     claim = next(c for c in claims if c["id"] == "llama-flags-change-the-program")
     rows = dict(zip(claim["check"]["rows"], ["a", "b", "c"], strict=True))
     evidence = full_scale({row: ok(hlo_sha256=d) for row, d in rows.items()}, kind="compiled")
-    assert judge(claim, claim["judged_by"][0], evidence)["verdict"] == "pass"
+    assert judge(claim, evidence)["verdict"] == "pass"
     rows["llama-qkv-offload-lhs-pipelined"] = "a"
     evidence = full_scale({row: ok(hlo_sha256=d) for row, d in rows.items()}, kind="compiled")
-    same = judge(claim, claim["judged_by"][0], evidence)
+    same = judge(claim, evidence)
     assert same["verdict"] == "fail" and "llama-qkv-offload-lhs, llama-qkv-offload-lhs-pipelined" in same["reason"]
 
 
@@ -345,26 +339,22 @@ def repeated(low, high, n=3, metric="tflops_per_device"):
 
 def test_a_spread_wider_than_the_tolerance_is_noted(claims):
     claim = next(c for c in claims if c["id"] == "llama-qkv-lhs-throughput")  # ±5%
-    rows = {"llama-qkv-offload-lhs": ok(tflops_per_device=2746.3)}
-    narrow = judge(
-        claim, claim["judged_by"][0], full_scale(rows, spreads={"llama-qkv-offload-lhs": repeated(2716.1, 2760.4)})
-    )
+    rows = {"llama-qkv-offload-lhs": 2746.3}
+    narrow = judge(claim, throughputs(rows, spreads={"llama-qkv-offload-lhs": repeated(2716.1, 2760.4)}))
     assert narrow["verdict"] == "pass" and "note" not in narrow
     assert narrow["observed_spread"] == {"low": 2716.1, "high": 2760.4, "n": 3}
-    wide = judge(
-        claim, claim["judged_by"][0], full_scale(rows, spreads={"llama-qkv-offload-lhs": repeated(2590.0, 2905.0)})
-    )
+    wide = judge(claim, throughputs(rows, spreads={"llama-qkv-offload-lhs": repeated(2590.0, 2905.0)}))
     assert wide["verdict"] == "pass"  # the verdict stands on the median; the note qualifies it
     assert wide["note"] == "spread of 3 repeats 2,590\u20132,905 (11.5%) is wider than the tolerance (±5%)"
-    single = judge(claim, claim["judged_by"][0], full_scale(rows))
+    single = judge(claim, throughputs(rows))
     assert "note" not in single and "observed_spread" not in single
 
 
 def test_a_ratio_notes_the_side_whose_spread_moves_it_past_the_tolerance(claims):
     claim = next(c for c in claims if c["id"] == "deepseek-optimized-vs-remat")  # ±0.05 on the ratio
-    rows = {"deepseek-offload-optimized": ok(tflops_per_device=908.2), "deepseek-remat": ok(tflops_per_device=578.5)}
+    rows = {"deepseek-offload-optimized": 908.2, "deepseek-remat": 578.5}
     spreads = {"deepseek-offload-optimized": repeated(889.6, 925.3), "deepseek-remat": repeated(575.0, 582.1)}
-    judgement = judge(claim, claim["judged_by"][0], full_scale(rows, spreads=spreads))
+    judgement = judge(claim, throughputs(rows, spreads=spreads))
     assert judgement["verdict"] == "pass"
     # 35.7 / 578.5 = 0.0617 of the ratio from the optimized row; the remat row moves it by 0.0196 only
     assert judgement["note"] == (
@@ -374,45 +364,35 @@ def test_a_ratio_notes_the_side_whose_spread_moves_it_past_the_tolerance(claims)
     assert judgement["spreads"]["deepseek-remat"] == spreads["deepseek-remat"]["tflops_per_device"]
     assert "observed_spread" not in judgement  # the observed value is a ratio, not one row's median
     spreads["deepseek-offload-optimized"] = repeated(900.1, 915.0)
-    assert "note" not in judge(claim, claim["judged_by"][0], full_scale(rows, spreads=spreads))
+    assert "note" not in judge(claim, throughputs(rows, spreads=spreads))
 
 
 def test_an_absolute_tolerance_compares_the_width_itself(claims):
     claim = next(c for c in claims if c["id"] == "llama-qkv-lhs-vs-baseline")  # ±0.01 on the ratio
-    rows = {"llama-qkv-offload-lhs": ok(tflops_per_device=2746.0), "llama-baseline": ok(tflops_per_device=2669.0)}
-    spreads = {"llama-baseline": repeated(2650.0, 2690.0, n=2)}
-    judgement = judge(claim, claim["judged_by"][0], full_scale(rows, spreads=spreads))
+    rows = {"llama-qkv-offload-lhs": 2746.0, "llama-baseline": 2669.0}
+    judgement = judge(claim, throughputs(rows, spreads={"llama-baseline": repeated(2650.0, 2690.0, n=2)}))
     assert judgement["note"].startswith("llama-baseline: spread of 2 repeats 2,650\u20132,690 (1.5%) moves the ratio")
     value = {**claim, "check": {**claim["check"], "type": "value"}, "published": 2746.0, "tolerance": {"absolute": 20}}
-    noted = judge(
-        value, value["judged_by"][0], full_scale(rows, spreads={"llama-qkv-offload-lhs": repeated(2720, 2750)})
-    )
+    noted = judge(value, throughputs(rows, spreads={"llama-qkv-offload-lhs": repeated(2720, 2750)}))
     assert noted["note"] == "spread of 3 repeats 2,720\u20132,750 (30) is wider than the tolerance (±20)"
 
 
 def test_orderings_note_overlapping_spreads(claims):
     direction = next(c for c in claims if c["id"] == "deepseek-optimized-faster-than-remat")
-    rows = {"deepseek-offload-optimized": ok(tflops_per_device=1500.0), "deepseek-remat": ok(tflops_per_device=1480.0)}
+    rows = {"deepseek-offload-optimized": 1500.0, "deepseek-remat": 1480.0}
     spreads = {"deepseek-offload-optimized": repeated(1460.0, 1530.0), "deepseek-remat": repeated(1450.0, 1490.0)}
-    judgement = judge(direction, direction["judged_by"][0], full_scale(rows, target="vr-nvl144", spreads=spreads))
+    judgement = judge(direction, throughputs(rows, target="vr-nvl144", spreads=spreads))
     assert judgement["verdict"] == "pass"
     assert judgement["note"] == (
         "spreads of the repeats overlap: deepseek-offload-optimized 1,460\u20131,530 (3 repeats), "
         "deepseek-remat 1,450\u20131,490 (3 repeats); single runs could order these rows either way"
     )
     apart = {"deepseek-offload-optimized": repeated(1495.0, 1510.0)}
-    assert "note" not in judge(
-        direction, direction["judged_by"][0], full_scale(rows, target="vr-nvl144", spreads=apart)
-    )
+    assert "note" not in judge(direction, throughputs(rows, target="vr-nvl144", spreads=apart))
 
     fastest = next(c for c in claims if c["id"] == "llama-lhs-without-pipelining-fastest")
-    speeds = dict(LLAMA_TFLOPS)
-    evidence = full_scale(
-        {row: ok(tflops_per_device=v) for row, v in speeds.items()},
-        target="vr-nvl144",
-        spreads={"llama-qkv-offload-lhs": repeated(2701.0, 2760.0)},
-    )
-    judgement = judge(fastest, fastest["judged_by"][0], evidence)
+    spreads = {"llama-qkv-offload-lhs": repeated(2701.0, 2760.0)}
+    judgement = judge(fastest, throughputs(LLAMA_TFLOPS, target="vr-nvl144", spreads=spreads))
     assert judgement["verdict"] == "pass" and "llama-qkv-offload-lhs-pipelined 2,718;" in judgement["note"]
     assert "llama-baseline" not in judgement["note"]
 

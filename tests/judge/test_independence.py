@@ -5,6 +5,7 @@ it was."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from conftest import REPO
 from offload_repro.core.assumptions import load_assumptions
@@ -13,6 +14,7 @@ from offload_repro.judge.independence import BY_CONSTRUCTION, in_view, mark
 from offload_repro.judge.verdicts import tally
 
 TABLES = sorted(str(path) for path in (REPO / "experiments/rows").glob("*.yaml"))
+CLAIM_IDS = {claim["id"] for claim in yaml.safe_load((REPO / "experiments/claims.yaml").read_text())["claims"]}
 
 
 def verdicts(*claims: tuple[str, str, str, list[str]]) -> list[dict]:
@@ -20,7 +22,7 @@ def verdicts(*claims: tuple[str, str, str, list[str]]) -> list[dict]:
     named = {i: (v, e, rows) for i, v, e, rows in claims}
     return [
         {"id": i, "kind": "value", "verdict": v, "summary": {"evidence": e}, "subjects": rows}
-        for i, (v, e, rows) in {i: named.get(i, ("not-comparable", "measured", [])) for i in _all_claim_ids()}.items()
+        for i, (v, e, rows) in {i: named.get(i, ("not-comparable", "measured", [])) for i in CLAIM_IDS}.items()
     ]
 
 
@@ -51,7 +53,7 @@ def test_a_compiled_pass_on_a_setting_chosen_for_its_value_is_counted_apart():
         BY_CONSTRUCTION: 1,
         "fail": 1,
         "inconclusive": 0,
-        "not-comparable": len(_all_claim_ids()) - 3,
+        "not-comparable": len(CLAIM_IDS) - 3,
         "error": 0,
     }
     assert list(result["counts"])[:2] == ["pass", BY_CONSTRUCTION]
@@ -71,13 +73,7 @@ def test_a_measured_pass_is_independent_of_the_settings_in_view():
 def test_every_setting_records_what_was_in_view_and_names_real_claims():
     assumptions = load_assumptions()
     assert all("published_in_view" in entry for entry in assumptions.values())
-    chosen = in_view(assumptions, {"deepseek-optimized-gpu-memory", "deepseek-offload-fits-mb8"} | _all_claim_ids())
+    chosen = in_view(assumptions, {"deepseek-optimized-gpu-memory", "deepseek-offload-fits-mb8"} | CLAIM_IDS)
     assert "allocator-memory-fraction" in {item["assumption"] for item in chosen["deepseek-optimized-gpu-memory"]}
     with pytest.raises(DataError, match="unknown claim 'deepseek-optimized-gpu-memory'"):
-        in_view(assumptions, _all_claim_ids() - {"deepseek-optimized-gpu-memory"})
-
-
-def _all_claim_ids() -> set[str]:
-    import yaml
-
-    return {claim["id"] for claim in yaml.safe_load((REPO / "experiments/claims.yaml").read_text())["claims"]}
+        in_view(assumptions, CLAIM_IDS - {"deepseek-optimized-gpu-memory"})

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
+import shutil
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_python
 from offload_repro.plan import inputs as plan
+from offload_repro.plan import layout
+from offload_repro.plan.configuration import CONFIG_PAGE, readme_with_config_table
 
 # Imports every module of the package with builtins.__import__ wrapped, and prints each import
 # edge (importing module -> imported module of the package) that Python executed.
@@ -38,14 +39,7 @@ print(json.dumps(sorted(edges)))
 
 def test_every_import_python_executes_is_in_the_derived_graph():
     modules = [m for m in plan.package_modules() if m != "offload_repro.produce.compiled.derive_scale"]
-    done = subprocess.run(
-        [sys.executable, "-c", RECORD_IMPORTS, *modules],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO / "workflow"), "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu"},
-    )
+    done = run_python(RECORD_IMPORTS, *modules)
     assert done.returncode == 0, done.stderr[-3000:]
     edges = [tuple(edge) for edge in json.loads(done.stdout.splitlines()[-1])]
     assert len(edges) > 50
@@ -162,16 +156,17 @@ def test_a_cycle_would_be_found(monkeypatch):
     assert plan.cycles() == [["offload_repro.a", "offload_repro.b"]]
 
 
-def test_the_edit_table_is_the_graph():
-    page = plan.EDIT_PAGE.read_text()
-    assert plan.readme_with_table(page) == page, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
-
-
-def test_the_configuration_table_is_the_schema_and_the_defaults():
-    from offload_repro.plan.configuration import CONFIG_PAGE, readme_with_config_table
-
-    page = CONFIG_PAGE.read_text()
-    assert readme_with_config_table(page) == page, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+@pytest.mark.parametrize(
+    ("page", "generated"),
+    [
+        (plan.EDIT_PAGE, plan.readme_with_table),  # the edit table is the import graph
+        (CONFIG_PAGE, readme_with_config_table),  # the configuration table is the schema and the defaults
+        (layout.LAYOUT_PAGE, layout.readme_with_layout),  # the layout is the tree
+    ],
+)
+def test_the_generated_parts_of_the_docs_are_up_to_date(page, generated):
+    text = page.read_text()
+    assert generated(text) == text, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
 
 
 def test_every_key_of_the_config_is_described_and_has_a_default():
@@ -196,21 +191,10 @@ def test_reads_that_match_nothing_are_refused(monkeypatch):
         plan.stage_code("summary")
 
 
-def test_the_layout_page_is_the_tree():
-    from offload_repro.plan.layout import LAYOUT_PAGE, readme_with_layout
-
-    page = LAYOUT_PAGE.read_text()
-    assert readme_with_layout(page) == page, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
-
-
 def test_the_layout_lists_every_module_under_its_folder(tmp_path, monkeypatch):
     """A module added to a folder appears in the block, under its folder's line."""
-    from offload_repro.plan import layout
-
     package = tmp_path / "workflow" / "offload_repro"
-    for path in layout.PACKAGE_DIR.rglob("*.py"):
-        (package / path.relative_to(layout.PACKAGE_DIR)).parent.mkdir(parents=True, exist_ok=True)
-        (package / path.relative_to(layout.PACKAGE_DIR)).write_text(path.read_text())
+    shutil.copytree(layout.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
     (package / "judge" / "new_observer.py").write_text('"""A new observer."""\n')
     monkeypatch.setattr(layout, "PACKAGE_DIR", package)
     block = layout.layout_block().splitlines()

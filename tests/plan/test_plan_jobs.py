@@ -14,8 +14,8 @@ DEFAULT = read_yaml(REPO / "experiments" / "config.yaml")
 
 
 def planned(nothing_on_disk: bool = True, resources: dict | None = None, **config):
-    exists = (lambda path: False) if nothing_on_disk else (lambda path: True)
-    return make_plan(DEFAULT | config, resources or {}, exists=exists, results=REPO / "tests" / "nothing-here")
+    results = REPO / "tests" / "nothing-here"
+    return make_plan(DEFAULT | config, resources or {}, exists=lambda path: not nothing_on_disk, results=results)
 
 
 def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
@@ -101,10 +101,7 @@ def test_each_alternative_predicts_every_row_from_its_own_compiles_where_it_has_
     assert len(compiled) == len(plan.row_ids) and f"results/whatif/assumptions/{name}/predicted.json" in (
         plan.variant_predictions
     )
-    for row, path in zip(plan.row_ids, compiled, strict=True):
-        expected = (
-            f"results/whatif/assumptions/{name}/{row}.json"
-            if row in varied
-            else f"results/compiled/gb200-nvl72/{row}.json"
-        )
-        assert path == expected
+    assert compiled == [
+        f"results/whatif/assumptions/{name}/{row}.json" if row in varied else f"results/compiled/gb200-nvl72/{row}.json"
+        for row in plan.row_ids
+    ]

@@ -33,26 +33,22 @@ RESULTS = FIXTURES / "results"
 CLAIMS = REPO / "experiments" / "claims.yaml"
 
 
-def with_overlap(tmp_path: Path) -> Path:
+def fixture_copy(name: str, work: Path, **changes) -> Path:
+    """The real result fixture `name` with `changes`, in `work`."""
+    path = work / Path(name).name
+    path.write_text(json.dumps(json.loads((RESULTS / name).read_text()) | changes))
+    return path
+
+
+def with_overlap(work: Path) -> Path:
     """The real run fixture with an overlap summary of a known trace (as a one-GPU run records it)."""
-    run = json.loads((RESULTS / "cpu/runs/llama-qkv-offload-lhs.json").read_text())
     meta = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}}]
     events = [("gemm_fusion", 0, 100), ("MemcpyDtoH", 50, 100)]
-    run["overlap"] = trace.summarize(
+    overlap = trace.summarize(
         meta + [{"ph": "X", "pid": 1, "tid": 1, "name": n, "ts": ts, "dur": d} for n, ts, d in events], steps=1
     )
-    run["message"] = "<b>boom</b>"  # text from results must be escaped
-    path = tmp_path / "llama-qkv-offload-lhs.json"
-    path.write_text(json.dumps(run))
-    return path
-
-
-def probe_of_this_target(tmp_path: Path) -> Path:
-    """The real probe fixture as the page's own target (a probe belongs to the target it ran on)."""
-    probe = json.loads((RESULTS / "h200-1/probe.json").read_text())
-    path = tmp_path / "probe.json"
-    path.write_text(json.dumps(probe | {"target": "cpu"}))
-    return path
+    # text from results must be escaped
+    return fixture_copy("cpu/runs/llama-qkv-offload-lhs.json", work, overlap=overlap, message="<b>boom</b>")
 
 
 def build_page(work: Path, tables: list[str], extra: tuple[Path, ...] = ()) -> tuple[Path, str, dict]:
@@ -63,7 +59,7 @@ def build_page(work: Path, tables: list[str], extra: tuple[Path, ...] = ()) -> t
         RESULTS / "cpu/runs/deepseek-device-mb8.json",
         *sorted((RESULTS / "compiled/gb200-nvl72").glob("*.json")),
         RESULTS / "analytic.json",
-        probe_of_this_target(work),
+        fixture_copy("h200-1/probe.json", work, target="cpu"),  # a probe belongs to the target it ran on
         *extra,
     ]
     _, verdicts, page = build_report(work, tables, results)
@@ -75,17 +71,36 @@ def built(tmp_path_factory, tables):
     return build_page(tmp_path_factory.mktemp("report"), tables)
 
 
-def row_html(html: str, row: str) -> str:
-    return re.search(rf'<tr id="row-{row}">(.*?)</tr>', html, re.S).group(1)
+def line(html: str, line_id: str) -> str:
+    """The table line `<tr id="line_id" ...>`, without its tags."""
+    return re.search(rf'<tr id="{line_id}"[^>]*>(.*?)</tr>', html, re.S).group(1)
+
+
+def cells(html: str) -> list[str]:
+    return re.findall(r"<td[^>]*>(.*?)</td>", html, re.S)
+
+
+def chart_spec(html: str, chart: str) -> dict:
+    return json.loads(re.search(rf'id="spec-{chart}">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</"))
+
+
+def render_index_of(page: Path, tables: list[str], out: Path, verdicts: list[Path] | None = None) -> None:
+    """The entry page and the comparison (out/index.html, out/compare.html) of the target built in
+    page's folder, or of one page per verdicts file."""
+    verdicts = verdicts or [page.parent / "verdicts.json"]
+    evidence = [page.parent / "evidence.json"] * len(verdicts)
+    render_index(
+        load_rows(tables), [page] * len(verdicts), verdicts, evidence, out / "index.html", out / "compare.html"
+    )
 
 
 def test_every_claim_is_one_line_with_its_verdict_and_strongest_evidence(built):
     _, html, verdicts = built
     for claim in verdicts["claims"]:
-        line = re.search(rf'<tr id="claim-{claim["id"]}" data-verdict="{claim["verdict"]}">(.*?)</tr>', html, re.S)
-        assert line, claim["id"]
-        assert f'class="ev ev-{claim["summary"]["evidence"]}"' in line.group(1)
-    host = re.search(r'<tr id="claim-llama-qkv-host-gib"[^>]*>(.*?)</tr>', html, re.S).group(1)
+        found = re.search(rf'<tr id="claim-{claim["id"]}" data-verdict="{claim["verdict"]}">(.*?)</tr>', html, re.S)
+        assert found, claim["id"]
+        assert f'class="ev ev-{claim["summary"]["evidence"]}"' in found.group(1)
+    host = line(html, "claim-llama-qkv-host-gib")
     assert "70.88" in host and "-0.025" in host  # observed and deviation on the line itself
 
 
@@ -102,44 +117,31 @@ def test_a_reason_shared_by_many_claims_is_stated_once(built):
 
 def test_row_table_sets_published_measured_compiled_and_analytic_side_by_side(built):
     _, html, _ = built
-    qkv = row_html(html, "llama-qkv-offload-lhs")
-    cells = re.findall(r"<td[^>]*>(.*?)</td>", qkv, re.S)
-    assert cells[1].strip() == "2,746"  # published TFLOPs/s/device
-    assert "s-ok" in cells[5] and "&lt;b&gt;boom&lt;/b&gt;" in cells[5]  # escaped message
-    assert [c.strip() for c in cells[9:12]] == ["139.2", "70.88", "fits (45.11)"]
-    assert cells[-1].strip() == "70.88"  # analytic offloaded GiB
-    assert "out of memory (-110.8)" in row_html(html, "deepseek-device-mb8")
-    assert "not run" in row_html(html, "llama-baseline") and "not compiled" in row_html(html, "llama-baseline")
+    qkv = cells(line(html, "row-llama-qkv-offload-lhs"))
+    assert qkv[1].strip() == "2,746"  # published TFLOPs/s/device
+    assert "s-ok" in qkv[5] and "&lt;b&gt;boom&lt;/b&gt;" in qkv[5]  # escaped message
+    assert [c.strip() for c in qkv[9:12]] == ["139.2", "70.88", "fits (45.11)"]
+    assert qkv[-1].strip() == "70.88"  # analytic offloaded GiB
+    assert "out of memory (-110.8)" in line(html, "row-deepseek-device-mb8")
+    assert "not run" in line(html, "row-llama-baseline") and "not compiled" in line(html, "row-llama-baseline")
 
 
-def test_xla_warnings_are_shown_with_their_meaning(built):
-    html = with_appendix(built[0])
-    compiled = re.search(r'<tr id="compiled-deepseek-offload-plain">(.*?)</tr>', html, re.S).group(1)
-    assert "counts the 144.88 GiB about to be offloaded as device memory" in compiled
-    assert "Can&#39;t reduce memory use below" in compiled
-
-
-def test_every_warning_of_a_row_is_shown(built):
+def test_every_xla_warning_of_a_row_is_shown_with_its_meaning(built):
     """The Llama QKV offload fixture (a real compile) has two warnings: one per computation."""
     html = with_appendix(built[0])
-    compiled = re.search(r'<tr id="compiled-llama-qkv-offload-lhs">(.*?)</tr>', html, re.S).group(1)
-    assert compiled.count("<details>") == 2
-    assert "only reduced to 126.00GiB" in compiled and "only reduced to 209.97GiB" in compiled
-    assert "counts the 70.88 GiB about to be offloaded as device memory" in compiled
+    plain = line(html, "compiled-deepseek-offload-plain")
+    assert "counts the 144.88 GiB about to be offloaded as device memory" in plain
+    assert "Can&#39;t reduce memory use below" in plain
+    qkv = line(html, "compiled-llama-qkv-offload-lhs")
+    assert qkv.count("<details>") == 2
+    assert "only reduced to 126.00GiB" in qkv and "only reduced to 209.97GiB" in qkv
+    assert "counts the 70.88 GiB about to be offloaded as device memory" in qkv
 
 
 @pytest.fixture
 def index_pages(built, tmp_path, tables) -> Path:
     """The entry page and the comparison of the built target, in tmp_path."""
-    page = built[0]
-    render_index(
-        load_rows(tables),
-        [page],
-        [page.parent / "verdicts.json"],
-        [page.parent / "evidence.json"],
-        tmp_path / "index.html",
-        tmp_path / "compare.html",
-    )
+    render_index_of(built[0], tables, tmp_path)
     return tmp_path
 
 
@@ -154,8 +156,7 @@ def test_pages_built_outside_a_git_checkout_say_so(tmp_path, tables, monkeypatch
     """A copy of the workflow with no .git (an unpacked archive, a benchmark's copy) has no commit."""
     monkeypatch.setattr(provenance, "project_commit", lambda: None)
     page, html, _ = build_page(tmp_path, tables)
-    verdicts, evidence = [page.parent / "verdicts.json"], [page.parent / "evidence.json"]
-    render_index(load_rows(tables), [page], verdicts, evidence, tmp_path / "index.html", tmp_path / "compare.html")
+    render_index_of(page, tables, tmp_path)
     for text in (html, (tmp_path / "index.html").read_text(), (tmp_path / "compare.html").read_text()):
         assert raw_placeholders(text) == []
         assert "not a git checkout" in text
@@ -165,15 +166,14 @@ def test_the_comparison_starts_with_the_published_column(index_pages):
     compare = (index_pages / "compare.html").read_text()
     header = re.search(r"<thead>(.*?)</thead>", compare, re.S).group(1)
     assert header.index("published") < header.index("cpu")
-    line = re.search(r'<tr id="compare-deepseek-offload-optimized">(.*?)</tr>', compare, re.S).group(1)
-    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
-    assert cells[1:5] == ["908.2", "165.2", "—", "fits"]
+    optimized = cells(line(compare, "compare-deepseek-offload-optimized"))
+    assert [re.sub(r"<[^>]+>", "", c).strip() for c in optimized[1:5]] == ["908.2", "165.2", "—", "fits"]
     # a throughput implied by a published speedup, from the claims alone: no prediction is needed
     for row, implied in (("deepseek-remat", "578.5"), ("deepseek-offload-plain", "541.6")):
-        line = re.search(rf'<tr id="compare-{row}">(.*?)</tr>', compare, re.S).group(1)
-        cells = [re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
-        assert cells[1][0] == implied and "implied" in cells[1] and "implied by a published speedup" in line, row
-    baseline = re.search(r'<tr id="compare-llama-baseline">(.*?)</tr>', compare, re.S).group(1)
+        published = re.sub(r"<[^>]+>", " ", cells(line(compare, f"compare-{row}"))[1]).split()
+        assert published[0] == implied and "implied" in published, row
+        assert "implied by a published speedup" in line(compare, f"compare-{row}"), row
+    baseline = line(compare, "compare-llama-baseline")
     assert "2,669" in baseline and "implied" not in baseline
 
 
@@ -181,11 +181,10 @@ def test_the_comparison_shows_each_targets_predictions_and_verdicts(tmp_path, ta
     """compare.html carries, per target, the predicted throughput beside the compiled memory (the
     GB200 prediction kept in tests/fixtures), and the target's verdict on every claim, as its own
     page gives them."""
-    page, _, _ = build_page(tmp_path, tables, (RESULTS / "predicted/gb200-nvl72.json",))
-    verdict_path, evidence_path = page.parent / "verdicts.json", page.parent / "evidence.json"
-    render_index(load_rows(tables), [page], [verdict_path], [evidence_path], tmp_path / "i.html", tmp_path / "c.html")
-    verdicts, evidence = read_result(verdict_path, "verdicts"), read_result(evidence_path, "evidence")
-    compare = (tmp_path / "c.html").read_text()
+    page, _, verdicts = build_page(tmp_path, tables, (RESULTS / "predicted/gb200-nvl72.json",))
+    render_index_of(page, tables, tmp_path)
+    evidence = read_result(page.parent / "evidence.json", "evidence")
+    compare = (tmp_path / "compare.html").read_text()
     predicted = {
         o["row"]: o["value"]
         for o in evidence["observations"]
@@ -193,11 +192,9 @@ def test_the_comparison_shows_each_targets_predictions_and_verdicts(tmp_path, ta
     }
     assert predicted, "the built page's evidence holds predictions"
     for row, value in predicted.items():
-        line = re.search(rf'<tr id="compare-{row}">(.*?)</tr>', compare, re.S).group(1)
-        assert f"{value:,.1f}" in line, row
+        assert f"{value:,.1f}" in line(compare, f"compare-{row}"), row
     for claim in verdicts["claims"]:
-        line = re.search(rf'<tr id="compare-claim-{claim["id"]}">(.*?)</tr>', compare, re.S).group(1)
-        assert f'class="verdict v-{claim["verdict"]}"' in line, claim["id"]
+        assert f'class="verdict v-{claim["verdict"]}"' in line(compare, f"compare-claim-{claim['id']}"), claim["id"]
 
 
 def test_the_page_says_what_it_was_built_from_and_is_offline(built):
@@ -212,7 +209,7 @@ def test_the_page_says_what_it_was_built_from_and_is_offline(built):
 
 def test_cpu_throughput_is_never_drawn_on_the_published_gb200_axis(built):
     html = with_appendix(built[0])  # on the CPU's page, a diagnostic: in the appendix
-    spec = json.loads(re.search(r'id="spec-throughput">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</"))
+    spec = chart_spec(html, "throughput")
     assert "not comparable to the published GB200 numbers" in json.dumps(spec["title"])
     values = next(iter(spec["datasets"].values()))
     assert {record["source"] for record in values} == {"measured"}
@@ -224,19 +221,12 @@ def test_entry_page_and_comparison_mark_stale_targets(built, tmp_path, tables):
     old = dict(verdicts, built_from=dict(verdicts["built_from"], project_commit="0123abc"))
     old_path = tmp_path / "old-verdicts.json"
     old_path.write_text(json.dumps(old))
-    render_index(
-        load_rows(tables),
-        [page, page],
-        [page.parent / "verdicts.json", old_path],
-        [page.parent / "evidence.json"] * 2,
-        tmp_path / "index.html",
-        tmp_path / "compare.html",
-    )
+    render_index_of(page, tables, tmp_path, [page.parent / "verdicts.json", old_path])
     index = (tmp_path / "index.html").read_text()
     assert index.count('href="cpu.html"') == 2
     assert 'data-stale="false"' in index and 'data-stale="true"' in index and "0123abc" in index
     compare = (tmp_path / "compare.html").read_text()
-    assert "139.2 (fits)" in re.search(r'<tr id="compare-llama-qkv-offload-lhs">(.*?)</tr>', compare, re.S).group(1)
+    assert "139.2 (fits)" in line(compare, "compare-llama-qkv-offload-lhs")
 
 
 def repeated_evidence(path: Path) -> None:
@@ -265,21 +255,18 @@ def repeated_evidence(path: Path) -> None:
 def test_observed_values_show_the_spread_of_their_repeats(tmp_path, tables):
     repeated_evidence(tmp_path / "evidence.json")
     html = build_report(tmp_path, tables, None)[2].read_text()
-
-    def claim_line(claim_id: str) -> str:
-        return re.search(rf'<tr id="claim-{claim_id}"[^>]*>(.*?)</tr>', html, re.S).group(1)
-
-    def cells(row: str) -> list[str]:
-        return re.findall(r"<td[^>]*>(.*?)</td>", row_html(html, row), re.S)
-
-    assert '2,746<span class="spread"> (2,700\u20132,760, 3 repeats)</span>' in claim_line("llama-qkv-lhs-throughput")
-    assert "wider than the tolerance" not in claim_line("llama-qkv-lhs-throughput")
-    assert "spread of 3 repeats 2,440\u20132,710 (10.5%) is wider than the tolerance (±5%)" in claim_line(
-        "llama-qkv-nolhs-throughput"
-    )
-    assert "repeats" not in claim_line("llama-baseline-throughput").split("</details>")[1]  # one run: no spread
-    assert "2,746 (2,700\u20132,760, 3 repeats)" in re.sub(r"<[^>]+>", "", cells("llama-qkv-offload-lhs")[6])
-    assert re.sub(r"<[^>]+>", "", cells("llama-baseline")[6]).strip() == "2,669"
+    lhs, nolhs = line(html, "claim-llama-qkv-lhs-throughput"), line(html, "claim-llama-qkv-nolhs-throughput")
+    assert '2,746<span class="spread"> (2,700\u20132,760, 3 repeats)</span>' in lhs
+    assert "wider than the tolerance" not in lhs
+    assert "spread of 3 repeats 2,440\u20132,710 (10.5%) is wider than the tolerance (±5%)" in nolhs
+    baseline = line(html, "claim-llama-baseline-throughput")
+    assert "repeats" not in baseline.split("</details>")[1]  # one run: no spread
+    measured = {
+        row: re.sub(r"<[^>]+>", "", cells(line(html, f"row-{row}"))[6])
+        for row in ("llama-qkv-offload-lhs", "llama-baseline")
+    }
+    assert "2,746 (2,700\u20132,760, 3 repeats)" in measured["llama-qkv-offload-lhs"]
+    assert measured["llama-baseline"].strip() == "2,669"
     assert raw_placeholders(html) == []
 
 
@@ -316,11 +303,9 @@ def test_the_new_hardware_section_from_real_whatif_results(tmp_path, tables):
     by_id = {c["id"]: c for c in read_result(verdicts, "verdicts")["claims"]}
     assert by_id["deepseek-device-save-frontier-below-8"]["verdict"] == "pass"
     assert by_id["deepseek-offload-frontier-reaches-8"]["verdict"] == "pass"
-    grid = re.search(r'<tr id="whatif-deepseek-device-mb8">(.*?)</tr>', html, re.S).group(1)
-    assert grid.count("OOM") == 2  # out of memory on GB200 and on Vera Rubin
-    assert "not compiled" in re.search(r'<tr id="whatif-llama-baseline">(.*?)</tr>', html, re.S).group(1)
-    frontier = re.search(r'<tr id="frontier-deepseek-device">(.*?)</tr>', html, re.S).group(1)
-    assert re.search(r"<strong>[2-7]</strong>", frontier)
+    assert line(html, "whatif-deepseek-device-mb8").count("OOM") == 2  # out of memory on GB200 and on Vera Rubin
+    assert "not compiled" in line(html, "whatif-llama-baseline")
+    assert re.search(r"<strong>[2-7]</strong>", line(html, "frontier-deepseek-device"))
     assert 'id="budget-deepseek-offload-optimized"' in html and "What the transfer budget assumes" in html
     assert 'id="chart-frontier"' in html
     assert raw_placeholders(html) == []
@@ -356,20 +341,18 @@ def test_a_claim_is_read_whole_and_a_prediction_never_sits_under_observed(built)
     heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th>(.*?)</th>", header, re.S)]
     observed, predicted = heads.index("observed"), heads.index("predicted")
     for claim in verdicts["claims"]:
-        line = re.search(rf'<tr id="claim-{claim["id"]}"[^>]*>(.*?)</tr>', html, re.S).group(1)
-        assert f"<summary>{claim['statement']}</summary>".replace("'", "&#39;") in line  # whole, not cut
-        cells = re.findall(r"\n        <td[^>]*>(.*?)</td>", line, re.S)
-        if claim["summary"]["evidence"] == "predicted":
-            assert cells[observed].strip() == "—"
-        else:
-            assert cells[predicted].strip() == "—"
+        claim_line = line(html, f"claim-{claim['id']}")
+        assert f"<summary>{claim['statement']}</summary>".replace("'", "&#39;") in claim_line  # whole, not cut
+        values = re.findall(r"\n        <td[^>]*>(.*?)</td>", claim_line, re.S)
+        empty = observed if claim["summary"]["evidence"] == "predicted" else predicted
+        assert values[empty].strip() == "—"
     assert claim_value(0.029, "fraction") == "+2.9%" and claim_value(2669, "TFLOPs/s/device") == "2,669"
     assert claim_tolerance({"absolute": 0.01}, "fraction") == "±1 pp" and points(-0.0393) == "-3.9 pp"
 
 
 def test_a_chart_legend_lists_only_the_evidence_it_draws(built):
     html = with_appendix(built[0])
-    spec = json.loads(re.search(r'id="spec-memory">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</"))
+    spec = chart_spec(html, "memory")
     drawn = {record["source"] for values in spec["datasets"].values() for record in values if "source" in record}
     domains = re.findall(r'"domain": \[([^\]]*)\]', json.dumps(spec))
     assert domains and all(set(json.loads(f"[{domain}]")) <= drawn for domain in domains)

@@ -66,27 +66,15 @@ def workflow(tmp_path_factory):
     return directory
 
 
-def snakemake(directory: Path, env: dict, *arguments: str, rows: list[str] = TWO_ROWS, target: str = TARGET):
+def snakemake(*arguments: str, rows: list[str] = TWO_ROWS, target: str = TARGET) -> list[str]:
     """The command line a cluster user types, with the test profile instead of the site's."""
-    return [
-        "timeout",
-        "-k",
-        "15",
-        "900",
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--profile",
-        "slurm-profile",
-        "--config",
-        f"target={target}",
-        f"rows={json.dumps(rows)}",
-        *arguments,
-    ]
+    config = ["--config", f"target={target}", f"rows={json.dumps(rows)}"]
+    command = [sys.executable, "-m", "snakemake", "--profile", "slurm-profile", *config]
+    return ["timeout", "-k", "15", "900", *command, *arguments]
 
 
 def run(directory: Path, env: dict, *arguments: str, **options) -> subprocess.CompletedProcess:
-    command = snakemake(directory, env, *arguments, **options)
+    command = snakemake(*arguments, **options)
     return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=960)
 
 
@@ -179,7 +167,7 @@ def interrupted_run(directory: Path, env: dict, row: str, interrupt, *arguments:
     """Run one row; once a rank of its new job has joined, `interrupt(rank_record)`; wait for the end."""
     before = rank_record(directory, row, 1)
     output = f"results/{TARGET}/runs/{row}.json"
-    command = snakemake(directory, env, *arguments, "--forcerun", output, "--", output, rows=[row])
+    command = snakemake(*arguments, "--forcerun", output, "--", output, rows=[row])
     job = subprocess.Popen(command, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 300

@@ -201,17 +201,9 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="offload-repro-bench-"))
     trees = {"this tree": None, **({"against": args.against} if args.against else {})}
     if args.skip_main_job:
-        for name, commit in trees.items():
-            print(
-                name,
-                round(
-                    statistics.median(
-                        timed([*SNAKEMAKE, "-n", "--quiet"], tree_of(commit, scratch))[0] for _ in range(5)
-                    ),
-                    2,
-                ),
-                "s dry run",
-            )
+        for name, commit in trees.items():  # each dry run on a fresh copy
+            dry = statistics.median(timed([*SNAKEMAKE, "-n", "--quiet"], tree_of(commit, scratch))[0] for _ in range(5))
+            print(name, round(dry, 2), "s dry run")
         return
     measured: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     for repeat in range(args.repeats):
@@ -267,7 +259,6 @@ def main() -> None:
             f"{'identical' if same_memory else 'DIFFERS'}"
         )
     if args.against and args.whatif:
-        new, old = measured["this tree"][0], measured["against"][0]
         same_frontier = {k: v["largest"] for k, v in new["frontiers"].items()} == {
             k: v["largest"] for k, v in old["frontiers"].items()
         }

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import FIXTURES, program_of
 from offload_repro.core import gpu, memory
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.data import load_target
 from offload_repro.core.results import read_result
 from offload_repro.produce.compiled.compiled_row import compile_result
 
@@ -48,11 +48,10 @@ def test_each_real_run_fit_exactly_when_its_program_was_within_the_limit(path, h
     assert (used <= judged_limit(h200)) is (run["status"] == "ok"), memory.gib(used)
 
 
-def test_a_program_compiled_without_a_gpu_is_out_of_memory_where_the_gpu_ran_out(tables, h200):
+def test_a_program_compiled_without_a_gpu_is_out_of_memory_where_the_gpu_ran_out(rows, h200):
     """deepseek-offload-optimized compiled here for h200-1 needs 140.8 GiB: under the H200's 141.0
     GiB of memory, which judged it to fit, but over the 134.0 GiB the allocator gives; on the GPU
     it ran out of memory."""
-    rows = {row.id: row for row in load_rows(tables)}
     compiled = read_result(FIXTURES / "results/compiled/h200-1/deepseek-offload-optimized.json", "compile")
     assert compiled["provenance"]["allocator_memory_fraction"] == 0.95
     result = compile_result(rows["deepseek-offload-optimized"], h200, program_of(compiled), None, True)

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from offload_repro.produce.compiled import assembler
+from offload_repro.core.data import load_target
+from offload_repro.core.files import write_json
+from offload_repro.produce.compiled import assembler, program_cache
 
 VERSION = "Cuda compilation tools, release 13.0, V13.0.88"
 
@@ -51,13 +53,8 @@ def test_without_a_real_ptxas_there_is_no_stand_in(tmp_path, monkeypatch):
     assert not (tmp_path / "work").exists()
 
 
-def test_compile_only_programs_use_the_stand_in_unless_machine_code_is_asked_for(real_ptxas, tables, tmp_path):
-    from offload_repro.core.data import load_rows, load_target
-    from offload_repro.core.files import write_json
-    from offload_repro.produce.compiled import program_cache
-
-    gb200 = load_target("gb200-nvl72")
-    row = next(row for row in load_rows(tables) if row.id == "llama-baseline")
+def test_compile_only_programs_use_the_stand_in_unless_machine_code_is_asked_for(real_ptxas, rows, tmp_path):
+    gb200, row = load_target("gb200-nvl72"), rows["llama-baseline"]
     flags = []
 
     def launch(command, env, cwd, log_file):  # stands in for the compile process

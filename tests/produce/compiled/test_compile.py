@@ -13,7 +13,7 @@ from offload_repro.commands.compile import guided_by
 from offload_repro.core import gpu
 from offload_repro.core.accounting import compiled_accounting
 from offload_repro.core.assumptions import load_assumptions, sentence
-from offload_repro.core.data import DataError, load_rows, load_target
+from offload_repro.core.data import DataError, load_target
 from offload_repro.core.files import write_json
 from offload_repro.core.variants import apply, variant_row
 from offload_repro.judge.observers import warning_meaning
@@ -102,39 +102,32 @@ def test_xla_warning_on_a_row_that_does_not_fit_says_so():
     assert meaning.startswith("The program needs 295.15 GiB per device")
 
 
-def test_the_offload_expected_of_a_program_follows_from_its_compile_settings(rows):
-    offload = rows["llama-qkv-offload-lhs"]
-    expected = compiled_accounting(compile_overrides(offload, load_target("gb200-nvl72")))
-    assert expected["offloaded_bytes_per_step"] == 76101451776
-    assert [t["placement"] for t in expected["tensors"].values()].count("offload") == 3
-    baseline = compiled_accounting(compile_overrides(rows["llama-baseline"], load_target("gb200-nvl72")))
-    assert baseline["offloaded_bytes_per_step"] == 0
-
-
-def test_the_expected_offload_is_that_of_the_row_as_compiled_on_a_scaled_target(rows):
-    row = rows["llama-qkv-offload-lhs"]
-    expected = compiled_accounting(compile_overrides(row, load_target("h200-1")))  # 2 of 126 layers
-    assert expected["offloaded_bytes_per_step"] == 2 * 576 * 1024**2
-
-
 @pytest.mark.parametrize(
-    ("capacity", "host_bytes"),
-    # XLA's host memory of deepseek-offload-plain compiled for GB200 under each capacity factor
-    # (results/whatif/assumptions/deepseek-moe-dispatch.*/deepseek-offload-plain.json, host_bytes)
-    [(None, 155558346752), ("capacity-1.25", 186696859648), ("capacity-2.0", 280112398336)],
+    ("row_id", "target", "capacity", "offloaded_tensors", "offloaded_bytes"),
+    [
+        ("llama-qkv-offload-lhs", "gb200-nvl72", None, 3, 76101451776),
+        ("llama-baseline", "gb200-nvl72", None, 0, 0),
+        ("llama-qkv-offload-lhs", "h200-1", None, 3, 2 * 576 * 1024**2),  # as compiled there: 2 of 126 layers
+        # XLA's host memory of deepseek-offload-plain compiled for GB200 under each capacity factor
+        # (results/whatif/assumptions/deepseek-moe-dispatch.*/deepseek-offload-plain.json, host_bytes)
+        ("deepseek-offload-plain", "gb200-nvl72", None, 6, 155558346752),
+        ("deepseek-offload-plain", "gb200-nvl72", "capacity-1.25", 6, 186696859648),
+        ("deepseek-offload-plain", "gb200-nvl72", "capacity-2.0", 6, 280112398336),
+    ],
 )
-def test_the_expected_offload_of_the_moe_up_projections_follows_the_dispatchs_expert_capacity(
-    rows, capacity, host_bytes
+def test_the_offload_expected_of_a_program_follows_from_its_compile_settings(
+    rows, row_id, target, capacity, offloaded_tensors, offloaded_bytes
 ):
-    """MaxText's dense dispatch gives each expert its capacity of slots, filled or not: the offloaded
+    """That of the row as compiled on the target (a scaled one compiles fewer layers). MaxText's
+    dense dispatch gives each expert its capacity of slots, filled or not: the offloaded
     up-projections grow with the capacity factor, byte for byte as XLA holds them on the host."""
-    row = rows["deepseek-offload-plain"]
+    row = rows[row_id]
     if capacity:
         dispatch = load_assumptions()["deepseek-moe-dispatch"]
-        alternative = next(a for a in dispatch["alternatives"] if a["id"] == capacity)
-        row = variant_row(row, dispatch, alternative)
-    expected = compiled_accounting(compile_overrides(row, load_target("gb200-nvl72")))
-    assert expected["offloaded_bytes_per_step"] == host_bytes
+        row = variant_row(row, dispatch, next(a for a in dispatch["alternatives"] if a["id"] == capacity))
+    expected = compiled_accounting(compile_overrides(row, load_target(target)))
+    assert expected["offloaded_bytes_per_step"] == offloaded_bytes
+    assert [t["placement"] for t in expected["tensors"].values()].count("offload") == offloaded_tensors
 
 
 def test_a_compile_computes_its_overrides_once_and_hands_them_down(rows, gb200, tmp_path, monkeypatch):
@@ -257,16 +250,13 @@ def test_a_fusion_without_a_default_config_is_compiled_again_with_autotuning_and
     assert result["message"] == "JaxRuntimeError: a stand-in"  # the second compile's own outcome
 
 
-def test_a_targets_settings_for_measured_runs_do_not_reach_the_source_rows(tables):
+def test_a_targets_settings_for_measured_runs_do_not_reach_the_source_rows(rows, gb200):
     """The source's rows compile with the source's attention on every GPU target: a target's
     `maxtext` is given to every row, so a setting meant for the runs measured on that hardware (H100's
     Transformer Engine attention, which MaxText refuses for packed rows without max_segments_per_seq)
     belongs to those runs' own files."""
-    gb200 = load_target("gb200-nvl72")
     gpu_targets = [load_target(path.stem) for path in sorted((REPO / "experiments/targets").glob("*.yaml"))]
     for target in [t for t in gpu_targets if t.kind == "gpu"]:
-        for row in load_rows(tables):
-            assert compile_overrides(row, target)["attention"] == compile_overrides(row, gb200)["attention"], (
-                target.name,
-                row.id,
-            )
+        for row in rows.values():
+            attention = compile_overrides(row, target)["attention"]
+            assert attention == compile_overrides(row, gb200)["attention"], (target.name, row.id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from offload_repro.produce.compiled.hlo_text import array_bytes, device_shape_bytes, parse_dims, shape_bytes
-from offload_repro.produce.compiled.host_offload_hlo import summarize_hlo
+from offload_repro.produce.compiled.host_offload_hlo import canonical, summarize_hlo
 
 # Lines of real compiled HLO, long by nature.
 EXCERPT = """
@@ -55,8 +55,6 @@ def test_a_host_buffer_of_an_element_type_of_unknown_size_is_refused():
 
 
 def test_digest_ignores_debug_information_but_not_the_program():
-    from offload_repro.produce.compiled.host_offload_hlo import canonical
-
     header = 'HloModule jit_train_step, is_scheduled=true\n\nFileNames\n1 "/a/caller.py"\n\nStackFrames\n1 {x}\n\n'
     body = '%f (p: f32[2]) -> f32[2] {\n  %a = f32[2]{0} add(%p, %p), metadata={op_name="x" source_line=%d}\n}\n'
     one = canonical(header + body.replace("%d", "10"))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from offload_repro.produce.compiled import kernel_cache
+from offload_repro.core.data import load_target
+from offload_repro.core.files import write_json
+from offload_repro.produce.compiled import kernel_cache, program_cache
 
 # The kept file is opaque here: XLA reads and writes it, this module only copies it whole.
 SAMPLE_BYTES = b"kernels XLA wrote"
@@ -47,15 +49,10 @@ def test_a_compile_that_wrote_no_kernel_file_leaves_the_kept_one(tmp_path):
     assert kept.read_bytes() == SAMPLE_BYTES
 
 
-def test_compiling_a_row_again_starts_from_its_kept_kernels_and_a_failed_compile_keeps_them(tables, tmp_path):
-    """program.compile_program with a stand-in for the compile process (what XLA would do with the
+def test_compiling_a_row_again_starts_from_its_kept_kernels_and_a_failed_compile_keeps_them(rows, tmp_path):
+    """program_cache.compile_program with a stand-in for the compile process (what XLA would do with the
     file: read it, write it back with its kernels)."""
-    from offload_repro.core.data import load_rows, load_target
-    from offload_repro.core.files import write_json
-    from offload_repro.produce.compiled import program_cache
-
-    gb200 = load_target("gb200-nvl72")
-    row = next(row for row in load_rows(tables) if row.id == "llama-baseline")
+    gb200, row = load_target("gb200-nvl72"), rows["llama-baseline"]
     kept = tmp_path / "programs" / "kernels" / "llama-baseline.x.bin"
     seen = []
 

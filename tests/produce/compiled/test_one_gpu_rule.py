@@ -7,15 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.data import load_target
 from offload_repro.produce.compiled.compiled_row import compile_row
 from offload_repro.produce.compiled.derive_scale import CONTRAST, choose
 
 
 @pytest.mark.slow
-def test_declared_one_gpu_rules_reproduce_the_capacity_contrast(tables, tmp_path):
+def test_declared_one_gpu_rules_reproduce_the_capacity_contrast(rows, tmp_path):
     """Both targets' three compiles, two at a time."""
-    rows = {row.id: row for row in load_rows(tables)}
     jobs = [(target_name, row_id) for target_name in ("h200-1", "h100-1") for row_id in CONTRAST]
 
     def compiled(job: tuple[str, str]) -> dict:

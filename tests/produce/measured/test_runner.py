@@ -6,8 +6,10 @@ import json
 
 import pytest
 
+from offload_repro.core.data import Target, load_target
+from offload_repro.judge.observers import run_observations
 from offload_repro.produce.measured import metrics
-from offload_repro.produce.measured.runner import classify
+from offload_repro.produce.measured.runner import classify, run_row
 
 GPU_OOM = (
     "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
@@ -15,22 +17,19 @@ GPU_OOM = (
 )
 
 
-def test_complete_run_is_ok():
-    assert classify(0, None, "completed step: 9", steps_done=10, steps=10) == "ok"
-
-
-def test_out_of_memory_is_an_outcome_not_a_crash():
-    assert classify(1, {"type": "XlaRuntimeError", "message": GPU_OOM}, "", steps_done=0, steps=10) == "oom"
-
-
-def test_oom_found_in_the_log_when_no_exception_was_recorded():
-    assert classify(1, None, "...\n" + GPU_OOM + "\n", steps_done=0, steps=10) == "oom"
-
-
-def test_other_exceptions_killed_processes_and_short_runs_are_errors():
-    assert classify(1, {"type": "ValueError", "message": "bad mesh"}, "", steps_done=0, steps=10) == "error"
-    assert classify(-9, None, "", steps_done=3, steps=10) == "error"
-    assert classify(0, None, "", steps_done=4, steps=10) == "error"  # even with status zero
+@pytest.mark.parametrize(
+    ("returncode", "exception", "log", "steps_done", "outcome"),
+    [
+        (0, None, "completed step: 9", 10, "ok"),
+        (1, {"type": "XlaRuntimeError", "message": GPU_OOM}, "", 0, "oom"),  # an outcome, not a crash
+        (1, None, "...\n" + GPU_OOM + "\n", 0, "oom"),  # found in the log when no exception was recorded
+        (1, {"type": "ValueError", "message": "bad mesh"}, "", 0, "error"),  # other exceptions
+        (-9, None, "", 3, "error"),  # a killed process
+        (0, None, "", 4, "error"),  # a short run, even with status zero
+    ],
+)
+def test_a_run_is_classified_ok_oom_or_error(returncode, exception, log, steps_done, outcome):
+    assert classify(returncode, exception, log, steps_done=steps_done, steps=10) == outcome
 
 
 def step(n: int, seconds: float, loss: float) -> dict:
@@ -64,15 +63,10 @@ def test_summary_of_a_run_that_never_got_past_warmup(tmp_path):
 
 
 @pytest.mark.slow
-def test_each_repeat_is_its_own_run_and_the_row_keeps_their_median_and_spread(tables, tmp_path):
-    from offload_repro.core.data import Target, load_rows, load_target
-    from offload_repro.judge.observers import run_observations as observe
-    from offload_repro.produce.measured.runner import run_row
-
+def test_each_repeat_is_its_own_run_and_the_row_keeps_their_median_and_spread(rows, tmp_path):
     cpu = load_target("cpu")
     twice = Target(cpu.name, cpu.kind, cpu.launcher, {**cpu.spec, "repeats": 2})
-    row = next(row for row in load_rows(tables) if row.id == "llama-baseline")
-    result = run_row(row, twice, tmp_path / "llama-baseline.json", tmp_path / "work")
+    result = run_row(rows["llama-baseline"], twice, tmp_path / "llama-baseline.json", tmp_path / "work")
     assert result["status"] == "ok" and [r["repeat"] for r in result["repeats"]] == [1, 2]
     assert all((tmp_path / "work" / f"repeat-{n}" / "metrics.jsonl").exists() for n in (1, 2))
     per_repeat = [r["tflops_per_device"] for r in result["repeats"]]
@@ -80,5 +74,5 @@ def test_each_repeat_is_its_own_run_and_the_row_keeps_their_median_and_spread(ta
     assert spread["n"] == 2 and spread["low"] == min(per_repeat) and spread["high"] == max(per_repeat)
     assert result["tflops_per_device"] == sum(per_repeat) / 2  # the median of two
     assert result["provenance"]["wall_time_s"] == pytest.approx(sum(r["wall_time_s"] for r in result["repeats"]))
-    (tflops,) = [o for o in observe(result, "x.json") if o.metric == "tflops_per_device"]
+    (tflops,) = [o for o in run_observations(result, "x.json") if o.metric == "tflops_per_device"]
     assert (tflops.low, tflops.high, tflops.n) == (min(per_repeat), max(per_repeat), 2)

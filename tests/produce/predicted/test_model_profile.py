@@ -8,7 +8,8 @@ import re
 import pytest
 
 from conftest import FIXTURES, REPO
-from offload_repro.core.data import DataError
+from offload_repro.core.data import DataError, load_rows, load_target
+from offload_repro.core.published import load_speed
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.program_cache import profile_matched
 from offload_repro.produce.predicted import hlo_schedule, model_profile, step_model
@@ -16,13 +17,14 @@ from offload_repro.produce.predicted import hlo_schedule, model_profile, step_mo
 PROGRAM = (FIXTURES / "latency_profile.hlo").read_text()
 NVLINK = 700e9  # bytes per second of bus bandwidth: a round number near GB200's measured share
 HBM = 7e12
+RATES = step_model.Rates(1e15, collective_bytes_per_s=NVLINK, hbm_bytes_per_s=HBM)
 
 
-def costs_at(rates: step_model.Rates) -> tuple[dict[str, float], dict, str]:
+def profile_costs() -> tuple[dict[str, float], dict, str]:
     computations = hlo_text.parse(PROGRAM)
     timeline = hlo_schedule.timelines(computations)
     events, _ = hlo_schedule.schedules(computations, timeline)
-    costs = model_profile.instruction_costs(computations, timeline, events, rates)
+    costs = model_profile.instruction_costs(computations, timeline, events, RATES)
     return costs, events, hlo_text.entry_name(computations)
 
 
@@ -36,7 +38,7 @@ def test_a_weight_all_gather_costs_its_gathered_bytes_over_the_link():
     """One layer's MLP weight, bf16 [16384,53248] gathered over 128 GPUs: each GPU receives 127/128 of
     the whole matrix (1.74 GB, the weight's own bytes), at 700 GB/s about 2.47 ms. Its done costs
     nothing of its own: XLA takes a start's cost as the latency to its done."""
-    costs, _, _ = costs_at(step_model.Rates(1e15, collective_bytes_per_s=NVLINK, hbm_bytes_per_s=HBM))
+    costs, _, _ = profile_costs()
     weight_bytes = 16384 * 53248 * 2
     assert costs["all-gather-start.1"] == pytest.approx(weight_bytes * 127 / 128 / NVLINK * 1e6)
     assert 2400 < costs["all-gather-start.1"] < 2500
@@ -47,23 +49,22 @@ def test_a_combined_gradient_reduce_scatter_moves_about_a_layers_weight_bytes():
     """The layer's combined reduce-scatter carries five gradients: the MLP matrix and four attention
     projections, about a layer's bf16 weights (physical bound: a step's gradients move the weights'
     bytes), 127/128 of them over the link."""
-    costs, _, _ = costs_at(step_model.Rates(1e15, collective_bytes_per_s=NVLINK, hbm_bytes_per_s=HBM))
+    costs, _, _ = profile_costs()
     gradients = 2 * (16384 * 53248 + 2 * 16384 * 128 * 8 + 2 * 16384 * 128 * 128)
     assert costs["reduce-scatter-start.1"] == pytest.approx(gradients * 127 / 128 / NVLINK * 1e6)
 
 
 def test_a_loop_costs_its_trips_times_its_bodys_replay_which_no_overlap_makes_longer_than_its_parts():
-    rates = step_model.Rates(1e15, collective_bytes_per_s=NVLINK, hbm_bytes_per_s=HBM)
-    costs, events, entry = costs_at(rates)
+    costs, events, entry = profile_costs()
     body = next(e.body for e in events[entry] if e.kind == "loop")
-    replayed = step_model.Replay(events, rates).computation(body)
+    replayed = step_model.Replay(events, RATES).computation(body)
     assert costs["while.43"] == pytest.approx(126 * replayed * 1e6)
     parts = sum(cost for name, cost in costs.items() if name != "while.43")
     assert max(costs["all-gather-start.1"], costs["reduce-scatter-start.1"]) <= replayed * 1e6 <= parts
 
 
 def test_the_profile_is_text_xla_reads_each_entry_named_for_its_program():
-    costs, _, _ = costs_at(step_model.Rates(1e15, collective_bytes_per_s=NVLINK, hbm_bytes_per_s=HBM))
+    costs, _, _ = profile_costs()
     text = model_profile.profile_text("6e4d72fd1cbd9e4f3431442c71c8be48", costs)
     entry = re.compile(r'^costs \{ name: "6e4d72fd1cbd9e4f3431442c71c8be48::([^"]+)" cost_us: (\d+\.\d{3}) \}$')
     lines = text.splitlines()
@@ -85,9 +86,6 @@ def test_a_row_whose_family_no_published_throughput_calibrates_gets_no_profile_a
     """A run of a few rows may hold no published throughput of a family: its rows get no profile
     (their profile-guided compile then fails, saying XLA found none of their instructions), and the
     profile file says why, instead of the whole stage stopping."""
-    from offload_repro.core.data import load_rows, load_target
-    from offload_repro.core.published import load_speed
-
     computations = hlo_text.parse(PROGRAM)
     timeline = hlo_schedule.timelines(computations)
     events, ideal = hlo_schedule.schedules(computations, timeline)

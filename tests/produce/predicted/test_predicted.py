@@ -307,6 +307,9 @@ def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
 
 
 SPEED = load_speed(REPO / "experiments/speed.yaml")
+RESULTS = FIXTURES / "results"
+COMPILED = sorted((RESULTS / "compiled/gb200-nvl72").glob("*.json"))  # real compiles for GB200
+PREDICTED = RESULTS / "predicted/gb200-nvl72.json"  # a real GB200 prediction
 
 
 def llama_rows(published: dict[str, float] | float) -> dict:
@@ -319,10 +322,13 @@ def llama_rows(published: dict[str, float] | float) -> dict:
     return rows
 
 
-def predicted_result(rows: dict, programs: dict) -> dict:
-    target = load_target("gb200-nvl72")
-    published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
-    return prediction.predict_programs(rows, programs, {}, target, SPEED, target, None, published)
+def predicted_result(
+    rows: dict, programs: dict, target: str = "gb200-nvl72", source: dict | None = None, speed: dict = SPEED
+) -> dict:
+    """The programs predicted on `target`, calibrated on GB200: there, or from `source` (GB200's prediction)."""
+    published = published_throughputs(rows, speed, REPO / "experiments/claims.yaml")
+    gb200 = load_target("gb200-nvl72")
+    return prediction.predict_programs(rows, programs, {}, load_target(target), speed, gb200, source, published)
 
 
 def llama_programs() -> dict[str, dict]:
@@ -557,12 +563,9 @@ def test_an_ordering_is_decided_only_where_the_gaps_exceed_the_error():
 
 
 def test_a_prediction_never_overrides_measured_evidence():
-    measured = {"evidence": "measured", "verdict": "pass"}
-    assert overall([measured, {"evidence": "predicted", "verdict": "fail"}]) == "pass"
-    assert (
-        overall([{"evidence": "measured", "verdict": "not-comparable"}, {"evidence": "predicted", "verdict": "fail"}])
-        == "fail"
-    )
+    predicted_fail = {"evidence": "predicted", "verdict": "fail"}
+    assert overall([{"evidence": "measured", "verdict": "pass"}, predicted_fail]) == "pass"
+    assert overall([{"evidence": "measured", "verdict": "not-comparable"}, predicted_fail]) == "fail"
     checked = check_claims([], [], {})
     assert checked["counts_by_evidence"] == {}
 
@@ -573,10 +576,7 @@ def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
     and shows the speed section with each row's terms and each speed claim's explanation."""
     predicted = predicted_result(llama_rows(2669), llama_programs())
     predicted_file = write_result(tmp_path / "predicted.json", "predicted", predicted) and tmp_path / "predicted.json"
-    fixtures = FIXTURES / "results"
-    html = rendered_page(
-        tmp_path, tables, "cpu", [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), predicted_file]
-    )
+    html = rendered_page(tmp_path, tables, "cpu", [*COMPILED, predicted_file])
     assert 'id="counts-by-evidence"' in html and '<span class="ev ev-predicted">predicted</span>' in html
     decided = html[html.index('<tr id="claim-llama-qkv-lhs-throughput"') :]
     decided = decided[: decided.index("</tr>")]
@@ -666,9 +666,7 @@ def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies
     """A real prediction (five rows compiled for GB200, both calibration rows among them): the FLOPs
     table sets MaxText's components beside the counted FLOPs without labels, and each offload row
     has a table of its host copies."""
-    fixtures = FIXTURES / "results"
-    inputs = [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), fixtures / "predicted/gb200-nvl72.json"]
-    html = rendered_page(tmp_path, tables, "cpu", inputs)
+    html = rendered_page(tmp_path, tables, "cpu", [*COMPILED, PREDICTED])
 
     def cells(element_id: str) -> list[str]:
         found = re.search(rf'<(tr|table)[^>]* id="{element_id}"[^>]*>(.*?)</\1>', html, re.S).group(2)
@@ -729,17 +727,14 @@ def test_a_prediction_in_a_precision_whose_peak_the_target_does_not_state_is_ref
     Llama rows are not predicted (never GB200's share of the FP4 peak carried to BF16), and the
     result says which peak is missing; DeepSeek (BF16 on both) is predicted."""
     rows = llama_rows(2669)
-    source = predicted_result(rows, llama_programs())
-    published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
-    gb200, rubin = load_target("gb200-nvl72"), load_target("vr-nvl144")
-    predicted = prediction.predict_programs(rows, llama_programs(), {}, rubin, SPEED, gb200, source, published)
+    predicted = predicted_result(rows, llama_programs(), "vr-nvl144", predicted_result(rows, llama_programs()))
     assert {row["status"] for row in predicted["rows"]} == {"refused"}
     assert all(row.get("tflops_per_device") is None for row in predicted["rows"])
     message = predicted["rows"][0]["message"]
     assert "calibrated at nvfp4 on gb200-nvl72" in message
     assert "vr-nvl144.yaml states no nvfp4 peak (hardware.peak_dense_tflops.nvfp4)" in message
     deepseek = load_rows([REPO / "experiments/rows/deepseek-v3-671b.yaml"])[0]
-    assert prediction.other_precision(deepseek, rubin, SPEED, gb200) is None
+    assert prediction.other_precision(deepseek, load_target("vr-nvl144"), SPEED, load_target("gb200-nvl72")) is None
     lines = [o for o in predicted_observations(predicted, "predicted.json") if o.metric == "status"]
     assert len(lines) == len(llama_programs()) and {(o.status, o.message[:40]) for o in lines} == {
         ("refused", message[:40])
@@ -781,20 +776,17 @@ def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_m
     """An H200 page: the row ran there (a real run result, re-targeted here) and was predicted for
     that GPU from the source's calibration; the speed table puts the two side by side and the page
     states the model's error on that hardware."""
-    fixtures = FIXTURES / "results"
-    run = json.loads((fixtures / "cpu/runs/llama-qkv-offload-lhs.json").read_text()) | {"target": "h200-1"}
-    compiled = json.loads((fixtures / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json").read_text())
+    run = json.loads((RESULTS / "cpu/runs/llama-qkv-offload-lhs.json").read_text()) | {"target": "h200-1"}
+    compiled = json.loads((RESULTS / "compiled/gb200-nvl72/llama-qkv-offload-lhs.json").read_text())
     compiled |= {"target": "h200-1"}
     # H200 states no FP4 peak: the Llama rows are predicted there under the alternative of their GEMM
     # precision that runs them at BF16 on GB200 too (a calibration is never carried across precisions)
     speed = copy.deepcopy(SPEED)
     speed["precision"]["families"]["llama"] = ["bfloat16"]
-    h200, gb200 = load_target("h200-1"), load_target("gb200-nvl72")
     rows = llama_rows(1500)  # a throughput BF16's peak reaches (2,669 would need more than GB200's 2,500)
-    published = published_throughputs(rows, speed, REPO / "experiments/claims.yaml")
-    source = prediction.predict_programs(rows, llama_programs(), {}, gb200, speed, gb200, None, published)
+    source = predicted_result(rows, llama_programs(), speed=speed)
     programs = {"llama-qkv-offload-lhs": llama_programs()["llama-qkv-offload-lhs"]}
-    predicted = prediction.predict_programs(rows, programs, {}, h200, speed, gb200, source, published)
+    predicted = predicted_result(rows, programs, "h200-1", source, speed)
     (row,) = predicted["rows"]
     assert row["precision"] == "bfloat16" and row["calibration_precision"] == "bfloat16" and row["tflops_per_device"]
     paths = [tmp_path / "run.json", tmp_path / "compiled.json", tmp_path / "predicted.json"]
@@ -916,15 +908,14 @@ def test_a_calibration_above_its_precisions_dense_peak_is_ruled_out_with_the_num
 def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_path, tables):
     """With the what-if, every GPU target has a prediction: a page built for compile_target
     gb300-nvl72 shows GB300's, never the alphabetically first target's (GB200's)."""
-    fixtures = FIXTURES / "results"
-    gb200 = json.loads((fixtures / "predicted/gb200-nvl72.json").read_text())
+    gb200 = json.loads(PREDICTED.read_text())
     gb300 = {**gb200, "target": "gb300-nvl72"}
     gb300["rows"] = [
         {**row, "tflops_per_device": [1234.5] * len(row["tflops_per_device"])} if row.get("tflops_per_device") else row
         for row in gb200["rows"]
     ]
     (tmp_path / "gb300.json").write_text(json.dumps(gb300))
-    inputs = [fixtures / "predicted/gb200-nvl72.json", tmp_path / "gb300.json"]
+    inputs = [PREDICTED, tmp_path / "gb300.json"]
     _, verdicts, page = build_report(tmp_path, tables, inputs, compile_target="gb300-nvl72")
     assert json.loads(verdicts.read_text())["compile_target"] == "gb300-nvl72"
     html = with_appendix(page)
@@ -934,9 +925,7 @@ def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_pat
 
 def test_the_page_says_within_what_memory_the_programs_were_planned(tmp_path, tables):
     """The speed section names the memory XLA planned the programs within, from their compiles."""
-    fixtures = FIXTURES / "results"
-    inputs = [fixtures / "predicted/gb200-nvl72.json", fixtures / "compiled/as-run/llama-baseline.json"]
-    html = rendered_page(tmp_path, tables, "cpu", inputs)
+    html = rendered_page(tmp_path, tables, "cpu", [PREDICTED, RESULTS / "compiled/as-run/llama-baseline.json"])
     assert "planned within the memory a run gives XLA: 92% of each GPU (169.6 GiB)" in html
     assert "allocator-memory-fraction" in html
 
@@ -975,7 +964,7 @@ def test_a_measured_runs_gradient_reduce_scatters_move_the_bf16_bytes_of_its_wei
 def test_a_claim_left_unjudged_under_an_alternative_is_told_its_own_familys_reasons():
     """Why no calibration was found under an alternative, per row: the reasons of the row's family at
     the precision it is predicted at, never another family's or a ruled-out precision's."""
-    prediction = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    prediction = json.loads(PREDICTED.read_text())
     reasons = uncalibrated(prediction)
     deepseek = prediction["uncalibrated"]["deepseek-offload-optimized/bfloat16"]["reason"]
     assert reasons["deepseek-offload-plain"] == reasons["deepseek-offload-optimized"] == [deepseek]
@@ -988,7 +977,7 @@ def test_each_models_stated_calibration_is_one_that_calibrates_within_the_peak()
     one: on the real GB200 prediction, DeepSeek's optimized row (above the peak at every setting where
     a rate reaches it) is ruled out at DeepSeek's precision, no row is predicted on it, and each model's
     stated calibration row, where the prediction has it, is the one its rows are predicted on."""
-    prediction = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    prediction = json.loads(PREDICTED.read_text())
     rows = [r for r in prediction["rows"] if r["status"] == "ok"]
     precision_of = {r["row"]: r["precision"] for r in rows}
     ruled_out = {
@@ -1007,9 +996,7 @@ def test_the_predicted_chart_draws_each_value_claims_prediction_and_the_band_its
     """The real GB200 prediction judged, then drawn: a row a value claim judges shows that claim's
     prediction and band (the error on real GPUs included), the same numbers as its verdict; before,
     the chart widened each row by its family's leave-one-out error alone, another band."""
-    fixtures = FIXTURES / "results"
-    inputs = [*sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")), fixtures / "predicted/gb200-nvl72.json"]
-    html = rendered_page(tmp_path, tables, "cpu", inputs)
+    html = rendered_page(tmp_path, tables, "cpu", [*COMPILED, PREDICTED])
     verdicts = read_result(tmp_path / "verdicts.json", "verdicts")
     claim = next(c for c in verdicts["claims"] if c["id"] == "llama-qkv-lhs-throughput")
     judgement = next(j for j in claim["judgements"] if j["evidence"] == "predicted")
@@ -1031,36 +1018,19 @@ def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_e
     beside the real compiled fixtures; a row that has no compile on a target says so in its cell."""
     rows = llama_rows(2669)
     source = predicted_result(rows, llama_programs())
-    published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")
-    gb200 = load_target("gb200-nvl72")
-    inputs = []
-    for name, result in (
-        ("gb200-nvl72", source),
-        *(
-            (
-                name,
-                prediction.predict_programs(
-                    rows, llama_programs(), {}, load_target(name), SPEED, gb200, source, published
-                ),
-            )
-            for name in ("gb300-nvl72", "vr-nvl144")
-        ),
-    ):
-        write_result(tmp_path / f"predicted-{name}.json", "predicted", result)
-        inputs.append(tmp_path / f"predicted-{name}.json")
-    fixtures = FIXTURES / "results"
-    compiled = [
-        *sorted((fixtures / "compiled/gb200-nvl72").glob("*.json")),
-        fixtures / "compiled/vr-nvl144/deepseek-device-mb8.json",
-    ]
+    inputs = [tmp_path / f"predicted-{name}.json" for name in ("gb200-nvl72", "gb300-nvl72", "vr-nvl144")]
+    write_result(inputs[0], "predicted", source)
+    for path, name in zip(inputs[1:], ("gb300-nvl72", "vr-nvl144"), strict=True):
+        write_result(path, "predicted", predicted_result(rows, llama_programs(), name, source))
+    compiled = [*COMPILED, RESULTS / "compiled/vr-nvl144/deepseek-device-mb8.json"]
     html = rendered_page(tmp_path, tables, "cpu", [*compiled, *inputs])
     line = re.search(r'<tr id="predicted-whatif-llama-baseline">(.*?)</tr>', html, re.S).group(1)
     cells = re.findall(r"<td class=\"num\">(.*?)</td>", line, re.S)
     assert len(cells) == 3  # gb200-nvl72, gb300-nvl72, vr-nvl144
     assert "<strong>2,669" in cells[0] and "across hardware" not in cells[0]
     error = load_validation()["calibrations"]["across_hardware"]["recorded_error"]["largest_abs"]
-    gb300 = next(r for r in load_result_rows(inputs[1]) if r["row"] == "llama-baseline")["tflops_per_device"]
-    present = [value for value in gb300 if value is not None]
+    gb300 = next(r for r in read_result(inputs[1], "predicted")["rows"] if r["row"] == "llama-baseline")
+    present = [value for value in gb300["tflops_per_device"] if value is not None]
     band = f"across hardware: {fmt(min(present) * (1 - error))}\u2013{fmt(max(present) * (1 + error))}"
     assert band in cells[1] and "step " in cells[1]
     assert "not predicted" in cells[2] and "states no nvfp4 peak" in cells[2]
@@ -1069,8 +1039,3 @@ def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_e
     grid = re.search(r'<tr id="whatif-llama-baseline">(.*?)</tr>', html, re.S).group(1)
     assert 'not compiled: <span class="small">no compiled result for this target</span>' in grid
     assert raw_placeholders(html) == []
-
-
-def load_result_rows(path: Path) -> list[dict]:
-
-    return read_result(path, "predicted")["rows"]

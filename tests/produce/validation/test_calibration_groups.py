@@ -5,6 +5,7 @@ so that the calibrations' bookkeeping, not the model's numbers, is what is check
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -34,6 +35,14 @@ def program() -> dict:
     }
 
 
+def validated(monkeypatch, program: dict, runs: list, source: dict | None = None, target: str | None = None) -> dict:
+    """The runs validated against the model, each replayed on `program`; with `source`, carried from it (c)."""
+    monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
+    compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in runs}
+    calibration_target = load_target(target) if target else None
+    return against_measured.validate_model(runs, compiled, load_speed(), load_validation(), source, calibration_target)
+
+
 def test_two_files_of_one_gpu_calibrate_as_one_group(program):
     """A second file of H100 runs (another cluster, another target file) joins H100's group of its
     precision: one rate per GPU and precision, not one per file."""
@@ -53,10 +62,7 @@ def test_no_run_is_said_to_be_predicted_by_its_own_calibration(program, monkeypa
     but (c) predicts it."""
     runs = load_measured()
     lone = min(runs, key=lambda run: run.gpus)
-    runs = [*runs, replace(lone, id="lone-run", target="h200-8")]  # the one H200 run
-    monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
-    compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in runs}
-    result = against_measured.validate_model(runs, compiled, load_speed(), load_validation(), None, None)
+    result = validated(monkeypatch, program, [*runs, replace(lone, id="lone-run", target="h200-8")])  # one H200 run
     by_run = {line["run"]: line for line in result["runs"]}
     calibrators = {rate["calibrated_on"] for rate in result["fitted_rates"]}
     assert {rate["gpu"] for rate in result["fitted_rates"]} == {"NVIDIA H100", "NVIDIA H200"}
@@ -75,20 +81,13 @@ def test_a_run_no_run_of_its_gpu_tests_is_predicted_across_hardware_with_that_ca
     """A run alone on its GPU and precision has only (c) to predict it: the source's GB200
     calibration carried by peaks (the GB200 prediction kept in tests/fixtures), whose band is widened
     by the error such a carry was measured to have (experiments/validation.yaml), never left bare."""
-    import json
-
     runs = load_measured()
     lone = replace(min(runs, key=lambda run: run.gpus), id="lone-run", target="h200-8")
     source = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
-    validation = load_validation()
-    monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
-    compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in [*runs, lone]}
-    result = against_measured.validate_model(
-        [*runs, lone], compiled, load_speed(), validation, source, load_target("gb200-nvl72")
-    )
+    result = validated(monkeypatch, program, [*runs, lone], source, "gb200-nvl72")
     line = next(line for line in result["runs"] if line["run"] == "lone-run")
     carried = line["across_hardware"]
-    error = validation["calibrations"]["across_hardware"]["recorded_error"]["largest_abs"]
+    error = load_validation()["calibrations"]["across_hardware"]["recorded_error"]["largest_abs"]
     steps = [step for step in carried["step_s"] if step]
     assert carried["band"] == {"error": error, "low_s": min(steps) / (1 + error), "high_s": max(steps) / (1 - error)}
     assert carried["band"]["low_s"] < carried["step_s"][0] < carried["band"]["high_s"]

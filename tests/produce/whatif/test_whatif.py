@@ -10,7 +10,7 @@ import pytest
 
 from conftest import FIXTURES, program_of
 from offload_repro.core.assumptions import load_assumptions
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.data import load_target
 from offload_repro.core.results import read_result, write_result
 from offload_repro.core.variants import variant_row
 from offload_repro.produce.compiled import program_cache
@@ -51,12 +51,7 @@ def measured(gib_at, capacity=GB200_GIB, calls=None):
         if calls is not None:
             calls.append(micro_batch)
         gib = gib_at(micro_batch)
-        return {
-            "micro_batch": micro_batch,
-            "status": "ok",
-            "fits": gib <= capacity,
-            "margin_gib": capacity - gib,
-        }
+        return {"micro_batch": micro_batch, "status": "ok", "fits": gib <= capacity, "margin_gib": capacity - gib}
 
     return measure
 
@@ -145,26 +140,21 @@ def test_a_policys_point_at_a_rows_micro_batch_is_that_rows_program(rows, policy
 
 def test_a_program_is_keyed_by_everything_that_decides_it(rows):
     gb200, rubin = load_target("gb200-nvl72"), load_target("vr-nvl144")
+
+    def key(row, target=gb200, *flags):
+        return program_cache.program_key(row, target, *flags)
+
     mb2 = capacity_frontier.policy_row(policy("deepseek-device"), rows, 2)
-    key = program_cache.program_key(mb2, gb200)
-    assert (
-        len(
-            {
-                key,
-                program_cache.program_key(mb2, rubin),  # another GPU description
-                program_cache.program_key(
-                    capacity_frontier.policy_row(policy("deepseek-device"), rows, 3), gb200
-                ),  # micro batch
-                program_cache.program_key(
-                    capacity_frontier.policy_row(policy("deepseek-offload"), rows, 2), gb200
-                ),  # placement, flags
-                program_cache.program_key(mb2, gb200, program_cache.DEFAULT_AUTOTUNING),  # compile-only flags
-                program_cache.program_key(rows["llama-qkv-offload-lhs"], gb200),
-                program_cache.program_key(rows["llama-qkv-offload-nolhs"], gb200),  # LHS off: XLA flags only
-            }
-        )
-        == 7
-    )
+    keys = {
+        key(mb2),
+        key(mb2, rubin),  # another GPU description
+        key(capacity_frontier.policy_row(policy("deepseek-device"), rows, 3)),  # micro batch
+        key(capacity_frontier.policy_row(policy("deepseek-offload"), rows, 2)),  # placement, flags
+        key(mb2, gb200, program_cache.DEFAULT_AUTOTUNING),  # compile-only flags
+        key(rows["llama-qkv-offload-lhs"]),
+        key(rows["llama-qkv-offload-nolhs"]),  # LHS off: XLA flags only
+    }
+    assert len(keys) == 7
 
 
 @pytest.mark.parametrize("row_id", ["deepseek-device-mb8", "deepseek-offload-plain", "llama-qkv-offload-lhs"])
@@ -240,7 +230,7 @@ def test_transfer_budget_arithmetic(rows):
     assert plain["copy_share_of_step"] is None and "publishes no throughput" in plain["why_no_share"]
 
 
-def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, tables):
+def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, rows):
     directory = copy_workflow(tmp_path)
     original = (directory / "experiments/targets/vr-nvl144.yaml").read_text()
     (directory / "experiments/targets/rubin-copy.yaml").write_text(
@@ -249,8 +239,8 @@ def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, t
     done = snakemake(directory, "-n", "--config", "whatif=True", 'frontier_targets=["gb200-nvl72","rubin-copy"]')
     plan = done.stdout + done.stderr
     assert done.returncode == 0, plan[-3000:]
-    for row in load_rows(tables):
-        assert f"results/compiled/rubin-copy/{row.id}.json" in plan
+    for row_id in rows:
+        assert f"results/compiled/rubin-copy/{row_id}.json" in plan
     for item in capacity_frontier.load_policies()["policies"]:
         assert f"results/whatif/rubin-copy/frontier-{item['id']}.json" in plan
 

@@ -60,11 +60,8 @@ def keys_by_row(rows: list[Row], target: Target) -> dict[str, list[str]]:
 
 def largest_host_bytes(compiled_files: list[Path]) -> tuple[str, int] | None:
     """(row, bytes) of the row whose compiled program holds the most pinned host memory per device."""
-    found = []
-    for path in compiled_files:
-        result = read_result(path, "compile")
-        if result.get("host_bytes"):
-            found.append((result["host_bytes"], result["row"]))
+    results = [read_result(path, "compile") for path in compiled_files]
+    found = [(result["host_bytes"], result["row"]) for result in results if result.get("host_bytes")]
     if not found:
         return None
     host_bytes, row = max(found)
@@ -92,14 +89,9 @@ def check_maxtext(facts: dict[str, Any], keys: dict[str, list[str]], expected: s
     refused = facts["refused_keys"]
     for key in refused:
         rows = keys.get(key, [])
-        findings.append(
-            Finding(
-                "maxtext keys",
-                "fail",
-                f"MaxText {version} refuses key '{key}', passed by {len(rows)} rows ({', '.join(rows[:3])}"
-                f"{', ...' if len(rows) > 3 else ''})",
-            )
-        )
+        shown = ", ".join(rows[:3]) + (", ..." if len(rows) > 3 else "")
+        detail = f"MaxText {version} refuses key '{key}', passed by {len(rows)} rows ({shown})"
+        findings.append(Finding("maxtext keys", "fail", detail))
     if not refused:
         findings.append(Finding("maxtext keys", "ok", f"MaxText {version} accepts all {len(keys)} keys the rows pass"))
     return findings
@@ -246,10 +238,9 @@ def write_preflight(
     print(f"preflight of {target.name} (SLURM job {job}, nodes {','.join(slurm.node_list() or ['?'])}):")
     for finding in findings:
         print("  " + finding.line())
-    passed = all(finding.status != "fail" for finding in findings)
     failed = sum(finding.status == "fail" for finding in findings)
-    print(f"preflight: {'passed' if passed else f'{failed} problem(s); no row is run until they are fixed'}")
-    if passed:
+    print(f"preflight: {f'{failed} problem(s); no row is run until they are fixed' if failed else 'passed'}")
+    if not failed:
         record = {"target": target.name, "findings": [asdict(f) for f in findings], **seen, **provenance.stamp()}
         write_result(out, "preflight", record)
-    return passed
+    return not failed

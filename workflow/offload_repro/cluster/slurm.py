@@ -158,24 +158,22 @@ def rank_log_pattern(work_dir: Path) -> Path:
     return work_dir / "ranks" / "rank-%t.log"
 
 
-def srun_command(target: Target, work_dir: Path) -> list[str]:
-    """`srun` with one task per GPU (per CPU task), each rank's output in its own log."""
-    cluster = target.spec["cluster"]
-    per_node = target.tasks_per_node
-    srun = [
+def launch_prefix(target: Target, image: str | None, runtime: str, work_dir: Path, python: str) -> list[str]:
+    """`srun` with one task per GPU (per CPU task), each rank's output in its own log, starting one
+    process per rank (in `image` on GPUs); the module follows."""
+    cluster, per_node = target.spec["cluster"], target.tasks_per_node
+    if target.kind == "gpu":
+        per_task = f"--gpus-per-node={per_node}"
+    else:
+        per_task = f"--cpus-per-task={cluster.get('cpus_per_task', 1)}"
+    return [
         *SRUN,
         f"--nodes={cluster['nodes']}",
         f"--ntasks-per-node={per_node}",
         f"--output={rank_log_pattern(work_dir)}",
+        per_task,
+        *interpreter(image, runtime, work_dir, python),
     ]
-    if target.kind == "gpu":
-        return [*srun, f"--gpus-per-node={per_node}"]
-    return [*srun, f"--cpus-per-task={cluster.get('cpus_per_task', 1)}"]
-
-
-def launch_prefix(target: Target, image: str | None, runtime: str, work_dir: Path, python: str) -> list[str]:
-    """`srun ...` that starts one process per rank (in `image` on GPUs); the module follows."""
-    return [*srun_command(target, work_dir), *interpreter(image, runtime, work_dir, python)]
 
 
 def interpreter(image: str | None, runtime: str, work_dir: Path, python: str) -> list[str]:
@@ -206,11 +204,8 @@ class TimeLimit:
 def parse_duration(text: str) -> float:
     """SLURM's `[days-]hours:minutes:seconds` (or `minutes:seconds`) -> seconds."""
     days, _, clock = text.rpartition("-")
-    parts = [float(part) for part in clock.split(":")]
-    while len(parts) < 3:
-        parts.insert(0, 0.0)
-    hours, minutes, seconds = parts
-    return (float(days) if days else 0.0) * 86400 + hours * 3600 + minutes * 60 + seconds
+    seconds = sum(float(part) * 60**power for power, part in enumerate(reversed(clock.split(":"))))
+    return float(days or 0) * 86400 + seconds
 
 
 def job_field(format_code: str, job_id: str | None = None) -> tuple[str, str] | None:

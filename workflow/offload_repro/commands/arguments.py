@@ -27,6 +27,14 @@ OUT = _option("--out", required=True, type=Path, help="the file to write")
 TARGET = _option("--target", required=True, help="a target's name (experiments/targets/<name>.yaml)")
 ROW = _option("--row", required=True, help="the row's id")
 WORK_DIR = _option("--work-dir", required=True, type=Path, help="the directory of the MaxText processes' files")
+EVIDENCE = _option("--evidence", required=True, type=Path, help="the target's evidence table")
+VERDICTS = _option("--verdicts", required=True, type=Path, help="the target's verdicts")
+# The step-time model's inputs, and the compiled programs it predicts: the rows' (predict, latency_profile)
+# or the runs' measured elsewhere (measured_profile, validate_model).
+SPEED = _option("--speed", default="experiments/speed.yaml", type=Path, help="the step-time model's inputs")
+CLAIMS = _option("--claims", default="experiments/claims.yaml", type=Path, help="the speedups that imply throughputs")
+COMPILED = _option("compiled", nargs="+", type=Path, help="the rows' compiled results on the target")
+RUNS_COMPILED = _option("compiled", nargs="+", type=Path, help="each run's compiled result")
 # A row's own run (run) and a cluster's preflight run in a container on GPU targets.
 CONTAINER = argparse.ArgumentParser(add_help=False)
 CONTAINER.add_argument(

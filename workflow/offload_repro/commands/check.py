@@ -20,11 +20,10 @@ from offload_repro.judge.independence import mark
 from offload_repro.judge.robustness import changes_by_alternative, policy_points, robustness, varied_verdicts
 from offload_repro.judge.verdicts import check_claims, tally
 
-PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES)
+PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES, arguments.EVIDENCE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--evidence", required=True, type=Path, help="the target's evidence table")
     parser.add_argument("--claims", required=True, type=Path, help="the claims (experiments/claims.yaml)")
     parser.add_argument(
         "--compile-target",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows, load_target
@@ -11,15 +10,7 @@ from offload_repro.core.published import load_speed
 from offload_repro.core.results import read_result
 from offload_repro.produce.predicted.model_profile import entry_line, write_profile
 
-PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--speed", default="experiments/speed.yaml", type=Path, help="the step-time model's inputs")
-    parser.add_argument(
-        "--claims", default="experiments/claims.yaml", type=Path, help="the speedups that imply throughputs"
-    )
-    parser.add_argument("compiled", nargs="+", type=Path, help="the rows' compiled results on the target")
+PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.SPEED, arguments.CLAIMS, arguments.COMPILED)
 
 
 def run(args: argparse.Namespace) -> int:

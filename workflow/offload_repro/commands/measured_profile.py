@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.measured_elsewhere import load_measured
@@ -12,11 +11,7 @@ from offload_repro.core.results import read_by_row
 from offload_repro.produce.predicted.model_profile import entry_line
 from offload_repro.produce.validation.run_profiles import write_run_profiles
 
-PARENTS = (arguments.OUT,)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("compiled", nargs="+", type=Path, help="each run's compiled result")
+PARENTS = (arguments.OUT, arguments.RUNS_COMPILED)
 
 
 def run(args: argparse.Namespace) -> int:

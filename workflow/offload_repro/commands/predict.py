@@ -10,16 +10,11 @@ from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.published import load_speed
 from offload_repro.produce.predicted.prediction import write_prediction
 
-PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
+PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.SPEED, arguments.CLAIMS, arguments.COMPILED)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--speed", default="experiments/speed.yaml", type=Path, help="the step-time model's inputs")
     parser.add_argument("--calibrated-by", type=Path, help="the calibration target's own prediction (what-if targets)")
-    parser.add_argument(
-        "--claims", default="experiments/claims.yaml", type=Path, help="the speedups that imply throughputs"
-    )
-    parser.add_argument("compiled", nargs="+", type=Path, help="the rows' compiled results on the target")
 
 
 def run(args: argparse.Namespace) -> int:

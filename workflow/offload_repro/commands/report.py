@@ -9,12 +9,10 @@ from offload_repro.commands import arguments
 from offload_repro.core.data import load_rows
 from offload_repro.present.pages import render_target
 
-PARENTS = (arguments.TABLES, arguments.OUT)
+PARENTS = (arguments.TABLES, arguments.OUT, arguments.EVIDENCE, arguments.VERDICTS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--evidence", required=True, type=Path, help="the target's evidence table")
-    parser.add_argument("--verdicts", required=True, type=Path, help="the target's verdicts")
     parser.add_argument("--assumptions", type=Path, help="the sensitivity stage's result, for its section")
 
 

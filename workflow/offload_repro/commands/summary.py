@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from offload_repro.commands import arguments
 from offload_repro.present.closing_lines import summary_lines
 
-PARENTS = ()
+PARENTS = (arguments.VERDICTS,)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--verdicts", required=True, type=Path, help="the target's verdicts")
     parser.add_argument("--page", required=True, type=Path, help="the report's entry page")
     parser.add_argument("--evidence", type=Path, help="the target's evidence table: each failed row with its cause")
 

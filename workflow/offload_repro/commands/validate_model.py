@@ -17,7 +17,7 @@ from offload_repro.produce.validation.against_measured import (
     validate_model,
 )
 
-PARENTS = (arguments.OUT,)
+PARENTS = (arguments.OUT, arguments.RUNS_COMPILED)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="each run compiled again with a profile of the model's costs",
     )
-    parser.add_argument("compiled", nargs="+", type=Path, help="each run's compiled result")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -123,9 +123,7 @@ def _load_table(path: Path) -> list[Row]:
 
 
 def load_rows(paths: list[str | Path]) -> list[Row]:
-    rows: list[Row] = []
-    for path in paths:
-        rows.extend(_load_table(Path(path)))
+    rows = [row for path in paths for row in _load_table(Path(path))]
     seen: dict[str, str] = {}
     for row in rows:
         if row.id in seen:
@@ -237,41 +235,38 @@ def _derived(spec: dict[str, Any], path: Path) -> dict[str, Any]:
     if not isinstance(hardware, dict):
         return spec
     nodes, per_node = hardware.get("nodes"), hardware.get("gpus_per_node")
-    derived: dict[tuple[str, str], Any] = {}
-    why: dict[tuple[str, str], str] = {}
+    devices = hardware.get("devices")
+    derived: dict[tuple[str, str], tuple[Any, str]] = {}  # (section, key): (value, what gives it)
     if isinstance(nodes, int) and isinstance(per_node, int):
         geometry = f"hardware.nodes x hardware.gpus_per_node ({nodes} x {per_node})"
-        derived[("hardware", "devices")] = nodes * per_node
+        devices = nodes * per_node
+        derived[("hardware", "devices")] = devices, geometry
         for key, value in (("nodes", nodes), ("gpus_per_node", per_node)):
-            derived[("cluster", key)] = value
-        derived[("compile", "topology")] = f"1x{nodes}x{per_node}"  # partitions x hosts x devices per host
-        why = {key: geometry for key in derived}
-    devices = derived.get(("hardware", "devices"), hardware.get("devices"))
+            derived[("cluster", key)] = value, geometry
+        derived[("compile", "topology")] = f"1x{nodes}x{per_node}", geometry  # partitions x hosts x devices per host
     if isinstance(devices, int):  # rows run on every device of the target, scaled or not
-        derived[("scale", "devices")] = devices
-        why[("scale", "devices")] = f"hardware.devices ({devices})"
+        derived[("scale", "devices")] = devices, f"hardware.devices ({devices})"
     host = hardware.get("host_memory")
     if isinstance(host, dict) and isinstance(per_node, int):
         per_gpu = host["gb_per_cpu"] * host["cpus_per_node"] / per_node
-        derived[("hardware", "host_memory_gb_per_gpu")] = int(per_gpu) if float(per_gpu).is_integer() else per_gpu
-        why[("hardware", "host_memory_gb_per_gpu")] = (
+        derived[("hardware", "host_memory_gb_per_gpu")] = (
+            int(per_gpu) if float(per_gpu).is_integer() else per_gpu,
             f"hardware.host_memory ({host['gb_per_cpu']} GB per CPU x {host['cpus_per_node']} CPUs per node"
-            f" / {per_node} GPUs per node)"
+            f" / {per_node} GPUs per node)",
         )
         if host.get("bandwidth_gb_s_per_cpu"):  # every GPU of a CPU copies at once: each gets its share
-            share = host["bandwidth_gb_s_per_cpu"] * host["cpus_per_node"] / per_node
-            derived[("hardware", "host_memory_gb_s_per_gpu")] = share
-            why[("hardware", "host_memory_gb_s_per_gpu")] = (
+            derived[("hardware", "host_memory_gb_s_per_gpu")] = (
+                host["bandwidth_gb_s_per_cpu"] * host["cpus_per_node"] / per_node,
                 f"hardware.host_memory ({host['bandwidth_gb_s_per_cpu']} GB/s per CPU x {host['cpus_per_node']}"
-                f" CPUs per node / {per_node} GPUs per node)"
+                f" CPUs per node / {per_node} GPUs per node)",
             )
-    for (section, key), value in derived.items():
+    for (section, key), (value, why) in derived.items():
         if not isinstance(spec.get(section), dict):
             continue
         stated = spec[section].get(key)
         if stated is not None and stated != value:
             raise DataError(
-                f"{path}: field '{section}.{key}': {stated!r} contradicts {why[(section, key)]}, which give"
+                f"{path}: field '{section}.{key}': {stated!r} contradicts {why}, which give"
                 f" {value!r}; state it once, in hardware"
             )
         spec[section][key] = value

@@ -26,6 +26,8 @@ OUT_OF_MEMORY = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_
 ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*Error: .*|^srun: error: .*")
 # srun's account of a task that failed: "srun: error: <host>: task(s) <ids>: <how it ended>"
 SRUN_TASK = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (.+)")
+# srun names a task's signal by its description (strsignal): "Killed" for SIGKILL
+DESCRIBED_SIGNALS = {signal.strsignal(number): number for number in signal.Signals}
 
 
 @dataclass(frozen=True)
@@ -55,14 +57,6 @@ def signal_name(returncode: int | None) -> str | None:
         return signal.Signals(-returncode).name
     except ValueError:
         return f"signal {-returncode}"
-
-
-def signal_of_description(description: str) -> str | None:
-    """SIGKILL for "Killed": srun names a task's signal by its description (strsignal)."""
-    for number in signal.Signals:
-        if signal.strsignal(number) == description.strip():
-            return number.name
-    return None
 
 
 def _fatal_line(lines: list[str]) -> tuple[int, str, str] | None:
@@ -150,8 +144,8 @@ def srun_endings(srun_log: str) -> dict[int, tuple[str, int | None]]:
         if match := SRUN_TASK.search(line):
             host, ids, how = match.groups()
             exited = re.fullmatch(r"Exited with exit code (\d+)", how.strip())
-            named = signal_of_description(how)
-            status = int(exited.group(1)) if exited else -signal.Signals[named].value if named else None
+            named = DESCRIBED_SIGNALS.get(how.strip())
+            status = int(exited.group(1)) if exited else -named.value if named else None
             for part in ids.split(","):
                 first, _, last = part.partition("-")
                 for task in range(int(first), int(last or first) + 1):

@@ -17,7 +17,7 @@ def _text(value: Any) -> str:
 
 def full_scale_overrides(row: Row) -> dict[str, Any]:
     """The row exactly as published: what a GB200 NVL72 run (or its AOT compile) is given."""
-    overrides: dict[str, Any] = {
+    return {
         "model_name": row.model,
         "dataset_type": "synthetic",
         "per_device_batch_size": row.per_device_batch_size,
@@ -29,7 +29,6 @@ def full_scale_overrides(row: Row) -> dict[str, Any]:
         **row.parallelism,
         **row.placement,
     }
-    return overrides
 
 
 def target_overrides(row: Row, target: Target) -> dict[str, Any]:

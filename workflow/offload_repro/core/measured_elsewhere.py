@@ -59,11 +59,9 @@ def maxtext_keys() -> frozenset[str]:
     return frozenset(read_yaml(base_config()))
 
 
-def _where(index: int, run: dict[str, Any]) -> str:
-    return f"run {index + 1} (id '{run.get('id')}')"
-
-
-def _check_maxtext(path: Path, where: str, settings: dict[str, Any]) -> None:
+def _check_settings(path: Path, where: str, settings: dict[str, Any]) -> None:
+    """Settings MaxText does not know, then values its config refuses (or that make no step), found
+    without starting MaxText."""
     known = maxtext_keys()
     for key in settings:
         if key not in known:
@@ -72,6 +70,22 @@ def _check_maxtext(path: Path, where: str, settings: dict[str, Any]) -> None:
             raise DataError(
                 f"{path}: {where}, field 'maxtext.{key}': not a MaxText setting (not in its base.yml){hint}"
             )
+    choices = maxtext_choices()
+    for key, value in settings.items():
+        if key in choices and value not in choices[key]:
+            close = difflib.get_close_matches(str(value), choices[key], n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise DataError(
+                f"{path}: {where}, field 'maxtext.{key}': {value!r} is not one MaxText takes"
+                f" (its configs/types.py allows {sorted(choices[key])}){hint}"
+            )
+    for key, kinds, what in (
+        ("per_device_batch_size", int | float, "a positive number"),
+        ("max_target_length", int, "a positive whole number of tokens"),
+    ):
+        value = settings.get(key)
+        if key in settings and (isinstance(value, bool) or not isinstance(value, kinds) or value <= 0):
+            raise DataError(f"{path}: {where}, field 'maxtext.{key}': {value!r} is not {what}")
 
 
 def _union_members(node: ast.expr) -> list[ast.expr]:
@@ -81,33 +95,36 @@ def _union_members(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
+def _strings(nodes: list[ast.expr]) -> frozenset[str] | None:
+    values = [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return frozenset(values) if values and len(values) == len(nodes) else None
+
+
+def _literal_strings(node: ast.expr) -> frozenset[str] | None:
+    """The strings of `Literal["a", "b"]`; None where `node` is not a Literal of strings alone."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal"):
+        return None
+    return _strings(node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
+
+
 @cache
 def maxtext_choices() -> dict[str, frozenset[str]]:
     """The values MaxText's config takes for each setting typed as one of its enums or a Literal of
     strings, read from its own configs/types.py (parsed, not imported: importing it starts JAX)."""
     tree = ast.parse((base_config().parent / "types.py").read_text(encoding="utf-8"))
     choices: dict[str, frozenset[str]] = {}
-
-    def strings(nodes: list[ast.expr]) -> frozenset[str] | None:
-        values = [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-        return frozenset(values) if values and len(values) == len(nodes) else None
-
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "Enum" for b in node.bases):
             values = [item.value for item in node.body if isinstance(item, ast.Assign)]
-            if found := strings(values):
+            if found := _strings(values):
                 choices[node.name] = found
         elif (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Subscript)
-            and isinstance(node.value.value, ast.Name)
-            and node.value.value.id == "Literal"
+            and (found := _literal_strings(node.value))
         ):
-            items = node.value.slice.elts if isinstance(node.value.slice, ast.Tuple) else [node.value.slice]
-            if found := strings(list(items)):
-                choices[node.targets[0].id] = found
+            choices[node.targets[0].id] = found
     by_setting: dict[str, set[frozenset[str]]] = {}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
@@ -118,10 +135,7 @@ def maxtext_choices() -> dict[str, frozenset[str]]:
                 continue
             if isinstance(part, ast.Name) and part.id in choices:
                 allowed |= choices[part.id]
-            elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Name) and part.value.id == "Literal":
-                items = part.slice.elts if isinstance(part.slice, ast.Tuple) else [part.slice]
-                if (found := strings(list(items))) is None:
-                    break
+            elif (found := _literal_strings(part)) is not None:
                 allowed |= found
             else:
                 break  # a member of another type (str, int, ...): any value of it may be meant
@@ -129,32 +143,6 @@ def maxtext_choices() -> dict[str, frozenset[str]]:
             by_setting.setdefault(node.target.id, set()).add(frozenset(allowed))
     # a name two config classes type differently is left unchecked
     return {key: next(iter(sets)) for key, sets in by_setting.items() if len(sets) == 1}
-
-
-def _check_values(path: Path, where: str, settings: dict[str, Any]) -> None:
-    """Values MaxText's config refuses (or that make no step), found without starting MaxText."""
-    choices = maxtext_choices()
-    for key, value in settings.items():
-        if key in choices and value not in choices[key]:
-            close = difflib.get_close_matches(str(value), choices[key], n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise DataError(
-                f"{path}: {where}, field 'maxtext.{key}': {value!r} is not one MaxText takes"
-                f" (its configs/types.py allows {sorted(choices[key])}){hint}"
-            )
-    if "per_device_batch_size" in settings:
-        value = settings["per_device_batch_size"]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise DataError(
-                f"{path}: {where}, field 'maxtext.per_device_batch_size': {value!r} is not a positive number"
-            )
-    if "max_target_length" in settings:
-        value = settings["max_target_length"]
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise DataError(
-                f"{path}: {where}, field 'maxtext.max_target_length': {value!r} is not a positive whole number"
-                " of tokens"
-            )
 
 
 # A mesh axis takes its size from ici_<name>_parallelism and dcn_<name>_parallelism, <name> the
@@ -225,11 +213,8 @@ def _mesh(
         product = math.prod(value for _, value in spans[group])
         if product != size:
             axes_text = " x ".join(f"{key} {value}" for key, value in spans[group] if value != 1) or "every axis 1"
-            spanned = (
-                f"its parallelism spans {total} devices, not {gpus_per_node * nodes}; "
-                if total != (gpus_per_node * nodes)
-                else ""
-            )
+            devices = gpus_per_node * nodes
+            spanned = f"its parallelism spans {total} devices, not {devices}; " if total != devices else ""
             raise DataError(
                 f"{path}: {where}, field 'maxtext': {spanned}its {group} axes ({axes_text}) span {product},"
                 f" not the run's {size} {unit}"
@@ -340,8 +325,7 @@ def _check_substitutions(path: Path, where: str, rules: list[dict[str, Any]], ru
     applies to at least one run (`runs`: the runs' settings it may apply to)."""
     for index, rule in enumerate(rules):
         field_name = f"substitutions[{index}]"
-        _check_maxtext(path, f"{where}, {field_name}", {rule["setting"]: rule["becomes"]})
-        _check_values(path, f"{where}, {field_name}", {rule["setting"]: rule["becomes"]})
+        _check_settings(path, f"{where}, {field_name}", {rule["setting"]: rule["becomes"]})
         if not any(settings.get(rule["setting"]) == rule["value"] for settings in runs):
             raise DataError(
                 f"{path}: {where}, field '{field_name}.value': {rule['value']!r} is the {rule['setting']} of no run"
@@ -363,18 +347,16 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
     model = defaults["model"]
     if not model_file(model).is_file():
         raise DataError(f"{path}: field 'defaults.model': '{model}' is not a model of MaxText ({model_file(model)})")
-    _check_maxtext(path, "defaults", defaults["maxtext"])
-    _check_values(path, "defaults", defaults["maxtext"])
+    _check_settings(path, "defaults", defaults["maxtext"])
     _check_flags(path, "defaults", defaults["xla_flags"], defaults.get(KEEP_FIELD, []))
     kind, family = _family_of(path, model)
     every = [{**defaults["maxtext"], **entry.get("maxtext", {})} for entry in data["runs"]]
     _check_substitutions(path, "defaults", defaults.get("substitutions", []), every)
     runs = []
     for index, entry in enumerate(data["runs"]):
-        where = _where(index, entry)
+        where = f"run {index + 1} (id '{entry.get('id')}')"
         own = entry.get("maxtext", {})
-        _check_maxtext(path, where, own)
-        _check_values(path, where, own)
+        _check_settings(path, where, own)
         _check_flags(path, where, entry.get("xla_flags", []), entry.get(KEEP_FIELD, []))
         settings = {**defaults["maxtext"], **own}
         _check_substitutions(path, where, entry.get("substitutions", []), [settings])
@@ -425,18 +407,12 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
     return runs
 
 
-def measured_files(directory: Path | None = None) -> list[Path]:
-    """Every file of runs measured elsewhere (experiments/measured-elsewhere/ by default): a new one
-    enters by itself."""
-    return sorted((directory or MEASURED_DIR).glob("*.yaml"))
-
-
 def load_measured(paths: list[Path] | None = None) -> list[MeasuredRun]:
-    """Every run of the files (by default every file of experiments/measured-elsewhere/); a run id
-    is used once."""
+    """Every run of the files (by default every file of experiments/measured-elsewhere/, so that a
+    new one enters by itself); a run id is used once."""
     runs: list[MeasuredRun] = []
     seen: dict[str, str] = {}
-    for path in measured_files() if paths is None else paths:
+    for path in sorted(MEASURED_DIR.glob("*.yaml")) if paths is None else paths:
         for run in load_file(path):
             if run.id in seen:
                 raise DataError(f"{run.source_file}: run id '{run.id}': field 'id': already used in {seen[run.id]}")
@@ -454,10 +430,6 @@ def load_validation(path: str | Path = VALIDATION_FILE) -> dict[str, Any]:
 def target_for(run: MeasuredRun) -> Target:
     """The run's target at the run's node count."""
     return load_target(run.target, nodes=run.nodes)
-
-
-def flag_name(flag: str) -> str:
-    return flag.split("=", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -494,7 +466,7 @@ def compiled_as(run: MeasuredRun, target: Target, validation: dict[str, Any], un
         ici = "ici_" + key.removeprefix("dcn_")
         settings[ici] = int(settings.get(ici, 1)) * int(settings.pop(key))
     skipped = {item["setting"] for item in run.not_compiled}
-    not_compiled = [flag for flag in run.xla_flags if flag_name(flag) in skipped]
+    not_compiled = [flag for flag in run.xla_flags if flag.split("=", 1)[0] in skipped]
     kept = [flag for flag in run.xla_flags if flag not in not_compiled and flag not in unknown_flags]
     added = [dict(item) for item in validation["compile"]["compile_only_flags"]]
     parallelism = {key: int(value) for key, value in settings.items() if key.endswith("_parallelism")}

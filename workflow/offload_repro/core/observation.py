@@ -62,34 +62,12 @@ class Observer:
         if spread is not None:
             extra |= {"low": spread["low"], "high": spread["high"], "n": spread["n"]}
         if value is not None:
-            self.observations.append(
-                Observation(
-                    self.row,
-                    self.target,
-                    self.evidence,
-                    metric,
-                    value,
-                    unit,
-                    self.status,
-                    self.source,
-                    policy=self.policy,
-                    **extra,
-                )
-            )
+            self.observations.append(self._observation(metric, value, unit, **extra))
 
     def status_line(self) -> None:
         """Every result says how it ended, with its message: an error or OOM is evidence too."""
-        self.observations.append(
-            Observation(
-                self.row,
-                self.target,
-                self.evidence,
-                "status",
-                self.status,
-                None,
-                self.status,
-                self.source,
-                message=self.result.get("message"),
-                policy=self.policy,
-            )
-        )
+        self.observations.append(self._observation("status", self.status, None, message=self.result.get("message")))
+
+    def _observation(self, metric: str, value: Value, unit: str | None, **extra: Any) -> Observation:
+        fields = (self.row, self.target, self.evidence, metric, value, unit, self.status, self.source)
+        return Observation(*fields, policy=self.policy, **extra)

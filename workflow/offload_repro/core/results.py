@@ -91,8 +91,4 @@ def read_result(path: str | Path, kind: str) -> dict[str, Any]:
 
 def read_by_row(paths: list[Path], kind: str) -> dict[str, dict[str, Any]]:
     """Results of one kind, by the row (or run) each is of."""
-    found = {}
-    for path in paths:
-        result = read_result(path, kind)
-        found[result["row"]] = result
-    return found
+    return {result["row"]: result for result in (read_result(path, kind) for path in paths)}

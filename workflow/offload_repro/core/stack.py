@@ -141,10 +141,6 @@ class _Facts:
         return list(dict.fromkeys(why for key in self._unanswered() for why in self.failures[key]))
 
 
-def _import_nvml() -> Any:
-    return importlib.import_module("pynvml")
-
-
 def _read_nvml(facts: _Facts, import_nvml: Any) -> None:
     try:
         nvml = import_nvml()
@@ -255,14 +251,12 @@ def _read_cuda(facts: _Facts, import_versions: Any, libraries: Any) -> dict[str,
         facts.fail(("cuda_driver_api", *LIBRARY_KEYS), f"no JAX CUDA plugin: {_one_line(error)}")
         return None
     helper = f"{package}._versions"
+    # each library's version as built against and as loaded: <key>_build_version, <key>_get_version
+    forms = {"cuda_runtime": cuda_version, "cudnn": cudnn_version, "cublas": cublas_version}
     built: dict[str, str] = {}
-    for key, name, form in (
-        ("cuda_runtime", "cuda_runtime_build_version", cuda_version),
-        ("cudnn", "cudnn_build_version", cudnn_version),
-        ("cublas", "cublas_build_version", cublas_version),
-    ):
+    for key, form in forms.items():
         with contextlib.suppress(Exception):
-            built[key] = form(int(getattr(versions, name)()))
+            built[key] = form(int(getattr(versions, f"{key}_build_version")()))
     try:
         driver = int(versions.cuda_driver_get_version())
     except Exception as error:
@@ -273,11 +267,9 @@ def _read_cuda(facts: _Facts, import_versions: Any, libraries: Any) -> dict[str,
         facts.fail(("cuda_driver_api", *LIBRARY_KEYS), f"no CUDA driver: {why}")
         return built
     facts.put("cuda_driver_api", cuda_version(driver), f"{helper}.cuda_driver_get_version")
-    facts.attempt(
-        "cuda_runtime", f"{helper}.cuda_runtime_get_version", lambda: cuda_version(versions.cuda_runtime_get_version())
-    )
-    facts.attempt("cudnn", f"{helper}.cudnn_get_version", lambda: cudnn_version(versions.cudnn_get_version()))
-    facts.attempt("cublas", f"{helper}.cublas_get_version", lambda: cublas_version(versions.cublas_get_version()))
+    for key, form in forms.items():
+        name = f"{key}_get_version"
+        facts.attempt(key, f"{helper}.{name}", lambda: form(getattr(versions, name)()))  # noqa: B023 (called at once)
     nccl_path = libraries()["nccl"]
     if nccl_path:  # the copy XLA loaded; asking any other libnccl would not say what ran
         facts.attempt("nccl", "ncclGetVersion", lambda: _nccl_get_version(nccl_path))
@@ -296,7 +288,7 @@ def gpu_stack() -> dict[str, Any]:
     """The GPU stack this process sees. Never raises: what cannot be read is None (`gpus`: empty);
     `missing` says why for each such key and `reason` joins those causes (None when nothing is missing)."""
     try:
-        return read_stack(_import_nvml, _import_cuda_versions, loaded_libraries, query_nvidia_smi)
+        return read_stack(lambda: importlib.import_module("pynvml"), _import_cuda_versions, loaded_libraries)
     except Exception as error:  # a bug here must not cost a training run its result
         facts = _Facts()
         facts.fail((*VERSION_KEYS, "gpus"), f"stack.gpu_stack failed: {_one_line(error)}")
@@ -340,17 +332,6 @@ def jax_variables(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: environ[name] for name in sorted(environ) if name.startswith(("JAX_", "XLA_"))}
 
 
-def _devices(jax: ModuleType) -> dict[str, Any]:
-    first = jax.devices()[0]  # stands for them all, as in JAX's own environment report
-    return {
-        "platform": first.platform,
-        "device_kind": first.device_kind,
-        "device_count": jax.device_count(),
-        "local_device_count": jax.local_device_count(),
-        "process_count": jax.process_count(),
-    }
-
-
 def jax_environment() -> dict[str, Any]:
     """JAX's view of its installation and host, from structured sources: `jax`, `jaxlib`, `numpy`
     (each package's version attribute), `python` (sys.version), `platform` (platform.uname() as a
@@ -363,6 +344,7 @@ def jax_environment() -> dict[str, Any]:
     import jaxlib.version
     import numpy
 
+    first = jax.devices()[0]  # stands for them all, as in JAX's own environment report
     return {
         "jax": jax.__version__,
         "jaxlib": jaxlib.version.__version__,
@@ -370,5 +352,11 @@ def jax_environment() -> dict[str, Any]:
         "python": sys.version,
         "platform": platform.uname()._asdict(),
         "env": jax_variables(os.environ),
-        "devices": _devices(jax),
+        "devices": {
+            "platform": first.platform,
+            "device_kind": first.device_kind,
+            "device_count": jax.device_count(),
+            "local_device_count": jax.local_device_count(),
+            "process_count": jax.process_count(),
+        },
     }

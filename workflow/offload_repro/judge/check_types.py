@@ -18,8 +18,10 @@ from typing import Any
 from offload_repro.judge import metric_names as names
 from offload_repro.judge.claims import subjects
 
-Check = Callable[[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]]], dict[str, Any]]
-MetricCheck = Callable[[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]], dict[str, Any]]
+Record = dict[str, Any]  # a claim, a rule, a judgement, one row's observations or each row's value
+Rows = dict[str, Record]  # {row: {metric: value}}
+Check = Callable[[Record, Record, Rows], Record]
+MetricCheck = Callable[[Record, Record, Rows, Record], Record]
 
 
 def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool:
@@ -44,18 +46,18 @@ def _one_sided_note(observed: float, published: float, tolerance: dict[str, Any]
     return f"{gap:+.1%} against the published value, within the {tolerance['below']:.0%} allowed below it"
 
 
-def _out_of_memory(observed: dict[str, Any]) -> bool:
+def _out_of_memory(observed: Record) -> bool:
     return observed.get("outcome") == "oom" or observed.get("status") == "oom"
 
 
-def ran_out_of_memory(row: str, observed: dict[str, Any]) -> str | None:
+def ran_out_of_memory(row: str, observed: Record) -> str | None:
     """'<row> ran out of memory (its message)' where the row's evidence says so, else None."""
     if not _out_of_memory(observed):
         return None
     return f"{row} ran out of memory" + (f" ({observed['message']})" if observed.get("message") else "")
 
 
-def _metric(observed_rows: dict[str, dict[str, Any]], metric: str) -> tuple[dict[str, Any], str | None]:
+def _metric(observed_rows: Rows, metric: str) -> tuple[Record, str | None]:
     values, problems = {}, []
     for row, observed in observed_rows.items():
         if observed.get(metric) is not None:
@@ -72,7 +74,7 @@ def reads_metric(judge: MetricCheck) -> Check:
     called where a row has none."""
 
     @functools.wraps(judge)
-    def check(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def check(claim: Record, rule: Record, observed_rows: Rows) -> Record:
         values, problem = _metric(observed_rows, claim["check"]["metric"])
         if problem:
             # An OOM where the claim needs a number is a result that contradicts it; anything else is an error.
@@ -88,7 +90,7 @@ def reads_metric(judge: MetricCheck) -> Check:
     return check
 
 
-def outcome(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def outcome(claim: Record, rule: Record, observed_rows: Rows) -> Record:
     """The row's outcome (it fits, or it runs out of memory) is the one the check expects."""
     check = claim["check"]
     seen = observed_rows[subjects(check)[0]]
@@ -100,9 +102,7 @@ def outcome(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str
     return judged
 
 
-def _against_published(
-    claim: dict[str, Any], rule: dict[str, Any], observed: float, values: dict[str, Any]
-) -> dict[str, Any]:
+def _against_published(claim: Record, rule: Record, observed: float, values: Record) -> Record:
     """An observed number against the claim's published one, within the rule's tolerance or else the claim's."""
     tolerance = rule.get("tolerance") or claim["tolerance"]
     published = claim["published"]
@@ -119,35 +119,27 @@ def _against_published(
 
 
 @reads_metric
-def value(
-    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
-) -> dict[str, Any]:
+def value(claim: Record, rule: Record, observed_rows: Rows, values: Record) -> Record:
     """The row's value is the published one."""
     return _against_published(claim, rule, values[subjects(claim["check"])[0]], values)
 
 
 @reads_metric
-def ratio(
-    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
-) -> dict[str, Any]:
+def ratio(claim: Record, rule: Record, observed_rows: Rows, values: Record) -> Record:
     """The first row's value over the second's, less one, is the published change."""
     rows = subjects(claim["check"])
     return _against_published(claim, rule, values[rows[0]] / values[rows[1]] - 1, values)
 
 
 @reads_metric
-def greater(
-    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
-) -> dict[str, Any]:
+def greater(claim: Record, rule: Record, observed_rows: Rows, values: Record) -> Record:
     """The first row's value is above the second's."""
     rows = subjects(claim["check"])
     return {"verdict": "pass" if values[rows[0]] > values[rows[1]] else "fail", "observed_rows": values}
 
 
 @reads_metric
-def equal(
-    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
-) -> dict[str, Any]:
+def equal(claim: Record, rule: Record, observed_rows: Rows, values: Record) -> Record:
     """Each row's value equals its value of another metric (`expect_metric`)."""
     check = claim["check"]
     rows = subjects(check)
@@ -164,9 +156,7 @@ def equal(
 
 
 @reads_metric
-def between(
-    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
-) -> dict[str, Any]:
+def between(claim: Record, rule: Record, observed_rows: Rows, values: Record) -> Record:
     """The row's value is at least `min` (where given) and below `below` (where given)."""
     check = claim["check"]
     found = values[subjects(check)[0]]
@@ -175,9 +165,7 @@ def between(
 
 
 @reads_metric
-def distinct(
-    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
-) -> dict[str, Any]:
+def distinct(claim: Record, rule: Record, observed_rows: Rows, values: Record) -> Record:
     """No two rows have the same value."""
     check = claim["check"]
     rows = subjects(check)
@@ -190,7 +178,7 @@ def distinct(
     }
 
 
-def _chosen(pick: Callable[..., str], claim: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+def _chosen(pick: Callable[..., str], claim: Record, values: Record) -> Record:
     chosen = pick(values, key=values.__getitem__)
     return {
         "verdict": "pass" if chosen == claim["check"]["expect"] else "fail",
@@ -200,17 +188,13 @@ def _chosen(pick: Callable[..., str], claim: dict[str, Any], values: dict[str, A
 
 
 @reads_metric
-def fastest(
-    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
-) -> dict[str, Any]:
+def fastest(claim: Record, rule: Record, observed_rows: Rows, values: Record) -> Record:
     """The row the check expects has the largest value (a throughput)."""
     return _chosen(max, claim, values)
 
 
 @reads_metric
-def slowest(
-    claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]], values: dict[str, Any]
-) -> dict[str, Any]:
+def slowest(claim: Record, rule: Record, observed_rows: Rows, values: Record) -> Record:
     """The row the check expects has the smallest value."""
     return _chosen(min, claim, values)
 
@@ -229,6 +213,6 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def evaluate(claim: dict[str, Any], rule: dict[str, Any], observed_rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def evaluate(claim: Record, rule: Record, observed_rows: Rows) -> Record:
     """A claim's check on the rows one evidence kind observed, by its type's function."""
     return CHECKS[claim["check"]["type"]](claim, rule, observed_rows)

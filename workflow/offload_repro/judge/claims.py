@@ -22,29 +22,21 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
         raise DataError(f"{path}: claim ids used twice: {duplicates}")
     named = set(ids) | {row for claim in data["claims"] for row in claim["check"].get("rows", [])}
     for number, claim in enumerate(data["claims"], 1):
+        where = f"{path}: claim {number} (id '{claim['id']}'), field"
         unknown = [name for name in claim.get("derives_from", []) if name not in named]
         if unknown:
-            raise DataError(
-                f"{path}: claim {number} (id '{claim['id']}'), field 'derives_from': {unknown} name no claim"
-                " and no row of any claim's check"
-            )
-        metrics = {
-            "check.metric": claim["check"].get("metric"),
-            "check.expect_metric": claim["check"].get("expect_metric"),
-        }
+            raise DataError(f"{where} 'derives_from': {unknown} name no claim and no row of any claim's check")
+        metrics = {f"check.{key}": claim["check"].get(key) for key in ("metric", "expect_metric")}
         metrics |= {f"judged_by[{i}].metric": rule.get("metric") for i, rule in enumerate(claim["judged_by"])}
         for field, metric in metrics.items():
             if metric is not None and not metric_names.known(metric):
                 raise DataError(
-                    f"{path}: claim {number} (id '{claim['id']}'), field '{field}': '{metric}' is no metric the"
-                    " evidence table holds (offload_repro/judge/metric_names.py)"
+                    f"{where} '{field}': '{metric}' is no metric the evidence table holds"
+                    " (offload_repro/judge/metric_names.py)"
                 )
         for rule in claim["judged_by"]:
             if rule["evidence"] not in EVIDENCE:
-                raise DataError(
-                    f"{path}: claim {number} (id '{claim['id']}'), field 'judged_by.evidence': "
-                    f"'{rule['evidence']}' is not one of {sorted(EVIDENCE)}"
-                )
+                raise DataError(f"{where} 'judged_by.evidence': '{rule['evidence']}' is not one of {sorted(EVIDENCE)}")
     return data["claims"]
 
 

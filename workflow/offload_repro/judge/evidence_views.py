@@ -55,23 +55,21 @@ def views(observations: list[dict[str, Any]], targets: dict[str, Target]) -> lis
             else:
                 source = target.spec["title"] if target else str(obs["target"])
             found[key] = EvidenceView(obs["evidence"], obs["target"], source, tuple(target.judges) if target else ())
-        if obs.get("policy") is not None:
-            facts = found[key].policies.setdefault(obs["policy"], {"status": "ok", "message": None})
-            facts[obs["metric"]] = obs["value"]
-            if obs["metric"] == "status":
-                facts["status"], facts["message"] = obs["value"], obs["message"]
-            continue
-        row = found[key].rows.setdefault(obs["row"], {"status": "ok", "message": None})
+        view = found[key]
+        if obs.get("policy") is not None:  # a capacity frontier's: neither predicted nor repeated
+            facts = view.policies.setdefault(obs["policy"], {"status": "ok", "message": None})
+        else:
+            facts = view.rows.setdefault(obs["row"], {"status": "ok", "message": None})
         if obs["metric"] == "status":
-            row["status"], row["message"] = obs["value"], obs["message"]
+            facts["status"], facts["message"] = obs["value"], obs["message"]
             if obs["evidence"] == "predicted":
                 if obs["source"] not in read:
                     read[obs["source"]] = predictions(read_result(obs["source"], "predicted"))
                 if obs["row"] in read[obs["source"]]:
-                    found[key].predicted[obs["row"]] = read[obs["source"]][obs["row"]]
+                    view.predicted[obs["row"]] = read[obs["source"]][obs["row"]]
         else:
-            row[obs["metric"]] = obs["value"]
+            facts[obs["metric"]] = obs["value"]
             if (obs.get("n") or 0) > 1:  # .get: tables written before repeats have no spread fields
-                spreads = found[key].spreads.setdefault(obs["row"], {})
+                spreads = view.spreads.setdefault(obs["row"], {})
                 spreads[obs["metric"]] = {"low": obs["low"], "high": obs["high"], "n": obs["n"]}
     return list(found.values())

@@ -9,9 +9,8 @@ program holds (`host_gib`) is not the bytes a row's tensors offload by the analy
 
 No name carries a value (never `tflops_per_device@<calibration row>`): a prediction under another
 calibration than its row's default is read from its result, not the table. `known` says whether a
-name is one of these;
-the evidence table refuses any other (tests/judge/test_metric_names.py holds the lists below equal
-to the result fields they name).
+name is one of these; the evidence table refuses any other (tests/judge/test_metric_names.py holds
+the lists below equal to the result fields they name).
 """
 
 from __future__ import annotations

@@ -99,9 +99,8 @@ def compile_observations(result: dict[str, Any], source: str) -> list[Observatio
     seen.add("compile_peak_rss_gib", memory.gib(result.get("peak_rss_bytes")), "GiB")
     share = (result.get("provenance") or {}).get("allocator_memory_fraction")  # absent before it was recorded
     seen.add("allocator_share", share)
-    capacity = result.get("capacity_bytes")
     # what the row must fit within, and XLA planned it within: the allocator's share of the GPU
-    limit = result.get("allocator_limit_bytes") or (capacity * share if share and capacity else None)
+    limit = result.get("allocator_limit_bytes") or (result["capacity_bytes"] * share if share else None)
     seen.add(names.ALLOCATOR_LIMIT_GIB, memory.gib(limit), "GiB")
     seen.add("moe_dispatch", moe_dispatch(result))
     if result["status"] != "ok":
@@ -269,6 +268,7 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
     it, the prediction over it, the FLOPs, bytes and collectives that make the step, and its terms;
     per offload row, its predicted gain."""
     found: list[Observation] = []
+    across = across_hardware_error(result)
     for row in result["rows"]:
         seen = Observer(row, source, "predicted", row["row"], result["target"])
         seen.status_line()
@@ -279,7 +279,6 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         present = [value for value in row.get("tflops_per_device") or [] if value is not None]
         if present:
             seen.add(names.TFLOPS, central, "TFLOPs/s/device", low=min(present), high=max(present))
-        across = across_hardware_error(result)
         if across and present:  # a measured step lies within the error of the carry: its band widens by it
             error, why = across
             low, high = min(present) * (1 - error), max(present) * (1 + error)

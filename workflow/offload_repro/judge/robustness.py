@@ -16,6 +16,7 @@ those bounds do not decide the claim, it is said so.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -43,11 +44,8 @@ def substituted(
         return predicted_rows is None or o["row"] in predicted_rows
 
     def replaced(o: dict[str, Any]) -> bool:
-        if o["target"] != target:
-            return False
-        return (o["evidence"] == "compiled" and o["row"] in rows) or (
-            o["evidence"] == "predicted" and predicted and varied(o)
-        )
+        compiled = o["evidence"] == "compiled" and o["row"] in rows
+        return o["target"] == target and (compiled or (o["evidence"] == "predicted" and predicted and varied(o)))
 
     kept = [o for o in replacement if o["evidence"] != "predicted" or varied(o)]
     return [o for o in observations if not replaced(o)] + kept
@@ -91,11 +89,6 @@ def frontier_verdict(
     return "undetermined", f"its rows bound it only to [{low}, {high}): a frontier search under it would decide"
 
 
-def alternative_prediction(alternative: dict[str, Any]) -> dict[str, Any] | None:
-    """The alternative's prediction, where it has one."""
-    return read_result(alternative["predicted"], "predicted") if alternative.get("predicted") else None
-
-
 def alternative_observations(
     alternative: dict[str, Any], target: str, prediction: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
@@ -127,14 +120,6 @@ def uncalibrated(prediction: dict[str, Any] | None) -> dict[str, list[str]]:
     return {row: reasons[kind] for row, kind in predicted.items() if kind in reasons}
 
 
-def outcomes_of(observations: list[dict[str, Any]], target: str, micro_batches: dict[str, float]):
-    return {
-        o["row"]: (micro_batches.get(o["row"], 0), o["value"])
-        for o in observations
-        if o["evidence"] == "compiled" and o["target"] == target and o["metric"] == "outcome" and o["at"] is None
-    }
-
-
 def verdicts_of(
     claims: list[dict[str, Any]],
     observations: list[dict[str, Any]],
@@ -145,7 +130,11 @@ def verdicts_of(
 ) -> dict[str, tuple[str, str | None]]:
     """Each claim's compiled verdict on these observations (a frontier claim's from its rows' bounds)."""
     judged = judge(claims, observations)
-    outcomes = outcomes_of(observations, target, micro_batches)
+    outcomes = {
+        o["row"]: (micro_batches.get(o["row"], 0), o["value"])
+        for o in observations
+        if o["evidence"] == "compiled" and o["target"] == target and o["metric"] == "outcome" and o["at"] is None
+    }
     found: dict[str, tuple[str, str | None]] = {}
     for claim in claims:
         if "policies" in claim["check"]:
@@ -169,8 +158,11 @@ def robustness(
     does not compile decides nothing: it is listed as untested, as is a claim its evidence cannot
     judge under an alternative (no prediction, none calibrated, a row out of memory)."""
     target = sensitivity["target"]
+    verdicts = functools.partial(
+        verdicts_of, judge=judge, target=target, policy_rows=policy_rows, micro_batches=micro_batches
+    )
     varied = [c for c in claims if any(rule["evidence"] in VARIED for rule in c["judged_by"])]
-    default = verdicts_of(varied, observations, judge, target, policy_rows, micro_batches)
+    default = verdicts(varied, observations)
     # a claim its evidence cannot judge by default (a calibration row's own throughput) is neither
     # robust nor dependent: it is left out
     compiled_claims = [c for c in varied if default[c["id"]][0] != "not-comparable"]
@@ -187,24 +179,20 @@ def robustness(
     }
     for entry in sensitivity["assumptions"]:
         for alternative in entry["alternatives"]:
-            prediction = alternative_prediction(alternative)  # read once, for everything below
+            # read once, for everything below
+            prediction = read_result(alternative["predicted"], "predicted") if alternative.get("predicted") else None
             replacement = alternative_observations(alternative, target, prediction)
             rows = {o["row"] for o in replacement if o["evidence"] == "compiled"}
-            errors = {row: r["message"] for row, r in alternative["results"].items() if r and r["status"] == "error"}
+            results = [(row, r) for row, r in alternative["results"].items() if r]
+            errors = {row: f"{row} does not compile: {r['message']}" for row, r in results if r["status"] == "error"}
             # a row that does not fit is not predicted: a speed claim on it is left untested, saying so
             too_big = {
-                row: r["device_gib"]
-                for row, r in alternative["results"].items()
-                if r and r["status"] == "ok" and not r.get("fits", True)
+                row: f"{row} is out of memory under it ({r['device_gib']:.1f} GiB)"
+                for row, r in results
+                if r["status"] == "ok" and not r.get("fits", True)
             }
-            under = verdicts_of(
-                compiled_claims,
-                substituted(observations, replacement, rows, target, predicted_rows(prediction, entry["affects"])),
-                judge,
-                target,
-                policy_rows,
-                micro_batches,
-            )
+            seen = substituted(observations, replacement, rows, target, predicted_rows(prediction, entry["affects"]))
+            under = verdicts(compiled_claims, seen)
             name = variant_id(entry, alternative)
             gaps = uncalibrated(prediction)
             for claim in compiled_claims:
@@ -214,17 +202,12 @@ def robustness(
                 touched = set(check.get("rows", [])) | {
                     row for policy in check.get("policies", []) for row in policy_rows.get(policy, [])
                 }
-                if errors and touched & set(errors):
-                    verdict = "untested"
-                    why = "; ".join(f"{row} does not compile: {errors[row]}" for row in sorted(touched & set(errors)))
+                if touched & errors.keys():
+                    verdict, why = "untested", "; ".join(errors[row] for row in sorted(touched & errors.keys()))
                 elif varied_by(claim) == "predicted" and not alternative.get("predicted"):
                     verdict, why = "untested", "no prediction under it"
-                elif varied_by(claim) == "predicted" and touched & set(too_big):
-                    verdict = "untested"
-                    why = "; ".join(
-                        f"{row} is out of memory under it ({too_big[row]:.1f} GiB)"
-                        for row in sorted(touched & set(too_big))
-                    )
+                elif varied_by(claim) == "predicted" and touched & too_big.keys():
+                    verdict, why = "untested", "; ".join(too_big[row] for row in sorted(touched & too_big.keys()))
                 elif verdict in ("not-comparable", "error"):  # its evidence cannot judge it under this alternative
                     own = "; ".join(dict.fromkeys(reason for row in sorted(touched) for reason in gaps.get(row, [])))
                     verdict, why = "untested", own or why or f"{verdict} under it"
@@ -282,14 +265,10 @@ def varied_verdicts(check: Callable[..., dict[str, Any]]) -> Judge:
 
     def judge(claims: list[dict[str, Any]], observations: list[dict[str, Any]]) -> dict[str, Any]:
         checked = check(claims, observations)
-        by_id = {c["id"]: c for c in claims}
+        varied = {c["id"]: varied_by(c) for c in claims}
         return {
             c["id"]: next(
-                (
-                    (j["verdict"], j.get("reason"))
-                    for j in c["judgements"]
-                    if j["evidence"] == varied_by(by_id[c["id"]])
-                ),
+                ((j["verdict"], j.get("reason")) for j in c["judgements"] if j["evidence"] == varied[c["id"]]),
                 (c["verdict"], None),
             )
             for c in checked["claims"]

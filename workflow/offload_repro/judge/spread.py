@@ -81,7 +81,7 @@ def _shown(row: str, values: dict[str, float], spreads: dict[str, Spread]) -> st
     spread = spreads.get(row)
     if spread is None:
         return f"{row} {number(values[row])}"
-    return f"{row} {number(spread['low'])}{DASH}{number(spread['high'])} ({spread['n']} repeats)"
+    return f"{row} {range_text(spread)} ({spread['n']} repeats)"
 
 
 def _overlap_note(first: str, others: list[str], values: dict[str, float], spreads: dict[str, Spread]) -> str | None:

@@ -42,7 +42,6 @@ class Plan:
     preflight: list[str]  # a SLURM target's preflight result, which its rows wait for
     preflight_resources: dict[str, Any]
     preflight_compiled: list[str]  # the compiles a SLURM GPU target's preflight checks host memory against
-    whatif_targets: list[str]
     grid_targets: list[str]  # every GPU target each row is compiled for
     frontier_targets: list[str]  # the targets whose capacity frontier is searched (what-if only)
     policies: list[str]
@@ -232,7 +231,6 @@ def make_plan(
         preflight=[f"results/{target.name}/preflight.json"] if target.launcher == "slurm" else [],
         preflight_resources=preflight_resources(target) if target.launcher == "slurm" else {},
         preflight_compiled=[f"results/compiled/{target.name}/{row}.json" for row in row_ids] if slurm_gpu else [],
-        whatif_targets=found_whatif,
         grid_targets=grid,
         frontier_targets=frontiers,
         policies=policies,

@@ -31,11 +31,10 @@ def assumptions_section(
     changes = verdicts.get("changes_by_alternative", {})
     entries = []
     for entry in sensitivity["assumptions"]:
-        rows = entry["affects"]
         entries.append(
             {
                 **entry,
-                "rows": rows,
+                "rows": entry["affects"],
                 "steps_chart": steps_chart(entry, sensitivity.get("default_step_terms") or {}, all_rows),
                 "alternatives": [
                     {**alt, "changes": changes.get(f"{entry['id']}.{alt['id']}", [])} for alt in entry["alternatives"]

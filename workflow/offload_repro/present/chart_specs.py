@@ -26,29 +26,22 @@ def chart_specs(
     verdicts: dict[str, Any],
 ) -> list:
     labels = {row.id: row for row in rows}
-    built = []
     same_hardware = "source-hardware" in target.judges
-    throughput = charts.throughput(rows, observations, labels, target.name, with_published=same_hardware)
-    if throughput is not None:
-        built.append(("throughput", throughput))
+    built = [("throughput", charts.throughput(rows, observations, labels, target.name, with_published=same_hardware))]
     if compiled_on is not None:
         bands = charts.verdict_bands(verdicts)
-        predicted = charts.predicted_throughput(rows, observations, labels, compiled_on.name, bands)
-        if predicted is not None:
-            built.append(("predicted", predicted))
-        terms = charts.step_terms(observations, labels, compiled_on.name)
-        if terms is not None:
-            built.append(("step-terms", terms))
         with_published = "source-hardware" in compiled_on.judges
-        built.append(("memory", charts.memory(rows, observations, labels, compiled_on.spec["title"], with_published)))
-    for name, chart in (
+        built += [
+            ("predicted", charts.predicted_throughput(rows, observations, labels, compiled_on.name, bands)),
+            ("step-terms", charts.step_terms(observations, labels, compiled_on.name)),
+            ("memory", charts.memory(rows, observations, labels, compiled_on.spec["title"], with_published)),
+        ]
+    built += [
         ("losses", charts.loss_curves(observations, labels)),
         ("probe", charts.probe(observations)),
         ("overlap", charts.overlap(observations, labels)),
-    ):
-        if chart is not None:
-            built.append((name, chart))
-    return [inline_spec(name, chart) for name, chart in built]
+    ]
+    return [inline_spec(name, chart) for name, chart in built if chart is not None]
 
 
 # What a reviewer weighs the claims by: the memory compiled against published, the throughput

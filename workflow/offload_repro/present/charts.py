@@ -61,6 +61,28 @@ def _bars(
     )
 
 
+def _by_table(chart: alt.Chart, title: alt.TitleParams, column=alt.Undefined, **independent: str) -> alt.TopLevelMixin:
+    """One panel per table of rows (one model each), each with its own row axis."""
+    facets = chart.facet(row=alt.Row("table:N", title=None), column=column, title=title)
+    return facets.resolve_scale(y="independent", **independent)
+
+
+def _stacked_terms(data: pd.DataFrame, tooltip: list, **encoding: Any) -> alt.Chart:
+    """Each row's predicted step as the terms that sum to it, stacked in the step-time model's order."""
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None, sort=None),
+            x=alt.X("sum(seconds):Q", title="seconds per step"),
+            color=alt.Color("term:N", sort=list(names.STEP_TERMS.values()), title="term"),
+            order=alt.Order("order:Q"),
+            tooltip=[*tooltip, alt.Tooltip("seconds:Q", format=".2f")],
+            **encoding,
+        )
+    )
+
+
 def throughput(
     rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, with_published: bool
 ) -> alt.TopLevelMixin | None:
@@ -74,7 +96,6 @@ def throughput(
             for r in rows
             if r.published["tflops_per_device"] is not None
         ]
-    if with_published:
         title = titled(
             "Throughput per row: published beside measured",
             "Both on the source's hardware: the throughput claims above are judged on these numbers.",
@@ -86,18 +107,9 @@ def throughput(
             " (on a CPU an offload placement moves nothing). They show that every row trained and what it cost"
             " here; no claim is judged from them.",
         )
-    return (
-        _bars(
-            alt.Chart(_labelled(records, labels, ["source", "tflops"])),
-            [r["source"] for r in records],
-            "tflops",
-            "TFLOPs/s/device",
-            ",.4g",
-        )
-        .properties(width=420, height=alt.Step(12))
-        .facet(row=alt.Row("table:N", title=None), title=title)
-        .resolve_scale(y="independent")
-    )
+    data = _labelled(records, labels, ["source", "tflops"])
+    bars = _bars(alt.Chart(data), data["source"], "tflops", "TFLOPs/s/device", ",.4g")
+    return _by_table(bars.properties(width=420, height=alt.Step(12)), title)
 
 
 def memory(
@@ -129,26 +141,21 @@ def memory(
         else "Which rows fit the GPU"
     ) + "; analytic bars count the saved or offloaded activations only."
     if len(capacity):
-        data["limit_gib"] = float(capacity.iloc[0])
+        limit = data["limit_gib"] = float(capacity.iloc[0])
         layers.append(
             alt.Chart()
             .transform_filter(alt.datum.memory == "device")
             .mark_rule(color="crimson", strokeDash=[4, 3])
             .encode(x="max(limit_gib):Q")
         )
-        limit = float(capacity.iloc[0])
         purpose += f" Dashed: the {limit:.1f} GiB JAX's allocator takes of each GPU, what a row must fit within."
     title = titled(
         f"Device and host memory per row, compiled for {machine}"
         + (", beside the published" if with_published else ""),
         purpose,
     )
-    return (
-        alt.layer(*layers, data=data)
-        .properties(width=300, height=alt.Step(9))
-        .facet(row=alt.Row("table:N", title=None), column=alt.Column("memory:N", title=None), title=title)
-        .resolve_scale(y="independent")
-    )
+    chart = alt.layer(*layers, data=data).properties(width=300, height=alt.Step(9))
+    return _by_table(chart, title, column=alt.Column("memory:N", title=None))
 
 
 def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelMixin | None:
@@ -156,7 +163,7 @@ def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLe
     if chosen.empty:
         return None
     records = [{"row": o.row, "step": int(o.at), "loss": o.value} for o in chosen.itertuples()]
-    return (
+    lines = (
         alt.Chart(_labelled(records, labels, ["step", "loss"]))
         .mark_line(point=True)
         .encode(
@@ -167,15 +174,12 @@ def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLe
             tooltip=["label", "step", alt.Tooltip("loss:Q", format=".5f")],
         )
         .properties(width=420, height=220)
-        .facet(
-            row=alt.Row("table:N", title=None),
-            title=titled(
-                "Loss per step, measured, by row",
-                "Placement and flags must not change the numerics: rows of one model should train alike.",
-            ),
-        )
-        .resolve_scale(y="independent", color="independent", strokeDash="independent")
     )
+    title = titled(
+        "Loss per step, measured, by row",
+        "Placement and flags must not change the numerics: rows of one model should train alike.",
+    )
+    return _by_table(lines, title, color="independent", strokeDash="independent")
 
 
 def probe(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
@@ -348,12 +352,7 @@ def predicted_throughput(
         " settings' range widened by the model's measured error; an open side is drawn only to the point). Any other"
         " row: its default calibration's range over the settings alone.",
     )
-    return (
-        alt.layer(band, points)
-        .properties(width=420, height=alt.Step(14))
-        .facet(row=alt.Row("table:N", title=None), title=title)
-        .resolve_scale(y="independent", x="independent")
-    )
+    return _by_table(alt.layer(band, points).properties(width=420, height=alt.Step(14)), title, x="independent")
 
 
 def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str) -> alt.TopLevelMixin | None:
@@ -373,74 +372,43 @@ def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str)
         " the host copies, the collectives on NVLink and the traffic between NVLink domains; at the"
         " default calibration and the central setting.",
     )
-    return (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            x=alt.X("sum(seconds):Q", title="seconds per step"),
-            y=alt.Y("label:N", title=None, sort=None),
-            color=alt.Color("term:N", sort=list(names.STEP_TERMS.values()), title="term"),
-            order=alt.Order("order:Q"),
-            tooltip=["row", "term", alt.Tooltip("seconds:Q", format=".2f")],
-        )
-        .properties(width=420, height=alt.Step(14))
-        .facet(row=alt.Row("table:N", title=None), title=title)
-        .resolve_scale(y="independent")
-    )
+    return _by_table(_stacked_terms(data, ["row", "term"]).properties(width=420, height=alt.Step(14)), title)
 
 
 def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
     """Each run measured elsewhere: its predicted step (one run of its GPU and precision calibrating)
     against its measured step, with the line y = x; beside it, the same error against the GPU count,
     where a few percent are visible."""
-    records = [
-        {
-            "run": line["run"],
-            "measured": line["measured_step_s"],
-            "predicted": line["predicted_step_s"],
-            "precision": line["precision"],
-            "model": line["model"],
-            "gpus": line["gpus"],
-            "error": line["error"],
-        }
-        for line in lines
-        if line.get("predicted_step_s") is not None
-    ]
-    if not records:
+    predicted = [line for line in lines if line.get("predicted_step_s") is not None]
+    if not predicted:
         return None
-    data = pd.DataFrame(records)
+    steps = {"measured_step_s": "measured", "predicted_step_s": "predicted"}
+    data = pd.DataFrame(predicted)[["run", *steps, "precision", "model", "gpus", "error"]].rename(columns=steps)
     top = max(max(data["measured"]), max(data["predicted"])) * 1.05
     diagonal = alt.Chart(pd.DataFrame({"x": [0.0, top], "y": [0.0, top]})).mark_line(color="#999", strokeDash=[4, 4])
     diagonal = diagonal.encode(x="x:Q", y="y:Q")
-    tooltip = [
-        "run",
-        alt.Tooltip("measured:Q", format=".3f"),
-        alt.Tooltip("predicted:Q", format=".3f"),
-        alt.Tooltip("error:Q", format="+.1%"),
-    ]
-    colour, shape = alt.Color("precision:N", title="precision"), alt.Shape("model:N", title="model")
-    points = (
+    runs = (
         alt.Chart(data)
         .mark_point(filled=True, size=70)
         .encode(
-            x=alt.X("measured:Q", title="measured step, s", scale=alt.Scale(domain=[0, top])),
-            y=alt.Y("predicted:Q", title="predicted step, s", scale=alt.Scale(domain=[0, top])),
-            color=colour,
-            shape=shape,
-            tooltip=tooltip,
+            color=alt.Color("precision:N", title="precision"),
+            shape=alt.Shape("model:N", title="model"),
+            tooltip=[
+                "run",
+                alt.Tooltip("measured:Q", format=".3f"),
+                alt.Tooltip("predicted:Q", format=".3f"),
+                alt.Tooltip("error:Q", format="+.1%"),
+            ],
         )
     )
+    points = runs.encode(
+        x=alt.X("measured:Q", title="measured step, s", scale=alt.Scale(domain=[0, top])),
+        y=alt.Y("predicted:Q", title="predicted step, s", scale=alt.Scale(domain=[0, top])),
+    )
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#999", strokeDash=[4, 4]).encode(y="y:Q")
-    errors = (
-        alt.Chart(data)
-        .mark_point(filled=True, size=70)
-        .encode(
-            x=alt.X("gpus:Q", title="GPUs", scale=alt.Scale(type="log", base=2)),
-            y=alt.Y("error:Q", title="predicted / measured - 1", axis=alt.Axis(format="+%")),
-            color=colour,
-            shape=shape,
-            tooltip=tooltip,
-        )
+    errors = runs.encode(
+        x=alt.X("gpus:Q", title="GPUs", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("error:Q", title="predicted / measured - 1", axis=alt.Axis(format="+%")),
     )
     title = titled(
         "The step-time model against published runs measured elsewhere",
@@ -455,12 +423,7 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
 
 
 def step_terms_by_setting(
-    rows: list[str],
-    settings: dict[str, dict[str, dict[str, float]]],
-    labels: dict[str, Row],
-    title: str = "What makes each predicted step, under each setting",
-    purpose: str = "Each row's step at the central setting, one bar per setting (the default first): which term an"
-    " alternative moves.",
+    rows: list[str], settings: dict[str, dict[str, dict[str, float]]], labels: dict[str, Row]
 ) -> alt.TopLevelMixin | None:
     """Each row's predicted step as its terms, stacked, under each setting of one assumption
     (`settings`: setting -> row -> terms, the default first), side by side per row."""
@@ -476,19 +439,10 @@ def step_terms_by_setting(
     if not records or len({r["setting"] for r in records}) < 2:
         return None
     data = _labelled(records, labels, ["setting", "term", "order", "seconds"])
-    return (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            y=alt.Y("label:N", title=None, sort=None),
-            yOffset=alt.YOffset("setting:N", sort=list(settings)),
-            x=alt.X("sum(seconds):Q", title="seconds per step"),
-            color=alt.Color("term:N", sort=list(names.STEP_TERMS.values()), title="term"),
-            order=alt.Order("order:Q"),
-            tooltip=["row", "setting", "term", alt.Tooltip("seconds:Q", format=".2f")],
-        )
-        .properties(
-            width=520,
-            title=titled(title, purpose),
-        )
+    title = titled(
+        "What makes each predicted step, under each setting",
+        "Each row's step at the central setting, one bar per setting (the default first): which term an"
+        " alternative moves.",
     )
+    bars = _stacked_terms(data, ["row", "setting", "term"], yOffset=alt.YOffset("setting:N", sort=list(settings)))
+    return bars.properties(width=520, title=title)

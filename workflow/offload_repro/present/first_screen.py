@@ -22,11 +22,6 @@ HOW = {
 }
 
 
-def _claims(verdicts: dict[str, Any]) -> list[dict[str, Any]]:
-    """The source's claims: the package's own checks are counted apart."""
-    return [claim for claim in verdicts["claims"] if claim["kind"] != "check"]
-
-
 def independent_pass(claim: dict[str, Any]) -> bool:
     """A pass that rests on no setting chosen with its published value in view."""
     return claim["verdict"] == "pass" and claim.get("independent", True)
@@ -111,7 +106,7 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
     """What the summary says, every number from `verdicts`: the claims held independently, those
     consistent by construction, the failures with the unstated settings they were built under, the
     undecided ones with what would decide them, and the predictions against the published values."""
-    claims = _claims(verdicts)
+    claims = [claim for claim in verdicts["claims"] if claim["kind"] != "check"]  # own checks are counted apart
     failed = [c for c in claims if c["verdict"] == "fail"]
     undecided = [c for c in claims if c["verdict"] in ("inconclusive", "not-comparable")]
     predicted = [

@@ -25,7 +25,7 @@ from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.results import read_result
 from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
-from offload_repro.present import chart_specs, measured_runs
+from offload_repro.present import chart_specs, measured_runs, text
 from offload_repro.present.assumptions_section import assumptions_section
 from offload_repro.present.comparison import claims_in_order, implied_throughputs
 from offload_repro.present.first_screen import first_screen
@@ -35,19 +35,6 @@ from offload_repro.present.rerun import rerun
 from offload_repro.present.row_tables import tables
 from offload_repro.present.speed_section import speed
 from offload_repro.present.target_command import snakemake_command
-from offload_repro.present.text import (
-    claim_tolerance,
-    claim_value,
-    commit_text,
-    flag_summary,
-    fmt,
-    hardware_text,
-    percent,
-    points,
-    settings_text,
-    share,
-    spread_text,
-)
 from offload_repro.present.whatif_section import predicted_gains, whatif
 
 TEMPLATE_DIR = REPO_ROOT / "report"
@@ -67,17 +54,17 @@ def environment() -> jinja2.Environment:
     )
     env.globals["stage_command"] = optional_stages.command  # one spelling of each optional stage's command
     env.filters.update(
-        fmt=fmt,
-        percent=percent,
-        points=points,
-        claim_value=claim_value,
-        claim_tolerance=claim_tolerance,
-        share=share,
-        settings=settings_text,
+        fmt=text.fmt,
+        percent=text.percent,
+        points=text.points,
+        claim_value=text.claim_value,
+        claim_tolerance=text.claim_tolerance,
+        share=text.share,
+        settings=text.settings_text,
         tolerance=tolerance_text,
-        spread=spread_text,
-        hardware=hardware_text,
-        commit=commit_text,
+        spread=text.spread_text,
+        hardware=text.hardware_text,
+        commit=text.commit_text,
     )
     env.globals.update(
         evidence_classes=EVIDENCE,
@@ -140,7 +127,6 @@ def render_target(
         gains=predicted_gains(observations),
         budget_assumptions=budget.get("assumptions", []),
         budget_message=budget.get("message"),
-        probe=observations[observations["metric"].isin(["d2h_gb_s", "h2d_gb_s"])].to_dict("records"),
         sources=sources,
         run_provenance=run_provenance,
         compile_provenance=compile_provenance,
@@ -195,7 +181,7 @@ def render_index(
             rows=rows,
             columns=columns,
             current_commit=current,
-            flag_summary=flag_summary,
+            flag_summary=text.flag_summary,
             implied=implied_throughputs(rows),
             claims=claims_in_order(columns),
         ),

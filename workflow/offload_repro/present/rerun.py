@@ -22,11 +22,6 @@ def versions(*provenances: dict[str, Any] | None) -> dict[str, str]:
     return found
 
 
-def row_command(target: Target, row: Row) -> str:
-    """The main job limited to one row: its run, its compile, its prediction, its verdicts."""
-    return f"{snakemake_command(target)} 'rows=[\"{row.id}\"]'"
-
-
 def rerun(
     target: Target, rows: list[Row], page: str, run: dict[str, Any] | None, compile: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -40,7 +35,8 @@ def rerun(
                 "row": row,
                 "flags": row.xla_flags,
                 "unstated": row.unstated_xla_flags,
-                "command": row_command(target, row),
+                # the main job limited to the row: its run, its compile, its prediction, its verdicts
+                "command": f"{snakemake_command(target)} 'rows=[\"{row.id}\"]'",
             }
             for row in rows
         ],

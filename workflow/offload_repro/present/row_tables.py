@@ -13,51 +13,45 @@ from offload_repro.present.text import flag_summary, placement_summary
 
 
 def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
-    lines = []
-    for row in rows:
-
-        def get(evidence: str, metric: str, row_id: str = row.id) -> Any:
-            return lookup.value(row_id, evidence, metric)
-
-        lines.append(
-            {
-                "row": row,
-                "flags": flag_summary(row),
-                "placement": placement_summary(row),
-                "measured": {
-                    "status": get("measured", "status"),
-                    "message": lookup.message(row.id, "measured", "status"),
-                    "failure": lookup.failure_note(row.id, "measured"),
-                    "tflops": get("measured", "tflops_per_device"),
-                    "tflops_spread": lookup.spread(row.id, "measured", "tflops_per_device"),
-                    "step_s": get("measured", "step_time_s"),
-                    "step_spread": lookup.spread(row.id, "measured", "step_time_s"),
-                    "final_loss": get("measured", "final_loss"),
-                },
-                "compiled": {
-                    "status": get("compiled", "status"),
-                    "message": lookup.message(row.id, "compiled", "status"),
-                    "failure": lookup.failure_note(row.id, "compiled"),
-                    names.DEVICE_GIB: get("compiled", names.DEVICE_GIB),
-                    names.HOST_GIB: get("compiled", names.HOST_GIB),
-                    names.OUTCOME: get("compiled", names.OUTCOME),
-                    names.MARGIN_GIB: get("compiled", names.MARGIN_GIB),
-                    "host_buffers": get("compiled", "host_buffers"),
-                    "expected_host_buffers": get("compiled", "expected_host_buffers"),
-                    "host_buffer_gib": get("compiled", "host_buffer_gib"),
-                    "expected_host_buffer_gib": get("compiled", "expected_host_buffer_gib"),
-                    "async_pairs": get("compiled", "async_pairs"),
-                    names.HLO_SHA256: get("compiled", names.HLO_SHA256),
-                    "warnings": lookup.all(row.id, "compiled", "xla_memory_warning"),
-                    "moe_dispatch": get("compiled", "moe_dispatch"),
-                },
-                "analytic": {
-                    names.DEVICE_SAVED_GIB: get("analytic", names.DEVICE_SAVED_GIB),
-                    names.OFFLOADED_GIB: get("analytic", names.OFFLOADED_GIB),
-                },
-            }
-        )
-    return lines
+    return [
+        {
+            "row": row,
+            "flags": flag_summary(row),
+            "placement": placement_summary(row),
+            "measured": {
+                "status": lookup.value(row.id, "measured", "status"),
+                "message": lookup.message(row.id, "measured", "status"),
+                "failure": lookup.failure_note(row.id, "measured"),
+                "tflops": lookup.value(row.id, "measured", "tflops_per_device"),
+                "tflops_spread": lookup.spread(row.id, "measured", "tflops_per_device"),
+                "step_s": lookup.value(row.id, "measured", "step_time_s"),
+                "step_spread": lookup.spread(row.id, "measured", "step_time_s"),
+                "final_loss": lookup.value(row.id, "measured", "final_loss"),
+            },
+            "compiled": {
+                "status": lookup.value(row.id, "compiled", "status"),
+                "message": lookup.message(row.id, "compiled", "status"),
+                "failure": lookup.failure_note(row.id, "compiled"),
+                names.DEVICE_GIB: lookup.value(row.id, "compiled", names.DEVICE_GIB),
+                names.HOST_GIB: lookup.value(row.id, "compiled", names.HOST_GIB),
+                names.OUTCOME: lookup.value(row.id, "compiled", names.OUTCOME),
+                names.MARGIN_GIB: lookup.value(row.id, "compiled", names.MARGIN_GIB),
+                "host_buffers": lookup.value(row.id, "compiled", "host_buffers"),
+                "expected_host_buffers": lookup.value(row.id, "compiled", "expected_host_buffers"),
+                "host_buffer_gib": lookup.value(row.id, "compiled", "host_buffer_gib"),
+                "expected_host_buffer_gib": lookup.value(row.id, "compiled", "expected_host_buffer_gib"),
+                "async_pairs": lookup.value(row.id, "compiled", "async_pairs"),
+                names.HLO_SHA256: lookup.value(row.id, "compiled", names.HLO_SHA256),
+                "warnings": lookup.all(row.id, "compiled", "xla_memory_warning"),
+                "moe_dispatch": lookup.value(row.id, "compiled", "moe_dispatch"),
+            },
+            "analytic": {
+                names.DEVICE_SAVED_GIB: lookup.value(row.id, "analytic", names.DEVICE_SAVED_GIB),
+                names.OFFLOADED_GIB: lookup.value(row.id, "analytic", names.OFFLOADED_GIB),
+            },
+        }
+        for row in rows
+    ]
 
 
 def tables(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:

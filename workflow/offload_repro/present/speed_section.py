@@ -146,11 +146,12 @@ def speed(
         )
         for row in rows
     }
-    judged = []
-    for claim in verdicts["claims"]:
-        for judgement in claim["judgements"]:
-            if judgement["evidence"] == "predicted":
-                judged.append({"claim": claim, "judgement": judgement})
+    judged = [
+        {"claim": claim, "judgement": judgement}
+        for claim in verdicts["claims"]
+        for judgement in claim["judgements"]
+        if judgement["evidence"] == "predicted"
+    ]
     # a calibration row's own claim is judged under another calibration: the table shows that value too
     judged_as = {
         j["claim"]["subjects"][0]: {"claim": j["claim"]["id"], "value": j["judgement"].get("observed"), "on": on}
@@ -164,7 +165,8 @@ def speed(
         "lines": lines,
         "measured_here": measured_here,
         "error_on_hardware": error_on_hardware(observations, verdicts["compile_target"]) if measured_here else None,
-        "network": network_summary(lines),
+        # the rows whose collectives cross between NVLink domains
+        "network": [line for line in lines if line["status"] == "ok" and line["network_ring_gb_per_nic"]],
         "components": flop_components(rows, lookup),
         "copies": host_copies(rows, lookup),
         "claims": judged,
@@ -179,11 +181,4 @@ def speed(
             {"share": share, "gib": gib} for share, gib in sorted(p for p in planned if p[0] is not None)
         ],
         "assumptions": prediction["assumptions"],
-        "file": prediction["file"],
     }
-
-
-def network_summary(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows whose collectives cross between NVLink domains: the bytes per NIC at each end of the
-    band, their time at the network's rate, what the step time charges for them, and the step."""
-    return [line for line in lines if line["status"] == "ok" and line["network_ring_gb_per_nic"]]

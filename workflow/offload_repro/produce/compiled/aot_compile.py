@@ -42,15 +42,12 @@ MEMORY_WARNING = re.compile(r"Can't reduce memory use below.*|.*exceeds the memo
 def declare_cudnn(version: int, capability: tuple[int, int]) -> None:
     from jax._src.cudnn import fused_attention_stablehlo as cudnn_attention
 
-    def at_least(required: str) -> bool:
-        return capability >= tuple(int(part) for part in required.split("."))
-
-    def equal(required: str) -> bool:
-        return capability == tuple(int(part) for part in required.split("."))
+    def parsed(required: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in required.split("."))
 
     cudnn_attention.check_cudnn_version = lambda: version
-    cudnn_attention.check_compute_capability = at_least
-    cudnn_attention.is_cuda_compute_capability_equal = equal
+    cudnn_attention.check_compute_capability = lambda required: capability >= parsed(required)
+    cudnn_attention.is_cuda_compute_capability_equal = lambda required: capability == parsed(required)
 
 
 def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str]) -> tuple[Any, dict[str, Any]]:

@@ -26,15 +26,6 @@ from offload_repro.produce.compiled.program_cache import (
     program_for,
 )
 
-__all__ = [
-    "COMPILE_ONLY_FLAGS",
-    "DEFAULT_AUTOTUNING",
-    "compile_overrides",
-    "compile_result",
-    "compile_row",
-    "compiled_evidence",
-]
-
 # XLA's words when autotune level 0 leaves a fusion without a kernel config: no backend offers a
 # default one for it (a Triton GEMM of an odd shape), which autotuning would have chosen.
 NO_DEFAULT_CONFIG = re.compile(r"No supported config found for HLO|Failed to get configs for")

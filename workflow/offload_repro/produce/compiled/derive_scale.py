@@ -41,13 +41,7 @@ def choose(candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(matching, key=lambda c: min(abs(m) for m in c["margin_gib"].values()), default=None)
 
 
-def derive(
-    target: Target,
-    rows: list[Row],
-    family: str,
-    parameter: str,
-    values: list[int],
-) -> dict[str, Any]:
+def derive(target: Target, rows: list[Row], family: str, parameter: str, values: list[int]) -> dict[str, Any]:
     by_id = {row.id: row for row in rows}
     work = Path(tempfile.mkdtemp(prefix="derive-scale-"))
 

@@ -16,8 +16,6 @@ from offload_repro.produce.compiled.hlo_text import ELEMENT_BYTES, HOST_MEMORY, 
 
 HOST_ARRAY = re.compile(r"(\w+)\[([\d,]*)\]\{[^}]*:S\(5\)\}")
 INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>.*?)\s(?P<op>[a-z][\w\-]*)\(", re.M)
-
-
 METADATA = re.compile(r",?\s*metadata=\{[^}]*\}")
 
 

@@ -112,8 +112,7 @@ def program_key(
     The row's id is not part of it: two rows (or a row and a policy's point) that compile the same
     step share one program. `overrides`: the row's `compile_overrides`, where the caller has them;
     `latency_profile`: the profile its scheduler is guided by, by content (where it lies is not)."""
-    if overrides is None:
-        overrides = compile_overrides(row, target)
+    overrides = compile_overrides(row, target) if overrides is None else overrides
     decided = {
         "arguments": maxtext_args.as_arguments(overrides),
         "xla_flags": maxtext_args.xla_flags(row, list(compile_only_flags)),
@@ -153,8 +152,7 @@ def compile_program(
     spec = target.spec["compile"]
     description = compile_description(row, target)
     fraction = gpu.allocator_fraction(row.allocator_memory_fraction, target)
-    if overrides is None:
-        overrides = compile_overrides(row, target)
+    overrides = compile_overrides(row, target) if overrides is None else overrides
     run = {**overrides, "base_output_directory": str(work_dir / "output"), "run_name": row.id}
     arguments = [str(base_config()), *maxtext_args.as_arguments(run)]
     stats_file, log_file = work_dir / "aot.json", work_dir / "compile.log"
@@ -168,15 +166,9 @@ def compile_program(
     if latency_profile is not None:  # in the key by its content
         flags += f" {PROFILE_FLAG}={latency_profile.resolve()}"
     env = package_environment({"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", RAGGED_DOT_VARIABLE: row.ragged_dot})
-    command = [
-        python,
-        "-m",
-        "offload_repro.produce.compiled.aot_compile",
-        str(stats_file),
-        str(description_path),
-        spec["topology"],
-    ]
-    command += [str(gpu.cudnn_version(description)), "--", *arguments]
+    cudnn = gpu.cudnn_version(description)
+    command = [python, "-m", "offload_repro.produce.compiled.aot_compile", str(stats_file), str(description_path)]
+    command += [spec["topology"], str(cudnn), "--", *arguments]
     returncode, wall_s = launcher(command, env, work_dir, log_file)
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     stats = read_json(stats_file) if stats_file.exists() else {}
@@ -214,7 +206,7 @@ def compile_program(
             # the share of the GPU's memory XLA planned the program within (core/gpu.py, as_run_allocates)
             "allocator_memory_fraction": fraction,
             "topology": spec["topology"],
-            "declared_cudnn": gpu.cudnn_version(description),
+            "declared_cudnn": cudnn,
             "versions": provenance.versions(),
             "wall_time_s": round(wall_s, 2),
             "compile_log": compile_log,
@@ -245,15 +237,11 @@ def memory_warnings(log_text: str) -> list[str]:
 
 
 def cached_program(
-    row: Row,
-    target: Target,
-    programs: Path,
-    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
-    key: str | None = None,
+    row: Row, target: Target, programs: Path, key: str | None = None
 ) -> tuple[dict[str, Any], Path] | None:
-    """(program, its file) when the row's program is in the cache `programs`, else None. A damaged
-    entry is removed, so that it is compiled again."""
-    path = programs / f"{key or program_key(row, target, compile_only_flags)}.json"
+    """(program, its file) when the row's program (by default compiled with the compile-only flags)
+    is in the cache `programs`, else None. A damaged entry is removed, so that it is compiled again."""
+    path = programs / f"{key or program_key(row, target)}.json"
     if not path.exists() or not hlo_path(path).exists():
         return None
     try:
@@ -277,10 +265,9 @@ def program_for(
     """(program, its cache file or None, whether it came from the cache). Without `programs` the
     row is always compiled and nothing is stored; `launcher` starts the compile; `overrides`: the
     row's `compile_overrides`, computed here where the caller does not hand them down."""
-    if overrides is None:
-        overrides = compile_overrides(row, target)
+    overrides = compile_overrides(row, target) if overrides is None else overrides
     key = program_key(row, target, compile_only_flags, overrides, latency_profile)
-    if programs is not None and (found := cached_program(row, target, programs, compile_only_flags, key)):
+    if programs is not None and (found := cached_program(row, target, programs, key)):
         return *found, True
     kernels = None
     if programs is not None:

@@ -24,14 +24,12 @@ def read_steps(path: str | Path) -> list[dict[str, Any]]:
 def summarize(steps: list[dict[str, Any]], warmup_steps: int) -> dict[str, Any]:
     """Medians over the steps after warm-up (the first steps include compilation)."""
     timed = steps[warmup_steps:]
-    if not timed:
-        return {"steps_completed": len(steps), "steps_timed": 0, "losses": [s[LOSS] for s in steps]}
-    return {
-        "steps_completed": len(steps),
-        "steps_timed": len(timed),
-        "step_time_s": median(s[STEP_TIME] for s in timed),
-        "tflops_per_device": median(s[TFLOPS] for s in timed),
-        "tokens_per_s_per_device": median(s[TOKENS] for s in timed),
-        "model_tflops_per_step_per_device": timed[0].get("perf/per_device_tflops"),
-        "losses": [s[LOSS] for s in steps],
-    }
+    summary: dict[str, Any] = {"steps_completed": len(steps), "steps_timed": len(timed)}
+    if timed:
+        summary |= {
+            "step_time_s": median(s[STEP_TIME] for s in timed),
+            "tflops_per_device": median(s[TFLOPS] for s in timed),
+            "tokens_per_s_per_device": median(s[TOKENS] for s in timed),
+            "model_tflops_per_step_per_device": timed[0].get("perf/per_device_tflops"),
+        }
+    return summary | {"losses": [s[LOSS] for s in steps]}

@@ -174,12 +174,7 @@ def time_limit_message(target: Target, limit: slurm.TimeLimit | None, wall_s: fl
 
 
 def launch_once(
-    row: Row,
-    target: Target,
-    work_dir: Path,
-    python: str,
-    container_runtime: str,
-    allow_unpinned: bool,
+    row: Row, target: Target, work_dir: Path, python: str, container_runtime: str, allow_unpinned: bool
 ) -> dict[str, Any]:
     """One training run of the row in `work_dir`: how it ended and what it measured (SLURM's
     ranks start through srun)."""
@@ -205,8 +200,7 @@ def launch_once(
             raise Interrupted(f"SLURM job {job} was sent SIGTERM after {outcome.wall_s:.0f} s")
     else:
         limit = None
-        returncode, wall_s = run_subprocess(command, env, work_dir, log_file)
-        outcome = Supervised(returncode, wall_s, "exit")
+        outcome = Supervised(*run_subprocess(command, env, work_dir, log_file), "exit")
 
     launch = read_json(stats_file) if stats_file.exists() else {}
     steps = metrics.read_steps(metrics_file)
@@ -228,11 +222,8 @@ def launch_once(
         ended = failure.signal_name(outcome.returncode)
         cause = failure.Failure(message, "time limit", outcome.returncode, ended, checkout_relative(log_file)).record()
 
-    overlap = None
-    if traced and status == "ok":
-        perfetto = sorted(trace_dir.rglob("perfetto_trace.json.gz"))
-        if perfetto:
-            overlap = trace.summarize(trace.read_events(perfetto[-1]), steps=len(steps))
+    perfetto = sorted(trace_dir.rglob("perfetto_trace.json.gz")) if traced and status == "ok" else []
+    overlap = trace.summarize(trace.read_events(perfetto[-1]), steps=len(steps)) if perfetto else None
     return {
         "status": status,
         "message": message,

@@ -68,10 +68,6 @@ def kind_of(op: str) -> str | None:
     return base if base in COLLECTIVES else None
 
 
-def buffer_bytes(kind: str, operand_bytes: int, group: int) -> int:
-    return operand_bytes * group if kind == "all-gather" else operand_bytes
-
-
 @cache  # one parse per distinct attribute text; callers only read the groups
 def replica_groups(attributes: str) -> list[list[int]] | None:
     """Each replica group's device ids, in any of the three forms XLA prints them: a device mesh
@@ -153,7 +149,7 @@ def collective(
         return None
     group = group_size(attributes)
     operands = sum(shape_bytes(shape) for shape in operand_shapes)
-    size = buffer_bytes(kind, operands, group)
+    size = operands * group if kind == "all-gather" else operands  # nccl-tests' S: an all-gather's result
     ring = floor = 0.0
     if devices_per_domain:
         ring_share, floor_share = _network_shares(attributes, kind, devices_per_domain, channels, nics_per_gpu)

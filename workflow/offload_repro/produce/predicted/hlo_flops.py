@@ -71,14 +71,14 @@ def _operand_dims(computation: Computation, operand: str) -> list[int]:
     return parse_dims(arrays[0][1]) if arrays else []
 
 
-def dot_flops(computation: Computation, instruction: Instruction) -> int:
+def gemm_flops(computation: Computation, instruction: Instruction, contracting: list[int] | None) -> int:
+    """A dot's or a cuBLAS GEMM's: 2 x output elements x the size of the lhs's `contracting` dims
+    (None: none printed)."""
     out = instruction.arrays
-    contracting = CONTRACTING.search(instruction.attributes)
     lhs = _operand_dims(computation, instruction.operands[0]) if instruction.operands else []
-    if not out or not contracting or not lhs:
+    if not out or contracting is None or not lhs:
         return 0
-    contracted = math.prod(lhs[int(d)] for d in contracting.group(1).split(",") if d)
-    return 2 * math.prod(out[0][1]) * contracted
+    return 2 * math.prod(out[0][1]) * math.prod(lhs[d] for d in contracting)
 
 
 def attention_flops(instruction: Instruction) -> int:
@@ -111,27 +111,20 @@ def attention_flops(instruction: Instruction) -> int:
     return 3 * qk + 2 * pv if backward else qk + pv
 
 
-def gemm_custom_call_flops(computation: Computation, instruction: Instruction) -> int:
-    numbers = backend_config(instruction).get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
-    lhs = _operand_dims(computation, instruction.operands[0]) if instruction.operands else []
-    out = instruction.arrays
-    if not numbers or not lhs or not out:
-        return 0
-    contracted = math.prod(lhs[int(d)] for d in numbers.get("lhs_contracting_dimensions", []))
-    return 2 * math.prod(out[0][1]) * contracted
-
-
 def own_flops(computation: Computation, instruction: Instruction) -> tuple[int, str]:
     """(FLOPs, kind) of one instruction itself, not of what it calls."""
     if instruction.op == "dot":
-        return dot_flops(computation, instruction), "gemm"
+        dims = CONTRACTING.search(instruction.attributes)
+        return gemm_flops(computation, instruction, parse_dims(dims.group(1)) if dims else None), "gemm"
     if instruction.op == "custom-call":
         target = re.search(r'custom_call_target="([^"]+)"', instruction.attributes)
         name = target.group(1) if target else ""
         if name.startswith("__cudnn$fmha"):
             return attention_flops(instruction), "attention"
         if name.startswith("__cublas"):
-            return gemm_custom_call_flops(computation, instruction), "gemm"
+            numbers = backend_config(instruction).get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
+            dims = [int(d) for d in numbers.get("lhs_contracting_dimensions", [])] if numbers else None
+            return gemm_flops(computation, instruction, dims), "gemm"
     return 0, ""
 
 
@@ -160,9 +153,6 @@ class Flops:
         self.unspent += flops if unspent else 0
         if not rematted and not unspent:
             setattr(self, f"unlabelled_{kind}", getattr(self, f"unlabelled_{kind}") + flops)
-
-    def record(self) -> dict[str, int]:
-        return dict(vars(self))
 
 
 def count_flops(computations: dict[str, Computation]) -> tuple[Flops, list[str]]:

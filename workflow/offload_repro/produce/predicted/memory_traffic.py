@@ -45,7 +45,7 @@ def _users(computation: Computation) -> dict[str, list[tuple[Instruction, int]]]
     return found
 
 
-def _read(name: str, full: int, users: dict[str, list[tuple[Instruction, int]]], computation: Computation) -> int:
+def _read(name: str, full: int, users: dict[str, list[tuple[Instruction, int]]]) -> int:
     """Bytes read of a fused parameter: its slices where only slices are taken, else all of it."""
     taken = 0
     for user, position in users.get(name, []):
@@ -54,7 +54,7 @@ def _read(name: str, full: int, users: dict[str, list[tuple[Instruction, int]]],
         elif user.op == "dynamic-update-slice" and position == 0:
             continue  # the buffer written in place
         elif user.op in PASS_THROUGH:
-            taken += _read(user.name, full, users, computation)
+            taken += _read(user.name, full, users)
         else:
             return full
     return min(taken, full)
@@ -80,7 +80,7 @@ def fusion_bytes(fused: Computation, operand_shapes: list[str]) -> int:
     users = _users(fused)
     params = {int(i.operands[0]): i.name for i in fused.instructions if i.op == "parameter" and i.operands}
     read = sum(
-        _read(params[index], device_shape_bytes(shape), users, fused) if index in params else device_shape_bytes(shape)
+        _read(params[index], device_shape_bytes(shape), users) if index in params else device_shape_bytes(shape)
         for index, shape in enumerate(operand_shapes)
     )
     return read + (_written(fused.instructions[-1], fused) if fused.instructions else 0)

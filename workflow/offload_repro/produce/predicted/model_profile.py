@@ -102,17 +102,22 @@ def profile_rate(
     raise DataError(f"no published throughput of family '{family}' calibrates the model within its dense peak")
 
 
-def central_rates(rate: float, row: Row, target: Target, speed: dict[str, Any]) -> step_model.Rates:
-    """The rates a row's profile is costed at: the central setting, its default GEMM precision."""
-    return rates(target, rate, settings(speed)[0], precisions(speed, row, target)[0], speed)
-
-
 def costed(program: dict[str, Any], at: step_model.Rates) -> str:
     """A program's profile entries (read with `read_program(..., keep_parsed=True)`), costed at `at`."""
     if not program["fingerprint"]:
         raise DataError(NO_FINGERPRINT)
     costs = instruction_costs(program["computations"], program["timeline"], program["events"], at)
     return profile_text(program["fingerprint"], costs)
+
+
+def entry_record(program: dict[str, Any], text: str, rate: float, fitted_on: str) -> dict[str, Any]:
+    """What a program's profile entries (`text`) were costed at, as `entry_line` reads it."""
+    return {
+        "fingerprint": program["fingerprint"],
+        "entries": text.count("\n"),
+        "rate_tflops": rate / 1e12,
+        "fitted_on": fitted_on,
+    }
 
 
 def entry_line(name: str, entry: dict[str, Any]) -> str:
@@ -157,13 +162,9 @@ def write_profile(
         except DataError as error:  # a run of a few rows may hold no throughput of a family: no profile
             record[row_id] = {"skipped": str(error)}
             continue
-        text = costed(program, central_rates(rate, row, target, speed))
+        # costed at the central setting, at the row's default GEMM precision
+        text = costed(program, rates(target, rate, settings(speed)[0], precisions(speed, row, target)[0], speed))
         entries.append(text)
-        record[row_id] = {
-            "fingerprint": program["fingerprint"],
-            "entries": text.count("\n"),
-            "rate_tflops": rate / 1e12,
-            "fitted_on": fitted_on,
-        }
+        record[row_id] = entry_record(program, text, rate, fitted_on)
     write_file(out, record, entries)
     return record

@@ -146,12 +146,6 @@ def implied_host_gb_s(program: dict[str, Any], at: step_model.Rates, published: 
     return math.sqrt(low * high)
 
 
-def model_components(tflops: dict[str, float] | None) -> dict[str, float | None]:
-    """MaxText's model FLOPs per component (`model_ffn`, ...), in FLOPs like the rest of `flops`;
-    None for each where the compile did not split them."""
-    return {f"model_{name}": tflops[name] * 1e12 if tflops else None for name in model_flops.COMPONENTS}
-
-
 def copy_summary(copies: list[dict[str, Any]]) -> dict[str, Any]:
     """One direction's host copies: how many instructions and runs per step, how many are
     asynchronous, and the compute their start / done pairs span (none: no compute can hide it)."""
@@ -168,7 +162,7 @@ def copy_summary(copies: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def flops_record(program: dict[str, Any]) -> dict[str, Any]:
-    flops, model = program["flops"], program["model_flops"]
+    flops, model, components = program["flops"], program["model_flops"], program.get("model_components")
     spent = flops.total - flops.unspent
     return {
         "model": model,
@@ -181,7 +175,8 @@ def flops_record(program: dict[str, Any]) -> dict[str, Any]:
         "unlabelled_attention": flops.unlabelled_attention,
         "recompute": spent - model,
         "recompute_share": (spent - model) / spent if spent else None,
-        **model_components(program.get("model_components")),
+        # MaxText's model FLOPs per component (`model_ffn`, ...): None where the compile did not split them
+        **{f"model_{name}": components[name] * 1e12 if components else None for name in model_flops.COMPONENTS},
     }
 
 

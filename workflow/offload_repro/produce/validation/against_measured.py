@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,19 +222,26 @@ def by_calibration(
     return found
 
 
-def summary(pairs: list[dict[str, Any]], key: Callable[[dict[str, Any]], str] | None = None) -> dict[str, Any]:
-    """Mean absolute and largest error over the pairs, in all and, with `key`, per key."""
+def summary(pairs: list[dict[str, Any]], measured: dict[str, Measured] | None = None) -> dict[str, Any]:
+    """Mean absolute and largest error over the pairs, in all and, with `measured`, per precision and
+    model of the run each predicts."""
     found: dict[str, Any] = {**summarised([abs(p["error"]) for p in pairs]), "pairs": len(pairs)}
-    if key:
-        keys = sorted({key(p) for p in pairs})
+    if measured:
+        kinds = [f"{measured[p['predicted']].run.precision} {measured[p['predicted']].run.model}" for p in pairs]
         found["by"] = {
-            k: {
-                **summarised([abs(p["error"]) for p in pairs if key(p) == k]),
-                "pairs": sum(1 for p in pairs if key(p) == k),
-            }
-            for k in keys
+            k: summary([p for p, of in zip(pairs, kinds, strict=True) if of == k]) for k in sorted(set(kinds))
         }
     return found
+
+
+def errors_by_model(
+    pairs_of: dict[str, dict[str, list[dict[str, Any]]]], measured: dict[str, Measured]
+) -> dict[str, dict[str, Any]]:
+    """Each model's errors under calibrations (a) and (b), in all and per precision and model."""
+    return {
+        name: {calibration: summary(pairs[calibration], measured) for calibration in ("smallest", "every_run")}
+        for name, pairs in pairs_of.items()
+    }
 
 
 def across_hardware(
@@ -262,10 +268,7 @@ def across_hardware(
         carried = rates_from(calibration, entry.target, calibration_target, entry.run.precision, speed)
         if not carried:
             continue
-        steps = [
-            entry.step_s(rate, setting, speed) if rate else None
-            for rate, setting in zip(carried, settings(speed), strict=True)
-        ]
+        steps = band(entry, carried, speed)
         found[run_id] = {
             "calibrated_on": f"{calibration_target.name}/{row}",
             "calibration_precision": precision,
@@ -284,11 +287,6 @@ def carried_band(steps: list[float], recorded: dict[str, Any] | None) -> dict[st
         return None
     error = recorded["largest_abs"]
     return {"error": error, "low_s": widened(min(steps), error)[0], "high_s": widened(max(steps), error)[1]}
-
-
-def rates_by_setting(calibrating: Measured, speed: dict[str, Any]) -> list[float | None]:
-    """The compute rate `calibrating` fits at every setting (None where none reaches its step)."""
-    return [calibrating.calibrate(setting, speed) for setting in settings(speed)]
 
 
 def fitted_rates(
@@ -320,11 +318,11 @@ def fitted_rates(
     return found
 
 
-def band(entry: Measured, fitted: list[float | None], speed: dict[str, Any]) -> list[float | None]:
-    """`entry`'s step at every setting, at the rate fitted there (`rates_by_setting`)."""
+def band(entry: Measured, by_setting: list[float | None], speed: dict[str, Any]) -> list[float | None]:
+    """`entry`'s step at every setting, at the compute rate given there (None where none is)."""
     return [
         entry.step_s(rate, setting, speed) if rate else None
-        for rate, setting in zip(fitted, settings(speed), strict=True)
+        for rate, setting in zip(by_setting, settings(speed), strict=True)
     ]
 
 
@@ -396,8 +394,8 @@ def replica_spread(measured: dict[str, Measured], steps_of: dict[str, dict[str, 
     """Per set of runs that differ only in their data-parallel replicas (`replica_sets`): how far apart
     their measured steps are (the largest over the smallest, less one), whether they move in the
     order of the replicas, and how far apart each model predicts them under calibration (a)
-    (`predicted_steps`). What
-    the measured steps do where the model's input barely changes bounds what it can resolve."""
+    (`predicted_steps`). What the measured steps do where the model's input barely changes bounds
+    what it can resolve."""
     found = []
     for entries in replica_sets(measured):
         steps = [e.run.step_seconds for e in entries]
@@ -566,15 +564,8 @@ def profile_guided(
         return None
     chosen = (MODELS[0], MODELS[-1])  # the simplest model and the full one
     pairs_of = {name: by_calibration(measured, speed, free) for name, free in chosen}
-
-    def kind(pair: dict[str, Any]) -> str:
-        return f"{measured[pair['predicted']].run.precision} {measured[pair['predicted']].run.model}"
-
     return {
-        "errors": {
-            name: {calibration: summary(pairs[calibration], key=kind) for calibration in ("smallest", "every_run")}
-            for name, pairs in pairs_of.items()
-        },
+        "errors": errors_by_model(pairs_of, measured),
         "weak_scaling": weak_scaling(measured, predicted_steps(measured, pairs_of)),
         "matched": {
             run_id: (result.get("latency_profile") or {}).get("matched") for run_id, result in profiled.items()
@@ -605,7 +596,10 @@ def validate_model(
         across_hardware(measured, speed, source, calibration_target, recorded) if source and calibration_target else {}
     )
     smallest = {group: smallest_of(entries) for group, entries in groups(measured).items()}
-    fitted = {group: rates_by_setting(calibrating, speed) for group, calibrating in smallest.items()}
+    # the compute rate each group's smallest run fits at every setting (None where none reaches its step)
+    fitted = {
+        group: [entry.calibrate(setting, speed) for setting in settings(speed)] for group, entry in smallest.items()
+    }
     rows = [
         run_line(
             measured[run.id],
@@ -619,10 +613,6 @@ def validate_model(
         else {**identity(run), **failed[run.id]}
         for run in runs
     ]
-
-    def kind(pair: dict[str, Any]) -> str:
-        return f"{measured[pair['predicted']].run.precision} {measured[pair['predicted']].run.model}"
-
     across_pairs = [
         {"predicted": run_id, "error": error(found["step_s"][0], measured[run_id].run.step_seconds)}
         for run_id, found in carried.items()
@@ -637,11 +627,8 @@ def validate_model(
         "errors": {
             "model": full,
             "simple_model": SIMPLE,
-            "by_model": {
-                name: {calibration: summary(pairs[calibration], key=kind) for calibration in ("smallest", "every_run")}
-                for name, pairs in pairs_of.items()
-            },
-            "across_hardware": summary(across_pairs, key=kind),
+            "by_model": errors_by_model(pairs_of, measured),
+            "across_hardware": summary(across_pairs, measured),
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
         "real_hardware_error": real_hardware_errors(pairs_of[full]["every_run"], rows, validation["kinds"]),

@@ -36,11 +36,6 @@ def write_run_profiles(
                 program["fingerprint"],
                 model_profile.costed(program, rates(entry.target, rate, central, entry.run.precision, speed)),
             )
-            record[entry.run.id] = {
-                "fingerprint": program["fingerprint"],
-                "entries": text.count("\n"),
-                "rate_tflops": rate / 1e12,
-                "fitted_on": calibrating.run.id,
-            }
+            record[entry.run.id] = model_profile.entry_record(program, text, rate, calibrating.run.id)
     model_profile.write_file(out, record, list(written.values()))
     return record

@@ -15,19 +15,14 @@ UNKNOWN = re.compile(r"Unknown flags? in XLA_FLAGS: (.*)")
 PROBE = "import jax; jax.devices()"
 
 
-def unknown_in(output: str) -> list[str]:
-    """The flags XLA's output names as unknown, as written in XLA_FLAGS."""
-    found = UNKNOWN.search(output)
-    return found.group(1).split() if found else []
-
-
 def unknown_flags(flags: list[str], python: str = sys.executable) -> list[str]:
     """The flags of `flags` this XLA does not know (a start of XLA in a process of its own, under a second)."""
     if not flags:
         return []
     env = package_environment({"XLA_FLAGS": " ".join(flags), "JAX_PLATFORMS": "cpu"})
     done = subprocess.run([python, "-c", PROBE], env=env, capture_output=True, text=True)
-    unknown = unknown_in(done.stdout + done.stderr)
+    found = UNKNOWN.search(done.stdout + done.stderr)  # the unknown flags, as written in XLA_FLAGS
+    unknown = found.group(1).split() if found else []
     if done.returncode != 0 and not unknown:
         raise RuntimeError(f"XLA could not start to check its flags: {(done.stdout + done.stderr)[-2000:]}")
     return unknown

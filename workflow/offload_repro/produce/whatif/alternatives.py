@@ -70,6 +70,7 @@ def best_fit(
 ) -> dict[str, Any]:
     published = published_memory(rows)
     candidates = [{"combination": [], "rows": {r: default.get(r) for r in published}}]
+    default_distance = distance(candidates[0]["rows"], published) or math.inf
     chosen = []
     for entry in table:
         if not set(entry["affects"]) & set(published):
@@ -82,17 +83,12 @@ def best_fit(
         candidates += [{"combination": [f"{entry['id']}.{alt['id']}"], "rows": found} for alt, found in options]
         best = min(options, key=lambda option: distance(option[1], published), default=None)
         # a profile-guided schedule is made for its row's default program, not for a combination's
-        profiled = best is not None and schedules_by_profile(best[0]["settings"])
-        if (
-            best
-            and not profiled
-            and distance(best[1], published) < (distance(candidates[0]["rows"], published) or math.inf)
-        ):
+        if best and not schedules_by_profile(best[0]["settings"]) and distance(best[1], published) < default_distance:
             chosen.append((entry, best[0]))
     if len(chosen) > 1:  # each assumption's best alone, then together: one compile per published row
         combination: dict[str, Any] = {}
         for row_id in published:
-            row = combined_row(rows[row_id], [(a, alt) for a, alt in chosen])
+            row = combined_row(rows[row_id], chosen)
             result = compiled_evidence(row, target, work_dir / row_id, programs, launcher=launcher)
             combination[row_id] = summary(result, result["program"]["file"])
         candidates.append({"combination": [variant_id(a, alt) for a, alt in chosen], "rows": combination})

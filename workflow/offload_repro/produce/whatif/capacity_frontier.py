@@ -32,9 +32,9 @@ POLICIES_FILE = REPO_ROOT / "experiments" / "frontier.yaml"
 READS = ("experiments/frontier.yaml",)
 
 
-def load_policies(path: Path = POLICIES_FILE) -> dict[str, Any]:
-    data = read_yaml(path)
-    validate(data, "frontier", path)
+def load_policies() -> dict[str, Any]:
+    data = read_yaml(POLICIES_FILE)
+    validate(data, "frontier", POLICIES_FILE)
     return data
 
 
@@ -151,13 +151,7 @@ def search(
     return found, [points[b] for b in sorted(points)], error
 
 
-def write_frontier(
-    policy_id: str,
-    rows: list[Row],
-    target: Target,
-    out_json: Path,
-    programs: Path,
-) -> dict:
+def write_frontier(policy_id: str, rows: list[Row], target: Target, out_json: Path, programs: Path) -> dict:
     data = load_policies()
     policy = next((p for p in data["policies"] if p["id"] == policy_id), None)
     if policy is None:
