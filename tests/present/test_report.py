@@ -356,3 +356,28 @@ def test_a_chart_legend_lists_only_the_evidence_it_draws(built):
     drawn = {record["source"] for values in spec["datasets"].values() for record in values if "source" in record}
     domains = re.findall(r'"domain": \[([^\]]*)\]', json.dumps(spec))
     assert domains and all(set(json.loads(f"[{domain}]")) <= drawn for domain in domains)
+
+
+def test_a_model_with_no_leave_one_out_pair_says_which_of_its_rows_fit_and_which_ran_out_of_memory(tmp_path, tables):
+    """DeepSeek's dropless programs leave one row that fits: its leave-one-out error has no pair, and
+    the appendix says why instead of a bare dash."""
+    real = json.loads((RESULTS / "predicted/gb200-nvl72.json").read_text())
+    error = real["model_error"]
+    error["families"]["deepseek"] |= {"pairs": [], "mean_abs": None, "largest_abs": None}
+    rows = [
+        r
+        if r["row"] != "deepseek-offload-optimized"
+        else {
+            "row": r["row"],
+            "family": "deepseek",
+            "status": "oom",
+            "message": "out of memory as compiled (5.1 GiB over)",
+            "failure": None,
+        }
+        for r in real["rows"]
+    ]
+    prediction = fixture_copy("predicted/gb200-nvl72.json", tmp_path, model_error=error, rows=rows)
+    page, _, _ = build_page(tmp_path, tables, (prediction,))
+    said = re.search(r'<p id="unmeasured-deepseek">(.*?)</p>', with_appendix(page), re.S).group(1)
+    assert "Fit: deepseek-offload-plain;" in said and "out of memory as compiled: deepseek-offload-optimized." in said
+    assert '<p id="unmeasured-llama">' not in with_appendix(page)

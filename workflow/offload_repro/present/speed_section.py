@@ -99,6 +99,23 @@ def error_on_hardware(observations: pd.DataFrame, target: str | None) -> dict[st
     return found if found["rows"] else None
 
 
+def unmeasured_errors(lines: list[dict[str, Any]], error: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each model whose leave-one-out error has no pair to measure it: which of its rows fit as
+    compiled and which ran out of memory, since a pair needs two that fit."""
+    families = (error or {}).get("families", {})
+    return [
+        {
+            "family": family,
+            **{
+                key: [line["row"].id for line in lines if line["row"].family == family and line["status"] == status]
+                for key, status in (("fit", "ok"), ("out_of_memory", "oom"))
+            },
+        }
+        for family, measured in families.items()
+        if not measured["pairs"]
+    ]
+
+
 def speed(
     rows: list[Row],
     lookup: Lookup,
@@ -173,6 +190,7 @@ def speed(
         "calibration": prediction.get("calibration") or {},
         "uncalibrated": prediction.get("uncalibrated") or {},
         "error": prediction.get("model_error"),
+        "unmeasured": unmeasured_errors(lines, prediction.get("model_error")),
         "ablation": prediction.get("ablation") or [],
         "by_precision": prediction.get("by_precision") or [],
         "ruled_out_precisions": prediction.get("ruled_out_precisions") or [],
