@@ -77,3 +77,9 @@ def test_every_setting_records_what_was_in_view_and_names_real_claims():
     assert "allocator-memory-fraction" in {item["assumption"] for item in chosen["deepseek-optimized-gpu-memory"]}
     with pytest.raises(DataError, match="unknown claim 'deepseek-optimized-gpu-memory'"):
         in_view(assumptions, CLAIM_IDS - {"deepseek-optimized-gpu-memory"})
+    with pytest.raises(
+        DataError, match=r"alternative 'fsdp-over-experts', .* unknown claim 'deepseek-plain-gpu-memory'"
+    ):
+        in_view(assumptions, CLAIM_IDS - {"deepseek-plain-gpu-memory"})
+    # an alternative found with a value in view marks nothing in the default run
+    assert "deepseek-plain-gpu-memory" not in in_view(assumptions, CLAIM_IDS)

@@ -100,3 +100,25 @@ def test_the_failures_name_the_unstated_settings_they_were_built_under_most_shar
     screen = first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))
     assert screen["failed_under"] == ["the MoE dispatch", "the allocator's share of GPU memory"]
     assert screen["sensitivity"].endswith("--config assumptions=True")
+
+
+def test_where_the_sensitivity_stage_ran_it_names_the_alternatives_failed_claims_pass_under_and_what_was_in_view():
+    """The real alternative found with plain offload's published 145.6 GiB in view says so beside the
+    claims that pass under it; one not found so (expert-8) says nothing more."""
+    under = [
+        {"assumption": "deepseek-parallelism", "alternative": "fsdp-over-experts", "verdict": "pass", "why": None},
+        {"assumption": "deepseek-parallelism", "alternative": "expert-8", "verdict": "pass", "why": None},
+        {"assumption": "deepseek-moe-dispatch", "alternative": "capacity-1.0", "verdict": "fail", "why": None},
+    ]
+    robust = {"robust": False, "default": "fail", "under": under}
+    verdicts = {"claims": [c | {"robustness": robust} if c["verdict"] == "fail" else c for c in VERDICTS["claims"]]}
+    screen = first_screen(verdicts, load_target("cpu"), load_target("gb200-nvl72"))
+    assert screen["failed_pass_under"] == [
+        {"alternative": "deepseek-parallelism.expert-8", "claims": ["plain", "fits"], "in_view": []},
+        {
+            "alternative": "deepseek-parallelism.fsdp-over-experts",
+            "claims": ["plain", "fits"],
+            "in_view": ["deepseek-plain-gpu-memory"],
+        },
+    ]
+    assert first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))["failed_pass_under"] == []

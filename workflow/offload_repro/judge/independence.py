@@ -23,12 +23,19 @@ def in_view(assumptions: dict[str, dict[str, Any]], claim_ids: set[str]) -> dict
     """claim id -> [{assumption, how}] of every setting chosen with that claim's published value in view."""
     found: dict[str, list[dict[str, str]]] = {}
     for entry in assumptions.values():
-        for item in entry["published_in_view"]:
+        chosen = [("", item) for item in entry["published_in_view"]]
+        found_with = [
+            (f", alternative '{a['id']}'", i)
+            for a in entry.get("alternatives", [])
+            for i in a.get("published_in_view", [])
+        ]
+        for where, item in chosen + found_with:
             if item["claim"] not in claim_ids:
                 raise DataError(
-                    f"experiments/assumptions.yaml: assumption '{entry['id']}', field 'published_in_view':"
+                    f"experiments/assumptions.yaml: assumption '{entry['id']}'{where}, field 'published_in_view':"
                     f" unknown claim '{item['claim']}'"
                 )
+        for _, item in chosen:  # only a default shapes the default run's evidence
             found.setdefault(item["claim"], []).append({"assumption": entry["id"], "how": item["how"]})
     return found
 

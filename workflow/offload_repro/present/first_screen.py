@@ -79,6 +79,27 @@ def built_under(claims: list[dict[str, Any]], assumptions: dict[str, dict[str, A
     return [assumptions[a]["title"] for a in sorted(shared, key=lambda a: (-shared[a], position[a]))]
 
 
+def passes_under(failed: list[dict[str, Any]], assumptions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where the sensitivity stage ran: each alternative under which failed claims pass, in the
+    assumptions file's order, with the claims whose published values were in view when it was found
+    (a pass under it cannot confirm those)."""
+    passing: dict[tuple[str, str], list[str]] = {}
+    for claim in failed:
+        for record in (claim.get("robustness") or {}).get("under", []):
+            if record["verdict"] == "pass":
+                passing.setdefault((record["assumption"], record["alternative"]), []).append(claim["id"])
+    return [
+        {
+            "alternative": f"{entry['id']}.{alternative['id']}",
+            "claims": passing[entry["id"], alternative["id"]],
+            "in_view": [item["claim"] for item in alternative.get("published_in_view", [])],
+        }
+        for entry in assumptions.values()
+        for alternative in entry.get("alternatives", [])
+        if (entry["id"], alternative["id"]) in passing
+    ]
+
+
 def would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The targets whose evidence would judge the undecided claims, with how many each would and
     the command that produces it: [{target, machine, count, command}]."""
@@ -121,6 +142,7 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         "by_construction": [c["id"] for c in claims if c["verdict"] == "pass" and not independent_pass(c)],
         "failed": [differences(c) for c in failed],
         "failed_under": built_under(failed, load_assumptions()),
+        "failed_pass_under": passes_under(failed, load_assumptions()),
         "sensitivity": optional_stages.command("assumptions"),
         "errors": [c["id"] for c in claims if c["verdict"] == "error"],
         "inconclusive": sum(1 for c in undecided if c["verdict"] == "inconclusive"),
