@@ -4,10 +4,9 @@
 compile-only topology (8 devices), the gradient of a 4-layer scan over a stack of 16 experts'
 weights `f32[layers, experts, embed, mlp]`, each layer's slice all-gathered before use, as FSDP
 does. It prints, for the stack sharded on its embedding dimension (as MaxText's FSDP shards expert
-weights) and on its expert dimension, every whole-stack transpose in the optimized program: XLA's
-GPU layout assignment puts an all-gather's dimension most major, and JAX fixes the parameters'
-layout, so a gather along a dimension that is not most major costs a copy of the stack.
-About 15 s on 2 cores.
+weights) and on its expert dimension, every whole-stack transpose in the optimized program: the
+program lays the gathered dimension out most major, and JAX fixes the parameters' layout, so a
+gather along a dimension that is not most major costs a copy of the stack. A few seconds.
 """
 
 import os
