@@ -128,6 +128,7 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
     consistent by construction, the failures with the unstated settings they were built under, the
     undecided ones with what would decide them, and the predictions against the published values."""
     claims = [claim for claim in verdicts["claims"] if claim["kind"] != "check"]  # own checks are counted apart
+    assumptions = load_assumptions()
     failed = [c for c in claims if c["verdict"] == "fail"]
     undecided = [c for c in claims if c["verdict"] in ("inconclusive", "not-comparable")]
     predicted = [
@@ -141,8 +142,8 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         "passed": sum(1 for c in claims if independent_pass(c)),
         "by_construction": [c["id"] for c in claims if c["verdict"] == "pass" and not independent_pass(c)],
         "failed": [differences(c) for c in failed],
-        "failed_under": built_under(failed, load_assumptions()),
-        "failed_pass_under": passes_under(failed, load_assumptions()),
+        "failed_under": built_under(failed, assumptions),
+        "failed_pass_under": passes_under(failed, assumptions),
         "sensitivity": optional_stages.command("assumptions"),
         "errors": [c["id"] for c in claims if c["verdict"] == "error"],
         "inconclusive": sum(1 for c in undecided if c["verdict"] == "inconclusive"),

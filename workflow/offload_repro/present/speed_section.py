@@ -102,15 +102,13 @@ def error_on_hardware(observations: pd.DataFrame, target: str | None) -> dict[st
 def unmeasured_errors(lines: list[dict[str, Any]], error: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Each model whose leave-one-out error has no pair to measure it: which of its rows fit as
     compiled and which ran out of memory, since a pair needs two that fit."""
+
+    def rows_of(family: str, status: str) -> list[str]:
+        return [line["row"].id for line in lines if line["row"].family == family and line["status"] == status]
+
     families = (error or {}).get("families", {})
     return [
-        {
-            "family": family,
-            **{
-                key: [line["row"].id for line in lines if line["row"].family == family and line["status"] == status]
-                for key, status in (("fit", "ok"), ("out_of_memory", "oom"))
-            },
-        }
+        {"family": family, "fit": rows_of(family, "ok"), "out_of_memory": rows_of(family, "oom")}
         for family, measured in families.items()
         if not measured["pairs"]
     ]
