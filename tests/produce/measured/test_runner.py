@@ -74,5 +74,6 @@ def test_each_repeat_is_its_own_run_and_the_row_keeps_their_median_and_spread(ro
     assert spread["n"] == 2 and spread["low"] == min(per_repeat) and spread["high"] == max(per_repeat)
     assert result["tflops_per_device"] == sum(per_repeat) / 2  # the median of two
     assert result["provenance"]["wall_time_s"] == pytest.approx(sum(r["wall_time_s"] for r in result["repeats"]))
+    assert result["provenance"]["environment_info"].startswith("jax:")  # the launcher's, carried over
     (tflops,) = [o for o in run_observations(result, "x.json") if o.metric == "tflops_per_device"]
     assert (tflops.low, tflops.high, tflops.n) == (min(per_repeat), max(per_repeat), 2)

@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,26 @@ def device_memory_stats() -> dict[str, Any] | None:
         return None
     keep = ("peak_bytes_in_use", "bytes_in_use", "bytes_limit", "largest_alloc_size")
     return {key: int(stats[key]) for key in keep if key in stats}
+
+
+def cuda_packages(distributions: Iterable[metadata.Distribution] | None = None) -> dict[str, str]:
+    """The installed NVIDIA wheels and JAX's CUDA plugins (`nvidia-*`, `jax-cuda*`), name -> version,
+    sorted by name: the CUDA libraries a GPU run could load, as installed, not as loaded."""
+    found: dict[str, str] = {}
+    for distribution in metadata.distributions() if distributions is None else distributions:
+        name = distribution.metadata.get("Name") or ""
+        if name.lower().replace("_", "-").startswith(("nvidia-", "jax-cuda")):
+            found.setdefault(name, distribution.version)  # the first on sys.path is the one imported
+    return dict(sorted(found.items()))
+
+
+def environment() -> dict[str, Any]:
+    """JAX's own environment report (`jax.print_environment_info`: JAX's, jaxlib's, NumPy's and
+    Python's versions, uname, the devices JAX sees, the JAX_/XLA_ variables and nvidia-smi's output
+    where present) and the installed CUDA wheels. Call it after JAX has started its backends."""
+    import jax
+
+    return {"environment_info": jax.print_environment_info(return_string=True), "cuda_packages": cuda_packages()}
 
 
 class NvmlPeak:
@@ -135,13 +157,9 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
         status = 1
     import jax
 
-    from offload_repro.core import stack
-
     devices = jax.devices()
     record.update(
-        # what a reviewer needs to trust a GPU number: driver, CUDA, cuDNN, NCCL, and JAX's own view
-        software_stack=stack.gpu_stack(),
-        jax_environment=stack.jax_environment(),
+        **environment(),  # what a reviewer needs to trust a GPU number: JAX's own report, the CUDA wheels
         versions=provenance.versions(),
         python=sys.version.split()[0],
         train_seconds=round(time.monotonic() - started, 3),

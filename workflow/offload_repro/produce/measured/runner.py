@@ -301,9 +301,9 @@ def run_row(
             "xla_flags": first["xla_flags"],
             "python": launch.get("python"),
             "versions": launch.get("versions"),
-            # driver, CUDA, cuDNN, NCCL, GPUs (None on CPU, with the reason); JAX's versions, host, devices
-            "software_stack": launch.get("software_stack"),
-            "jax_environment": launch.get("jax_environment"),
+            # JAX's environment report (versions, host, devices, nvidia-smi) and the installed CUDA wheels
+            "environment_info": launch.get("environment_info"),
+            "cuda_packages": launch.get("cuda_packages"),
             "device_kind": launch.get("device_kind"),
             "platform": launch.get("platform"),
             "wall_time_s": round(sum(run["wall_time_s"] for run in runs), 2),
