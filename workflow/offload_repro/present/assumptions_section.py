@@ -1,6 +1,6 @@
 """The page's assumptions section: every setting the source does not state, its alternatives'
 compiled memory, each row's predicted step terms under each of its settings, the claims each
-alternative changes (as the verdicts record them), and the best fit."""
+alternative changes (as the verdicts record them)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def assumptions_section(
     sensitivity: dict[str, Any] | None, verdicts: dict[str, Any], all_rows: list[Row]
 ) -> dict[str, Any] | None:
     """Every assumption with its alternatives' compiled memory and predicted steps, the claims each
-    changes, the best fit."""
+    changes."""
     if sensitivity is None:
         return None
     changes = verdicts.get("changes_by_alternative", {})
@@ -45,7 +45,6 @@ def assumptions_section(
     dependent = [c for c in verdicts["claims"] if c.get("robustness") and not c["robustness"]["robust"]]
     return {
         "entries": entries,
-        "fit": sensitivity["fit"],
         "robust": robust,
         "dependent": dependent,
         "default_speed_error": sensitivity.get("default_speed_error"),
