@@ -121,7 +121,7 @@ def render_target(
         measured_runs=measured,
         measured_chart=chart_specs.measured_chart(measured),
         assumptions=assumptions_section(
-            read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts, rows
+            read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts
         ),
         sentence=sentence,
         gains=predicted_gains(observations),

@@ -96,14 +96,6 @@ def speed_error(prediction_file: str | Path | None) -> dict[str, Any] | None:
     }
 
 
-def step_terms(prediction_file: str | Path | None) -> dict[str, dict[str, float]]:
-    """Each predicted row's step and the terms that make it, at the prediction's central setting."""
-    if prediction_file is None:
-        return {}
-    rows = read_result(prediction_file, "predicted")["rows"]
-    return {row["row"]: row["breakdown"] for row in rows if row["status"] == "ok" and row.get("breakdown")}
-
-
 def write_sensitivity(
     target: Target,
     default_files: list[Path],
@@ -121,7 +113,5 @@ def write_sensitivity(
             key = variant_id(entry, alternative)
             alternative["predicted"] = predicted.get(key)
             alternative["speed_error"] = speed_error(predicted.get(key))
-            alternative["step_terms"] = step_terms(predicted.get(key))
-    data["default_step_terms"] = step_terms(default_predicted)
     data["default_speed_error"] = speed_error(default_predicted)
     return write_result(out, "assumptions", data)
