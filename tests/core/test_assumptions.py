@@ -12,7 +12,7 @@ from offload_repro.core.assumptions import check_ids, load_assumptions, variants
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.maxtext_args import xla_flags
 from offload_repro.core.results import write_result
-from offload_repro.core.variants import apply, combined_row, resolved, variant_id, variant_row
+from offload_repro.core.variants import apply, resolved, variant_id, variant_row
 from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
 from offload_repro.plan.inputs import stage_code
 from offload_repro.produce.compiled.program_cache import LHS_OFF, program_key
@@ -151,14 +151,11 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
     predicted = tmp_path / "deepseek-sequence-length.seq-2048" / "predicted.json"
     predicted.write_text((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
     write_sensitivity(
-        list(ROWS.values()),
         GB200,
         default_files=[fixtures / f"{r}.json" for r in deepseek],
         variant_files=variant_files,
         predicted_files=[predicted],
         out=sensitivity,
-        programs=tmp_path / "programs",
-        work_dir=tmp_path / "work",
         default_predicted=FIXTURES / "results/predicted/gb200-nvl72.json",
     )
     assumed = ("--assumptions", str(sensitivity))
@@ -201,7 +198,7 @@ def test_a_profile_guided_schedule_affects_exactly_the_rows_whose_scheduler_a_pr
 
 def test_an_alternative_replaces_only_the_flags_its_own_assumption_states():
     """Two assumptions state the Llama rows' unstated flags (the rematerialisation pass, the recipes'
-    collective flags): each alternative swaps its own and keeps the other's, alone or combined."""
+    collective flags): each alternative swaps its own and keeps the other's."""
     known = load_assumptions()
     remat, collective = known["xla-rematerialization"], known["llama-collective-flags"]
     row = ROWS["llama-qkv-offload-lhs"]
@@ -212,7 +209,5 @@ def test_an_alternative_replaces_only_the_flags_its_own_assumption_states():
     assert remat_flag not in pass_on.unstated_xla_flags and pipelined in pass_on.unstated_xla_flags
     xla_collectives = variant_row(row, collective, collective["alternatives"][0])
     assert xla_collectives.unstated_xla_flags == [remat_flag]
-    both = combined_row(row, [(remat, remat["alternatives"][0]), (collective, collective["alternatives"][0])])
-    assert both.unstated_xla_flags == []
     # a default keeps its flags where the row states them: the row as compiled
     assert apply(row, resolved(remat, remat["default"]), "").unstated_xla_flags == row.unstated_xla_flags

@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, REPO, require
 from offload_repro.cli import main
 from offload_repro.core import provenance
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.data import load_target
 from offload_repro.core.observation import Observer
 from offload_repro.core.results import read_result, write_result
 from offload_repro.present.pages import render_index
@@ -84,14 +84,11 @@ def chart_spec(html: str, chart: str) -> dict:
     return json.loads(re.search(rf'id="spec-{chart}">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</"))
 
 
-def render_index_of(page: Path, tables: list[str], out: Path, verdicts: list[Path] | None = None) -> None:
-    """The entry page and the comparison (out/index.html, out/compare.html) of the target built in
-    page's folder, or of one page per verdicts file."""
+def render_index_of(page: Path, out: Path, verdicts: list[Path] | None = None) -> None:
+    """The entry page (out/index.html) of the target built in page's folder, or of one page per
+    verdicts file."""
     verdicts = verdicts or [page.parent / "verdicts.json"]
-    evidence = [page.parent / "evidence.json"] * len(verdicts)
-    render_index(
-        load_rows(tables), [page] * len(verdicts), verdicts, evidence, out / "index.html", out / "compare.html"
-    )
+    render_index([page] * len(verdicts), verdicts, out / "index.html")
 
 
 def test_every_claim_is_one_line_with_its_verdict_and_strongest_evidence(built):
@@ -138,17 +135,10 @@ def test_every_xla_warning_of_a_row_is_shown_with_its_meaning(built):
     assert "counts the 70.88 GiB about to be offloaded as device memory" in qkv
 
 
-@pytest.fixture
-def index_pages(built, tmp_path, tables) -> Path:
-    """The entry page and the comparison of the built target, in tmp_path."""
-    render_index_of(built[0], tables, tmp_path)
-    return tmp_path
-
-
-def test_no_page_shows_a_raw_placeholder(built, index_pages):
+def test_no_page_shows_a_raw_placeholder(built, tmp_path):
     assert raw_placeholders(with_appendix(built[0])) == []
-    for name in ("index.html", "compare.html"):
-        assert raw_placeholders((index_pages / name).read_text()) == [], name
+    render_index_of(built[0], tmp_path)
+    assert raw_placeholders((tmp_path / "index.html").read_text()) == []
     assert raw_placeholders("<td>nan</td><p>{&quot;a&quot;: 1}</p>") == ['nan {"a": 1}', 'nan {"a": 1}']
 
 
@@ -156,45 +146,10 @@ def test_pages_built_outside_a_git_checkout_say_so(tmp_path, tables, monkeypatch
     """A copy of the workflow with no .git (an unpacked archive, a benchmark's copy) has no commit."""
     monkeypatch.setattr(provenance, "project_commit", lambda: None)
     page, html, _ = build_page(tmp_path, tables)
-    render_index_of(page, tables, tmp_path)
-    for text in (html, (tmp_path / "index.html").read_text(), (tmp_path / "compare.html").read_text()):
+    render_index_of(page, tmp_path)
+    for text in (html, (tmp_path / "index.html").read_text()):
         assert raw_placeholders(text) == []
         assert "not a git checkout" in text
-
-
-def test_the_comparison_starts_with_the_published_column(index_pages):
-    compare = (index_pages / "compare.html").read_text()
-    header = re.search(r"<thead>(.*?)</thead>", compare, re.S).group(1)
-    assert header.index("published") < header.index("cpu")
-    optimized = cells(line(compare, "compare-deepseek-offload-optimized"))
-    assert [re.sub(r"<[^>]+>", "", c).strip() for c in optimized[1:5]] == ["908.2", "165.2", "—", "fits"]
-    # a throughput implied by a published speedup, from the claims alone: no prediction is needed
-    for row, implied in (("deepseek-remat", "578.5"), ("deepseek-offload-plain", "541.6")):
-        published = re.sub(r"<[^>]+>", " ", cells(line(compare, f"compare-{row}"))[1]).split()
-        assert published[0] == implied and "implied" in published, row
-        assert "implied by a published speedup" in line(compare, f"compare-{row}"), row
-    baseline = line(compare, "compare-llama-baseline")
-    assert "2,669" in baseline and "implied" not in baseline
-
-
-def test_the_comparison_shows_each_targets_predictions_and_verdicts(tmp_path, tables):
-    """compare.html carries, per target, the predicted throughput beside the compiled memory (the
-    GB200 prediction kept in tests/fixtures), and the target's verdict on every claim, as its own
-    page gives them."""
-    page, _, verdicts = build_page(tmp_path, tables, (RESULTS / "predicted/gb200-nvl72.json",))
-    render_index_of(page, tables, tmp_path)
-    evidence = read_result(page.parent / "evidence.json", "evidence")
-    compare = (tmp_path / "compare.html").read_text()
-    predicted = {
-        o["row"]: o["value"]
-        for o in evidence["observations"]
-        if o["evidence"] == "predicted" and o["metric"] == "tflops_per_device"
-    }
-    assert predicted, "the built page's evidence holds predictions"
-    for row, value in predicted.items():
-        assert f"{value:,.1f}" in line(compare, f"compare-{row}"), row
-    for claim in verdicts["claims"]:
-        assert f'class="verdict v-{claim["verdict"]}"' in line(compare, f"compare-claim-{claim['id']}"), claim["id"]
 
 
 def test_the_page_says_what_it_was_built_from_and_is_offline(built):
@@ -215,18 +170,16 @@ def test_cpu_throughput_is_never_drawn_on_the_published_gb200_axis(built):
     assert {record["source"] for record in values} == {"measured"}
 
 
-def test_entry_page_and_comparison_mark_stale_targets(built, tmp_path, tables):
+def test_entry_page_marks_stale_targets(built, tmp_path):
     page, _, _ = built
     verdicts = read_result(page.parent / "verdicts.json", "verdicts")
     old = dict(verdicts, built_from=dict(verdicts["built_from"], project_commit="0123abc"))
     old_path = tmp_path / "old-verdicts.json"
     old_path.write_text(json.dumps(old))
-    render_index_of(page, tables, tmp_path, [page.parent / "verdicts.json", old_path])
+    render_index_of(page, tmp_path, [page.parent / "verdicts.json", old_path])
     index = (tmp_path / "index.html").read_text()
     assert index.count('href="cpu.html"') == 2
     assert 'data-stale="false"' in index and 'data-stale="true"' in index and "0123abc" in index
-    compare = (tmp_path / "compare.html").read_text()
-    assert "139.2 (fits)" in line(compare, "compare-llama-qkv-offload-lhs")
 
 
 def repeated_evidence(path: Path) -> None:

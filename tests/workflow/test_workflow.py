@@ -263,8 +263,8 @@ def test_results_are_readable_by_others_under_umask_022(main_job):
         main_job / "results/cpu/verdicts.json",
         *(main_job / "results/report").glob("*.html"),
     ]
-    # 9 runs, 9 compiles, 5 more results, 4 pages: the target's, its appendix, the index, the comparison
-    assert len(written) == 9 + 9 + 5 + 4
+    # 9 runs, 9 compiles, 5 more results, 3 pages: the target's, its appendix, the index
+    assert len(written) == 9 + 9 + 5 + 3
     assert {oct(stat.S_IMODE(path.stat().st_mode)) for path in written} == {"0o644"}
 
 
@@ -437,12 +437,10 @@ def test_the_main_job_ends_with_the_verdict_counts_and_the_report(main_job):
 
 
 @pytest.mark.slow
-def test_the_entry_page_links_every_target_and_the_comparison(main_job):
+def test_the_entry_page_links_every_target(main_job):
     index = (main_job / "results/report/index.html").read_text()
-    assert 'href="cpu.html"' in index and 'href="compare.html"' in index
+    assert 'href="cpu.html"' in index
     assert 'id="target-cpu" data-stale="false"' in index
-    compare = (main_job / "results/report/compare.html").read_text()
-    assert all(f'id="compare-{row}"' in compare for row in runs(main_job))
 
 
 @pytest.mark.slow

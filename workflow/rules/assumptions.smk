@@ -60,10 +60,9 @@ rule predict_variant:
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
-# Gathers them, with the combination of alternatives that fits the published memory best.
+# Gathers them beside the defaults, each alternative with its prediction's leave-one-out error.
 rule sensitivity:
     input:
-        tables=config["tables"],
         default=expand("results/compiled/{gpu_target}/{row}.json", gpu_target=COMPILE_TARGET.name, row=PLAN.varied_rows),
         variants=PLAN.variant_files,
         predicted=PLAN.variant_predictions,
@@ -79,9 +78,7 @@ rule sensitivity:
         cli=cli,
         compile_target=COMPILE_TARGET.name,
     shell:
-        "{params.cli} sensitivity --tables {input.tables:q} --target {params.compile_target}"
-        " --out {output}"
-        " --programs results/programs/{params.compile_target} --work-dir results/whatif/assumptions/work/fit"
+        "{params.cli} sensitivity --target {params.compile_target} --out {output}"
         " --default {input.default} --variants {input.variants} --predicted {input.predicted}"
         " --default-predicted {input.default_predicted}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"

@@ -1,5 +1,5 @@
-# Every result file -> one evidence table -> verdicts -> one page per target, an entry page
-# and a comparison. These steps only read JSON: on a cluster they run where Snakemake runs.
+# Every result file -> one evidence table -> verdicts -> one page per target and an entry page.
+# These steps only read JSON: on a cluster they run where Snakemake runs.
 
 
 rule evidence_table:
@@ -69,14 +69,11 @@ rule report:
 
 rule index:
     input:
-        tables=config["tables"],
         pages=[f"results/report/{name}.html" for name in PLAN.page_targets],
         verdicts=[f"results/{name}/verdicts.json" for name in PLAN.page_targets],
-        evidence=[f"results/{name}/evidence.json" for name in PLAN.page_targets],
         code=CODE["index"],
     output:
-        index="results/report/index.html",
-        compare="results/report/compare.html",
+        "results/report/index.html",
     log:
         "results/logs/index.log",
     conda:
@@ -84,6 +81,5 @@ rule index:
     params:
         cli=cli,
     shell:
-        "{params.cli} index --tables {input.tables:q} --out {output.index} --compare {output.compare}"
-        " --pages {input.pages} --verdicts {input.verdicts} --evidence {input.evidence}"
+        "{params.cli} index --out {output} --pages {input.pages} --verdicts {input.verdicts}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"

@@ -44,7 +44,6 @@ from offload_repro.produce.predicted import (
 )
 from offload_repro.produce.predicted.hlo_flops import Flops
 from offload_repro.produce.predicted.hlo_schedule import Event
-from offload_repro.produce.whatif.alternatives import speed_and_memory
 from report_page import build_report, raw_placeholders, rendered_page, visible_text, with_appendix
 
 SCAN_PROGRAM = textwrap.dedent(
@@ -739,37 +738,6 @@ def test_a_prediction_in_a_precision_whose_peak_the_target_does_not_state_is_ref
     assert len(lines) == len(llama_programs()) and {(o.status, o.message[:40]) for o in lines} == {
         ("refused", message[:40])
     }
-
-
-def test_the_setting_that_explains_speed_and_memory_together_is_named():
-    """Each single alternative carries its prediction's leave-one-out error beside its memory
-    distance; the best at both is the least root mean square of the two; a combination of several
-    alternatives is not predicted."""
-
-    def candidate(combination: list[str], distance: float) -> dict:
-        return {"combination": combination, "distance": distance}
-
-    fit = {
-        "candidates": [
-            candidate([], 0.20),
-            candidate(["seq.seq-2048"], 0.05),
-            candidate(["dispatch.capacity-2.0"], 0.10),
-            candidate(["seq.seq-2048", "dispatch.capacity-2.0"], 0.01),
-        ]
-    }
-
-    def error(mean: float, deepseek: float | None = 0.1) -> dict:
-        return {"mean_abs": mean, "families": {"llama": {"mean_abs": 0.05}, "deepseek": {"mean_abs": deepseek}}}
-
-    errors = {"": error(0.18), "seq.seq-2048": error(0.30), "dispatch.capacity-2.0": error(0.08)}
-    best = speed_and_memory(fit, errors)
-    assert best["combination"] == ["dispatch.capacity-2.0"]
-    assert best["score"] == pytest.approx(((0.10**2 + 0.08**2) / 2) ** 0.5)
-    assert fit["candidates"][3]["speed_error"] is None and fit["candidates"][0]["speed_error"] == errors[""]
-    # a candidate under which a model has no measured error (its rows out of memory) is not compared
-    errors["seq.seq-2048"] = error(0.01, deepseek=None)
-    fit["candidates"][1]["distance"] = 0.0
-    assert speed_and_memory(fit, errors)["combination"] == ["dispatch.capacity-2.0"]
 
 
 def test_a_page_whose_runs_are_on_the_predicted_hardware_sets_predicted_beside_measured(tmp_path, tables):

@@ -17,7 +17,6 @@ from offload_repro.produce.compiled import program_cache
 from offload_repro.produce.compiled.aot_compile import HLO_FILE
 from offload_repro.produce.compiled.compiled_row import compile_result, compile_row
 from offload_repro.produce.whatif import capacity_frontier
-from offload_repro.produce.whatif.alternatives import best_fit, published_memory
 from offload_repro.produce.whatif.transfer_budget import budget_line
 from workflow_copy import copy_workflow, snakemake
 
@@ -261,28 +260,3 @@ def test_a_default_run_plans_the_same_whatever_results_hold(tmp_path):
     asked = snakemake(directory, "-n", "--config", "whatif=True")
     assert asked.returncode == 0, asked.stderr[-3000:]
     assert "results/whatif/gb200-nvl72/frontier-deepseek-device.json" in asked.stdout
-
-
-def test_a_profile_guided_schedule_is_a_memory_candidate_alone_never_combined(rows, tmp_path):
-    """A latency profile is made for its row's default program: the best fit to the published memory
-    may take it alone, but never compiles it into a combination, which would be another program."""
-    published = published_memory(rows)
-
-    def found(off_by):
-        return {row_id: {"status": "ok", "device_gib": gib + off_by} for row_id, gib in published.items()}
-
-    def assumption(name, settings, off_by):
-        alternative = {"id": "alt", "settings": settings, "results": found(off_by)}
-        return {"id": name, "affects": list(published), "alternatives": [alternative]}
-
-    table = [
-        assumption("schedule", {"latency_profile": "step-model"}, 0.0),  # the closest of all
-        assumption("sequence", {"row": {"max_target_length": 2048}}, 1.0),
-    ]
-
-    def never(*args, **kwargs):
-        raise AssertionError("nothing is compiled: one candidate is left to combine")
-
-    fit = best_fit(rows, None, found(5.0), table, tmp_path, tmp_path, launcher=never)
-    assert fit["best"]["combination"] == ["schedule.alt"]
-    assert [c["combination"] for c in fit["candidates"]] == [[], ["schedule.alt"], ["sequence.alt"]]

@@ -57,12 +57,3 @@ def apply(row: Row, settings: dict[str, Any], suffix: str) -> Row:
 
 def variant_row(row: Row, assumption: dict[str, Any], alternative: dict[str, Any]) -> Row:
     return apply(row, resolved(assumption, alternative["settings"]), variant_id(assumption, alternative))
-
-
-def combined_row(row: Row, chosen: list[tuple[dict[str, Any], dict[str, Any]]]) -> Row:
-    """The row under several alternatives at once (each for a different assumption)."""
-    for assumption, alternative in chosen:
-        if row.id.split(SEPARATOR)[0] in assumption["affects"]:
-            row = apply(row, resolved(assumption, alternative["settings"]), "")
-    suffix = "+".join(variant_id(a, alt) for a, alt in chosen)
-    return dataclasses.replace(row, id=f"{row.id}{SEPARATOR}{suffix}")

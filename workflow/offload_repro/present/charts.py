@@ -67,22 +67,6 @@ def _by_table(chart: alt.Chart, title: alt.TitleParams, column=alt.Undefined, **
     return facets.resolve_scale(y="independent", **independent)
 
 
-def _stacked_terms(data: pd.DataFrame, tooltip: list, **encoding: Any) -> alt.Chart:
-    """Each row's predicted step as the terms that sum to it, stacked in the step-time model's order."""
-    return (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            y=alt.Y("label:N", title=None, sort=None),
-            x=alt.X("sum(seconds):Q", title="seconds per step"),
-            color=alt.Color("term:N", sort=list(names.STEP_TERMS.values()), title="term"),
-            order=alt.Order("order:Q"),
-            tooltip=[*tooltip, alt.Tooltip("seconds:Q", format=".2f")],
-            **encoding,
-        )
-    )
-
-
 def throughput(
     rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, with_published: bool
 ) -> alt.TopLevelMixin | None:
@@ -356,7 +340,7 @@ def predicted_throughput(
 
 
 def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str) -> alt.TopLevelMixin | None:
-    """Each row's predicted step as the terms that sum to it, stacked."""
+    """Each row's predicted step as the terms that sum to it, stacked in the step-time model's order."""
     records = [
         {"row": o.row, "term": name, "order": index, "seconds": o.value}
         for index, (metric, name) in enumerate(names.STEP_TERMS.items())
@@ -372,7 +356,18 @@ def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str)
         " the host copies, the collectives on NVLink and the traffic between NVLink domains; at the"
         " default calibration and the central setting.",
     )
-    return _by_table(_stacked_terms(data, ["row", "term"]).properties(width=420, height=alt.Step(14)), title)
+    bars = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None, sort=None),
+            x=alt.X("sum(seconds):Q", title="seconds per step"),
+            color=alt.Color("term:N", sort=list(names.STEP_TERMS.values()), title="term"),
+            order=alt.Order("order:Q"),
+            tooltip=["row", "term", alt.Tooltip("seconds:Q", format=".2f")],
+        )
+    )
+    return _by_table(bars.properties(width=420, height=alt.Step(14)), title)
 
 
 def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
@@ -420,29 +415,3 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
         alt.layer(diagonal, points).properties(width=320, height=320),
         alt.layer(zero, errors).properties(width=320, height=320),
     ).properties(title=title)
-
-
-def step_terms_by_setting(
-    rows: list[str], settings: dict[str, dict[str, dict[str, float]]], labels: dict[str, Row]
-) -> alt.TopLevelMixin | None:
-    """Each row's predicted step as its terms, stacked, under each setting of one assumption
-    (`settings`: setting -> row -> terms, the default first), side by side per row."""
-    records = []
-    for setting, by_row in settings.items():
-        for row in rows:
-            terms = by_row.get(row) if row in labels else None
-            for index, (metric, name) in enumerate(names.STEP_TERMS.items()):
-                if terms and terms.get(metric) is not None:
-                    records.append(
-                        {"row": row, "setting": setting, "term": name, "order": index, "seconds": terms[metric]}
-                    )
-    if not records or len({r["setting"] for r in records}) < 2:
-        return None
-    data = _labelled(records, labels, ["setting", "term", "order", "seconds"])
-    title = titled(
-        "What makes each predicted step, under each setting",
-        "Each row's step at the central setting, one bar per setting (the default first): which term an"
-        " alternative moves.",
-    )
-    bars = _stacked_terms(data, ["row", "setting", "term"], yOffset=alt.YOffset("setting:N", sort=list(settings)))
-    return bars.properties(width=520, title=title)

@@ -1,4 +1,4 @@
-"""Static HTML pages rendered: one per target, an entry page and a side-by-side comparison.
+"""Static HTML pages rendered: one per target and an entry page.
 
 The pages only draw. Every number comes from the evidence table (results/<target>/evidence.json),
 every verdict from verdicts.json, every label from the row and claim data, each under the name
@@ -27,7 +27,6 @@ from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
 from offload_repro.present import chart_specs, measured_runs, text
 from offload_repro.present.assumptions_section import assumptions_section
-from offload_repro.present.comparison import claims_in_order, implied_throughputs
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
 from offload_repro.present.lookup import Lookup, frame
@@ -121,7 +120,7 @@ def render_target(
         measured_runs=measured,
         measured_chart=chart_specs.measured_chart(measured),
         assumptions=assumptions_section(
-            read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts, rows
+            read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts
         ),
         sentence=sentence,
         gains=predicted_gains(observations),
@@ -140,15 +139,12 @@ def render_target(
     return html
 
 
-def render_index(
-    rows: list[Row], pages: list[Path], verdict_paths: list[Path], evidence_paths: list[Path], out: Path, compare: Path
-) -> None:
-    """The entry page (every target with results, how fresh each is) and the comparison page."""
+def render_index(pages: list[Path], verdict_paths: list[Path], out: Path) -> None:
+    """The entry page: every target with results, its counts and how fresh its page is."""
     current = provenance.project_commit()
-    targets, columns = [], []
-    for page, verdict_path, evidence_path in zip(pages, verdict_paths, evidence_paths, strict=True):
+    targets = []
+    for page, verdict_path in zip(pages, verdict_paths, strict=True):
         verdicts = read_result(verdict_path, "verdicts")
-        evidence = read_result(evidence_path, "evidence")
         target = load_target(verdicts["target"])
         built = verdicts["built_from"]
         targets.append(
@@ -162,27 +158,4 @@ def render_index(
                 "command": snakemake_command(target),
             }
         )
-        observations = frame(evidence)
-        own = observations["target"].isna() | observations["target"].isin([target.name, verdicts["compile_target"]])
-        columns.append(
-            {
-                "target": target,
-                "compiled_on": verdicts["compile_target"],
-                "lookup": Lookup(observations[own]),
-                "counts": verdicts["counts"],
-                "verdicts": {claim["id"]: claim for claim in verdicts["claims"]},
-            }
-        )
-    env = environment()
-    write_atomically(out, env.get_template("index.html.j2").render(targets=targets, current_commit=current))
-    write_atomically(
-        compare,
-        env.get_template("compare.html.j2").render(
-            rows=rows,
-            columns=columns,
-            current_commit=current,
-            flag_summary=text.flag_summary,
-            implied=implied_throughputs(rows),
-            claims=claims_in_order(columns),
-        ),
-    )
+    write_atomically(out, environment().get_template("index.html.j2").render(targets=targets, current_commit=current))
