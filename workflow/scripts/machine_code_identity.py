@@ -2,7 +2,7 @@
 
 `PYTHONPATH=workflow python workflow/scripts/machine_code_identity.py [ROW ...] [--target gb200-nvl72]`
 compiles each row for the target as the workflow does (`program_cache.compile_program`,
-the compile-only flags, no kernel cache) twice: with the real ptxas and with the stand-in of
+the compile-only flags) twice: with the real ptxas and with the stand-in of
 `produce/compiled/assembler.py`. It prints whether the memory analysis, the optimized HLO's digest, the HLO
 summary (host buffers, copies) and XLA's memory warnings are byte-identical, and each compile's
 wall and CPU seconds (CPU: the compile process and the ptxas processes it ran). The two compiles
