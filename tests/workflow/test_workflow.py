@@ -501,7 +501,7 @@ def test_unknown_row_in_config_is_refused(tmp_path):
     assert done.returncode != 0 and "unknown row ids ['llama-nope']" in done.stdout + done.stderr
 
 
-# An offload row of each model (the OOM row and the rest: workflow/scripts/autotune_identity.py)
+# An offload row of each model (the OOM row and the rest: workflow/scripts/identity.py autotune)
 AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized")
 
 
@@ -510,7 +510,7 @@ def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tabl
     """The main job compiles with --xla_gpu_autotune_level=0 and assembles no machine code (the
     ptxas stand-in). XLA's default autotuning with the real ptxas must give the same memory
     analysis, byte for byte (the program digest may differ). Here on an offload row of each model;
-    workflow/scripts/autotune_identity.py and machine_code_identity.py compile all nine each way."""
+    workflow/scripts/identity.py (autotune, machine-code) compiles all nine each way."""
     gb200 = load_target("gb200-nvl72")
 
     def compile_again(row):  # as XLA compiles by default: no program cache

@@ -35,8 +35,8 @@ from offload_repro.produce.compiled.aot_compile import HLO_FILE, MEMORY_WARNING
 
 # A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
 # with, and autotune level 0 halves the compile while every row's memory analysis stays
-# byte-identical (workflow/scripts/autotune_identity.py compiles every row both ways to show it, and a
-# slow test holds it for one row of each kind; the program digest changes, since untuned fusions
+# byte-identical (`workflow/scripts/identity.py autotune` compiles every row both ways to show it, and
+# a slow test holds it for one row of each kind; the program digest changes, since untuned fusions
 # carry a default backend config).
 # XLA's CUB radix sort asks a GPU for its scratch size while compiling ("cudaErrorInvalidDevice"
 # without one); XLA's own sort takes its place in a compile-only program that sorts (a dropless MoE
