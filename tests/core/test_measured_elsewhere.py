@@ -29,11 +29,7 @@ from offload_repro.produce.validation.against_measured import (
     Measured,
     calibrated_pairs,
     fitted_rates,
-    predicted_steps,
-    replica_sets,
-    replica_spread,
     smallest_of,
-    weak_scaling,
 )
 from report_page import rendered_page, visible_text
 from workflow_copy import copy_workflow, snakemake
@@ -335,12 +331,6 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
     # counted FLOPs over one rate (every transfer free) predicts the same step at every scale
     (flat,) = calibrated_pairs(group, speed, ("hbm", "host", "collective"), [small])
     assert flat["predicted_step_s"] == pytest.approx(10.0, rel=1e-9)
-    pairs = {"full": {"smallest": [pair]}, "flat": {"smallest": [flat]}}
-    measured = {m.run.id: m for m in group}
-    (scaling,) = weak_scaling(measured, predicted_steps(measured, pairs))
-    assert scaling["measured_rise"] == pytest.approx(0.1)
-    assert scaling["predicted_rise"]["flat"] == pytest.approx(0.0, abs=1e-12)
-    assert scaling["predicted_rise"]["full"] == pytest.approx(expected / 10.0 - 1, rel=1e-9)
 
 
 def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shared_program_once(tmp_path, monkeypatch):
@@ -388,89 +378,6 @@ def test_each_gpu_and_precision_reports_the_rate_its_run_fits_and_its_share_of_p
     # a group the source's calibration does not reach carries nothing; a rate no setting reaches is none
     (none,) = fitted_rates({small.group: small}, {small.group: [None]}, {}, speed)
     assert none["effective_tflops"] is None and none["share_of_peak"] is None and none["carried"] is None
-
-
-def test_runs_that_differ_only_in_their_replicas_are_set_side_by_side_with_how_far_apart_each_model_puts_them():
-    """Three runs alike but for dcn_data_parallelism form a set (a fourth with another XLA flag, and
-    the calibrating run with another FSDP width, do not): their measured steps' spread (largest over
-    smallest, less one), whether they move in the replicas' order, and each model's predicted spread."""
-
-    def alike(run_id, gpus, step_s, fsdp, data, flags=()):
-        entry = synthetic(run_id, gpus, step_s=step_s, flops=5e15, collective_bytes=int(45e9))
-        settings = {"dcn_fsdp_parallelism": fsdp, "dcn_data_parallelism": data, "quantization": ""}
-        return Measured(replace(entry.run, maxtext=settings, xla_flags=list(flags)), entry.target, entry.program)
-
-    runs = [
-        alike("a-64gpu", 64, 10.0, 8, 1),
-        alike("a-512gpu", 512, 10.2, 16, 4),
-        alike("a-1024gpu", 1024, 10.5, 16, 8),
-        alike("a-2048gpu", 2048, 10.3, 16, 16),
-        alike("b-2048gpu", 2048, 12.0, 16, 16, flags=["--xla_gpu_enable_pipelined_all_gather=true"]),
-    ]
-    measured = {m.run.id: m for m in runs}
-    (found,) = replica_sets(measured)
-    assert [m.run.id for m in found] == ["a-512gpu", "a-1024gpu", "a-2048gpu"]
-    # calibration (a)'s predicted steps, as by_calibration writes them; the calibrating run is the 64
-    pairs_of = {
-        "flat": {
-            "smallest": [
-                {"predicted": m.run.id, "calibrated_on": "a-64gpu", "predicted_step_s": 10.0} for m in runs[1:]
-            ]
-        },
-        "full": {
-            "smallest": [
-                {"predicted": m.run.id, "calibrated_on": "a-64gpu", "predicted_step_s": 10.0 + 0.01 * i}
-                for i, m in enumerate(runs[1:])
-            ]
-        },
-    }
-    (spread,) = replica_spread(measured, predicted_steps(measured, pairs_of))
-    assert spread["runs"] == ["a-512gpu", "a-1024gpu", "a-2048gpu"] and spread["replicas"] == [4, 8, 16]
-    assert spread["measured_step_s"] == [10.2, 10.5, 10.3]
-    assert spread["measured_spread"] == pytest.approx(10.5 / 10.2 - 1)
-    assert spread["in_order_of_replicas"] is False  # up, then down
-    assert spread["predicted_spread"]["flat"] == 0.0
-    assert spread["predicted_spread"]["full"] == pytest.approx(10.02 / 10.0 - 1)
-
-
-def test_the_page_sets_the_measured_steps_of_runs_alike_but_for_their_replicas_beside_weak_scaling(tmp_path, tables):
-    """From the validation stage's real result over the 22 H100 runs: Llama 2 and 3, BF16 and FP8, at
-    4, 8 and 16 replicas of FSDP 128 are four sets; their measured steps move by up to 2.7% where the
-    model predicts each set within 0.01%, which is more than Llama 3 BF16's weak-scaling rise."""
-    result = FIXTURES / "results/validation/model.json"
-    found = json.loads(result.read_text())
-    sets = found["replica_spread"]
-    assert [(s["source"], s["precision"], s["replicas"]) for s in sets] == [
-        ("dgxc-llama2-70b", "bfloat16", [4, 8, 16]),
-        ("dgxc-llama2-70b", "fp8", [4, 8, 16]),
-        ("dgxc-llama3-70b", "bfloat16", [4, 8, 16]),
-        ("dgxc-llama3-70b", "fp8", [4, 8, 16]),
-    ]
-    model = found["errors"]["model"]
-    assert all(0 <= s["predicted_spread"][model] < 1e-3 for s in sets)  # the replicas' all-reduce: milliseconds
-    rise = {(w["source"], w["precision"]): w["measured_rise"] for w in found["weak_scaling"]}
-    assert max(s["measured_spread"] for s in sets) > rise[("dgxc-llama3-70b", "bfloat16")]
-    html = rendered_page(tmp_path, tables, "cpu", [result])
-    sentence = " ".join(visible_text(re.search(r'<p id="replica-spread">.*?</p>', html, re.S).group(0)).split())
-    assert "the model predicts the steps of each such set within 0.01% of each other" in sentence
-    assert (
-        "dgxc-llama3-70b bfloat16, 4, 8, 16 replicas (512 to 2,048 GPUs): 15.52, 15.6, 15.9 s, 2.4% apart;" in sentence
-    )
-    fp8 = "dgxc-llama3-70b fp8, 4, 8, 16 replicas (512 to 2,048 GPUs): 9.244, 9.483, 9.339 s, 2.6% apart"
-    assert fp8 + ", not in the replicas' order" in sentence
-    assert (
-        "A weak-scaling rise smaller than 2.7% is within what these steps move when only the replicas change."
-        in sentence
-    )
-    # where the model predicts no set (no rate calibrates them), the page says what was measured only
-    for entry in sets:
-        entry["predicted_spread"][model] = None
-    unpredicted = tmp_path / "unpredicted" / "model.json"
-    unpredicted.parent.mkdir()
-    unpredicted.write_text(json.dumps(found))
-    html = rendered_page(unpredicted.parent, tables, "cpu", [unpredicted])
-    sentence = " ".join(visible_text(re.search(r'<p id="replica-spread">.*?</p>', html, re.S).group(0)).split())
-    assert "the model predicts" not in sentence and "15.52, 15.6, 15.9 s, 2.4% apart" in sentence
 
 
 def test_the_page_shows_the_rates_real_runs_fit_beside_the_share_carried_across_hardware(tmp_path, tables):

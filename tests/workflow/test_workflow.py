@@ -26,7 +26,7 @@ import yaml
 from conftest import REPO, require
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.plan import inputs as plan
-from offload_repro.produce.compiled.compiled_row import COMPILE_ONLY_FLAGS, DEFAULT_AUTOTUNING
+from offload_repro.produce.compiled.compiled_row import DEFAULT_AUTOTUNING
 from offload_repro.produce.compiled.program_cache import compile_program
 from report_page import layout_widths, reading_metrics, rendered_charts, rendered_dom, vega_graphics, with_appendix
 from workflow_copy import copy_workflow, snakemake
@@ -499,43 +499,30 @@ def test_unknown_row_in_config_is_refused(tmp_path):
     assert done.returncode != 0 and "unknown row ids ['llama-nope']" in done.stdout + done.stderr
 
 
-# An offload row of each model (the OOM row and the rest: workflow/scripts/autotune_identity.py)
+# An offload row of each model (the OOM row and the rest: workflow/scripts/identity.py autotune)
 AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized")
 
 
 @pytest.mark.slow
 def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tables, tmp_path):
     """The main job compiles with --xla_gpu_autotune_level=0 and assembles no machine code (the
-    ptxas stand-in), each row keeping its kernels. XLA's default autotuning with the real ptxas
-    must give the same memory analysis, byte for byte (the program digest may differ); a compile
-    that reuses the kept kernels the same memory analysis and the same program. Here on an
-    offload row of each model; workflow/scripts/autotune_identity.py, machine_code_identity.py and
-    kernel_cache_identity.py compile all nine each way."""
+    ptxas stand-in). XLA's default autotuning with the real ptxas must give the same memory
+    analysis, byte for byte (the program digest may differ). Here on an offload row of each model;
+    workflow/scripts/identity.py (autotune, machine-code) compiles all nine each way."""
     gb200 = load_target("gb200-nvl72")
 
-    def compile_again(asked):
-        row, asked_flags = asked
-        if asked_flags == DEFAULT_AUTOTUNING:  # as XLA compiles by default: no program cache, no kernels
-            work = tmp_path / "autotuned" / row.id
-            again = compile_program(row, gb200, work, "k", compile_only_flags=asked_flags, machine_code=True)
-        else:
-            kept = next((main_job / "results/programs/gb200-nvl72/kernels").glob(f"{row.id}.*.bin"))
-            kernels = tmp_path / "kernels" / kept.name  # a copy: the compile replaces it
-            kernels.parent.mkdir(exist_ok=True)
-            shutil.copyfile(kept, kernels)
-            again = compile_program(row, gb200, tmp_path / "again" / row.id, "k", kernels=kernels)
+    def compile_again(row):  # as XLA compiles by default: no program cache
+        work = tmp_path / "autotuned" / row.id
+        again = compile_program(row, gb200, work, "k", compile_only_flags=DEFAULT_AUTOTUNING, machine_code=True)
         flags = again["provenance"]["xla_flags"]
         stats = again["stats"] or {}
         return {"row": row.id, "status": again["status"], "message": again["message"], **stats, "flags": flags}
 
     chosen = [row for row in load_rows(tables) if row.id in AUTOTUNE_ROWS]
-    asked = [(row, flags) for flags in (DEFAULT_AUTOTUNING, COMPILE_ONLY_FLAGS) for row in chosen]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(compile_again, asked))
-    defaults = {result["row"]: result for result in results[: len(chosen)]}
-    from_kept = {result["row"]: result for result in results[len(chosen) :]}
+        defaults = {result["row"]: result for result in pool.map(compile_again, chosen)}
     fast = compiled(main_job)
-    assert set(defaults) == set(from_kept) == set(AUTOTUNE_ROWS) and len(fast) == 9
+    assert set(defaults) == set(AUTOTUNE_ROWS) and len(fast) == 9
     for row, result in defaults.items():
         assert result["status"] == "ok", (row, result["message"])
         for compile_only in ("--xla_gpu_autotune_level=0", "--xla_gpu_cuda_data_dir="):
@@ -543,11 +530,3 @@ def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tabl
             assert compile_only not in result["flags"]
         assert result["memory"] == fast[row]["memory"], row
         assert result["hlo"]["host_buffer_bytes"] == fast[row]["hlo"]["host_buffer_bytes"], row
-    for row, result in from_kept.items():
-        assert result["status"] == "ok", (row, result["message"])
-        assert "--xla_gpu_kernel_cache_file=" in fast[row]["provenance"]["xla_flags"]
-        assert (result["memory"], result["hlo_sha256"], result["hlo"]) == (
-            fast[row]["memory"],
-            fast[row]["hlo_sha256"],
-            fast[row]["hlo"],
-        ), row

@@ -38,13 +38,10 @@ PREDICTED_DETAILS = (
     "ruled_out_precisions",
     "cross_checks",
 )
-# The validation stage's error tables, weak scaling, how far apart runs that differ only in their
-# replicas are, where the model is off, its calibrations, the rates the runs fit and how the runs
-# were compiled.
+# The validation stage's error tables, where the model is off, its calibrations, the rates the runs
+# fit and how the runs were compiled.
 VALIDATION_DETAILS = (
     "errors",
-    "weak_scaling",
-    "replica_spread",
     "where_off",
     "calibrations",
     "fitted_rates",

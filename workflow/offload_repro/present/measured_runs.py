@@ -1,6 +1,6 @@
 """The page's section on the step-time model against published runs measured elsewhere: each run's
-measured and predicted step, the error tables, the weak scaling and where the model is off, as the
-validation stage recorded them (nothing is computed here)."""
+measured and predicted step, the error tables and where the model is off, as the validation stage
+recorded them (nothing is computed here)."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def runs(observations: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def section(observations: pd.DataFrame, validation: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`validation`: the validation result's details in the evidence table (its error tables, weak
-    scaling, where the model is off, calibrations, how the runs were compiled, and its file)."""
+    """`validation`: the validation result's details in the evidence table (its error tables, where
+    the model is off, calibrations, how the runs were compiled, and its file)."""
     if validation is None:
         return None
     return {"runs": runs(observations), **validation}

@@ -9,7 +9,7 @@ ptxas, in a directory XLA is pointed at (`--xla_gpu_cuda_data_dir`), that answer
 with the real ptxas (the PTX that XLA emits depends on that version) and writes an empty image
 for each kernel. XLA finds everything else of CUDA (libdevice) where it did before.
 
-`workflow/scripts/machine_code_identity.py` compiles every row both ways: the memory analysis,
+`workflow/scripts/identity.py machine-code` compiles every row both ways: the memory analysis,
 the optimized HLO's digest and its summary are byte-identical. A slow test compiles two rows with
 the real ptxas and XLA's default autotuning against the main job's programs.
 """

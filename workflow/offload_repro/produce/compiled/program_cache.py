@@ -7,10 +7,9 @@ of everything that decides it, in `results/programs/<target>/<key>.json` (kind `
 grid of rows x targets and the capacity frontier's micro-batch points read the same cache: a
 policy's point at its row's micro batch is that row's program, compiled once.
 
-A program is compiled again when code that decides its key changes; XLA's kernels of each row's
-last compile are kept beside the programs (`produce/compiled/kernel_cache.py`), so that the mostly
-unchanged program generates little code again. No machine code is assembled for a compile-only
-GPU (`produce/compiled/assembler.py`): nothing read back depends on it.
+A program is compiled again when code that decides its key changes, each time from the start:
+XLA keeps no kernels between compiles. No machine code is assembled for a compile-only GPU
+(`produce/compiled/assembler.py`): nothing read back depends on it.
 """
 
 from __future__ import annotations
@@ -31,13 +30,13 @@ from offload_repro.core.maxtext_args import RAGGED_DOT_VARIABLE
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
 from offload_repro.core.results import ResultError, read_result, write_result
-from offload_repro.produce.compiled import assembler, kernel_cache
+from offload_repro.produce.compiled import assembler
 from offload_repro.produce.compiled.aot_compile import HLO_FILE, MEMORY_WARNING
 
 # A compile-only GPU gets nothing from autotuning: shard autotuning needs GPUs to share results
 # with, and autotune level 0 halves the compile while every row's memory analysis stays
-# byte-identical (workflow/scripts/autotune_identity.py compiles every row both ways to show it, and a
-# slow test holds it for one row of each kind; the program digest changes, since untuned fusions
+# byte-identical (`workflow/scripts/identity.py autotune` compiles every row both ways to show it, and
+# a slow test holds it for one row of each kind; the program digest changes, since untuned fusions
 # carry a default backend config).
 # XLA's CUB radix sort asks a GPU for its scratch size while compiling ("cudaErrorInvalidDevice"
 # without one); XLA's own sort takes its place in a compile-only program that sorts (a dropless MoE
@@ -66,7 +65,6 @@ PROFILE_MISSING = re.compile(r"Missing (\d+) instructions from the profile")
 # A row that turns the latency-hiding scheduler off gets no profile: XLA turns it on for any program
 # with one (gpu_hlo_schedule.cc, IsLHSEnabled).
 LHS_OFF = "--xla_gpu_enable_latency_hiding_scheduler=false"
-KERNELS_FILE = "xla-kernels.bin"  # a compile's private copy of its row's kept kernels, in its work directory
 # The GPU compiler plugin is pinned apart from the main lock.
 READS = ("envs/requirements-gpu-compile.lock",)
 
@@ -135,14 +133,12 @@ def compile_program(
     python: str = sys.executable,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     launcher: Launcher = run_subprocess,
-    kernels: Path | None = None,
     machine_code: bool = False,
     overrides: dict[str, Any] | None = None,
     latency_profile: Path | None = None,
 ) -> dict[str, Any]:
     """Run `offload_repro.produce.compiled.aot_compile` in a process of its own (started by `launcher`) with the
-    row's XLA_FLAGS; what XLA gave. `kernels`: where the row's kernels are kept
-    (produce/compiled/kernel_cache.py): the compile starts from them and, if it succeeds, replaces them.
+    row's XLA_FLAGS; what XLA gave.
     `machine_code`: assemble the kernels with the real ptxas rather than the stand-in
     (produce/compiled/assembler.py), to show that nothing read back changes. `overrides`: the row's
     `compile_overrides`, where the caller has them (they are not changed). `latency_profile`: a
@@ -159,9 +155,8 @@ def compile_program(
     description_path = work_dir / "target.txtpb"
     description_path.write_text(description, encoding="utf-8")
     flags = maxtext_args.xla_flags(row, list(compile_only_flags))
-    if kernels is not None:  # not part of the program key: it changes no byte of what is read back
-        flags += " " + kernel_cache.checkout(kernels, work_dir / KERNELS_FILE)
-    if not machine_code and (stand_in := assembler.stand_in(work_dir)):  # not in the key either
+    # the stand-in is not part of the program key: it changes no byte of what is read back
+    if not machine_code and (stand_in := assembler.stand_in(work_dir)):
         flags += " " + stand_in
     if latency_profile is not None:  # in the key by its content
         flags += f" {PROFILE_FLAG}={latency_profile.resolve()}"
@@ -187,8 +182,6 @@ def compile_program(
             None,
             compile_log,
         )
-    elif kernels is not None:  # only a compile that finished wrote its kernel file whole
-        kernel_cache.publish(work_dir / KERNELS_FILE, kernels)
     return {
         "key": key,
         "target": target.name,
@@ -269,10 +262,6 @@ def program_for(
     key = program_key(row, target, compile_only_flags, overrides, latency_profile)
     if programs is not None and (found := cached_program(row, target, programs, key)):
         return *found, True
-    kernels = None
-    if programs is not None:
-        description, versions = gpu.description(target), provenance.versions()
-        kernels = kernel_cache.kept_path(programs, row.id, description, versions, machine_code=False)
     program = compile_program(
         row,
         target,
@@ -281,7 +270,6 @@ def program_for(
         python,
         compile_only_flags,
         launcher,
-        kernels,
         overrides=overrides,
         latency_profile=latency_profile,
     )

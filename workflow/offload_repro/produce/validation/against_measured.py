@@ -14,8 +14,6 @@ over one rate, is the model to beat.
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -326,101 +324,6 @@ def band(entry: Measured, by_setting: list[float | None], speed: dict[str, Any])
     ]
 
 
-def predicted_steps(
-    measured: dict[str, Measured], pairs_of: dict[str, dict[str, list[dict[str, Any]]]]
-) -> dict[str, dict[str, float]]:
-    """Per model, run id -> the step calibration (a) predicts for it; the calibrating run's own is its
-    measured one, by construction."""
-    found = {}
-    for model, pairs in pairs_of.items():
-        steps = {p["predicted"]: p["predicted_step_s"] for p in pairs["smallest"]}
-        for p in pairs["smallest"]:
-            steps.setdefault(p["calibrated_on"], measured[p["calibrated_on"]].run.step_seconds)
-        found[model] = steps
-    return found
-
-
-def weak_scaling(measured: dict[str, Measured], steps_of: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    """Per source and precision: the measured rise of the step from the fewest to the most GPUs, and
-    the rise each model predicts under calibration (a) (`predicted_steps`)."""
-    found = []
-    by_source: dict[tuple[str, str], list[Measured]] = {}
-    for entry in measured.values():
-        by_source.setdefault((entry.run.source, entry.run.precision), []).append(entry)
-    for (source, precision), entries in sorted(by_source.items()):
-        first = min(entries, key=lambda e: e.run.gpus)
-        last = max(entries, key=lambda e: e.run.gpus)
-        if first is last:
-            continue
-        rise: dict[str, float | None] = {}
-        for model, steps in steps_of.items():
-            a, b = steps.get(first.run.id), steps.get(last.run.id)
-            rise[model] = b / a - 1 if a and b else None
-        found.append(
-            {
-                "source": source,
-                "precision": precision,
-                "from": {"run": first.run.id, "gpus": first.run.gpus, "measured_step_s": first.run.step_seconds},
-                "to": {"run": last.run.id, "gpus": last.run.gpus, "measured_step_s": last.run.step_seconds},
-                "measured_rise": last.run.step_seconds / first.run.step_seconds - 1,
-                "predicted_rise": rise,
-            }
-        )
-    return found
-
-
-# The settings that say how many data-parallel replicas a run has. Runs alike in everything else run
-# one per-device program but for the replicas' all-reduce of the gradients.
-REPLICA_SETTINGS = ("dcn_data_parallelism", "ici_data_parallelism")
-
-
-def replicas(run: MeasuredRun) -> int:
-    return math.prod(int(run.maxtext.get(setting) or 1) for setting in REPLICA_SETTINGS)
-
-
-def replica_sets(measured: dict[str, Measured]) -> list[list[Measured]]:
-    """The runs that differ only in their number of data-parallel replicas (their MaxText settings
-    but those, their XLA flags, environment and container the same), each set in order of GPUs."""
-    sets: dict[tuple[Any, ...], list[Measured]] = {}
-    for entry in measured.values():
-        run = entry.run
-        others = sorted((k, repr(v)) for k, v in run.maxtext.items() if k not in REPLICA_SETTINGS)
-        key = (run.source, run.target, run.model, run.precision, run.container, tuple(others), tuple(run.xla_flags))
-        sets.setdefault((*key, *sorted(run.environment.items())), []).append(entry)
-    return [sorted(found, key=lambda e: e.run.gpus) for _, found in sorted(sets.items()) if len(found) > 1]
-
-
-def replica_spread(measured: dict[str, Measured], steps_of: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    """Per set of runs that differ only in their data-parallel replicas (`replica_sets`): how far apart
-    their measured steps are (the largest over the smallest, less one), whether they move in the
-    order of the replicas, and how far apart each model predicts them under calibration (a)
-    (`predicted_steps`). What the measured steps do where the model's input barely changes bounds
-    what it can resolve."""
-    found = []
-    for entries in replica_sets(measured):
-        steps = [e.run.step_seconds for e in entries]
-        rising = all(b >= a for a, b in itertools.pairwise(steps))
-        falling = all(b <= a for a, b in itertools.pairwise(steps))
-        spread: dict[str, float | None] = {}
-        for model, predicted_of in steps_of.items():
-            predicted = [predicted_of.get(e.run.id) for e in entries]
-            spread[model] = max(predicted) / min(predicted) - 1 if all(predicted) else None
-        found.append(
-            {
-                "source": entries[0].run.source,
-                "precision": entries[0].run.precision,
-                "runs": [e.run.id for e in entries],
-                "gpus": [e.run.gpus for e in entries],
-                "replicas": [replicas(e.run) for e in entries],
-                "measured_step_s": steps,
-                "measured_spread": max(steps) / min(steps) - 1,
-                "in_order_of_replicas": rising or falling,
-                "predicted_spread": spread,
-            }
-        )
-    return found
-
-
 def where_off(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per GPU and precision, the run calibration (a) predicts worst, and the term of the step beside
     compute whose share differs most from that in the run it was calibrated on: where the model is
@@ -557,8 +460,8 @@ def profile_guided(
 ) -> dict[str, Any] | None:
     """The same runs, each compiled again with a profile of the model's own costs of its program
     (produce/validation/run_profiles.py), as the runs were scheduled with a profile recorded on the
-    cluster: the full model's and the simple model's errors under calibrations (a) and (b), the weak
-    scaling, and what XLA found of each program in the profile."""
+    cluster: the full model's and the simple model's errors under calibrations (a) and (b), and what
+    XLA found of each program in the profile."""
     measured, failed = read_measured(runs, profiled, speed)
     if not measured:
         return None
@@ -566,7 +469,6 @@ def profile_guided(
     pairs_of = {name: by_calibration(measured, speed, free) for name, free in chosen}
     return {
         "errors": errors_by_model(pairs_of, measured),
-        "weak_scaling": weak_scaling(measured, predicted_steps(measured, pairs_of)),
         "matched": {
             run_id: (result.get("latency_profile") or {}).get("matched") for run_id, result in profiled.items()
         },
@@ -590,7 +492,6 @@ def validate_model(
         raise DataError("no measured run compiled and fits: nothing to validate the model against")
     full = MODELS[-1][0]
     pairs_of = {name: by_calibration(measured, speed, free) for name, free in MODELS}
-    steps_of = predicted_steps(measured, pairs_of)
     recorded = validation["calibrations"]["across_hardware"].get("recorded_error")
     carried = (
         across_hardware(measured, speed, source, calibration_target, recorded) if source and calibration_target else {}
@@ -632,8 +533,6 @@ def validate_model(
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
         "real_hardware_error": real_hardware_errors(pairs_of[full]["every_run"], rows, validation["kinds"]),
-        "weak_scaling": weak_scaling(measured, steps_of),
-        "replica_spread": replica_spread(measured, steps_of),
         "fitted_rates": fitted_rates(smallest, fitted, carried, speed),
         "where_off": where_off(rows),
         "settings": [list(setting) for setting in settings(speed)],
