@@ -258,21 +258,11 @@ def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
 
 def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
     rates = step_model.Rates(flops_per_s=1e12, to_host_bytes_per_s=1e9, from_host_bytes_per_s=1e9)
-    hidden = {
-        "main": [
-            Event("start", channel="to_host", bytes=int(4e9), key="c"),
-            Event("compute", flops=int(10e12)),
-            Event("done", key="c"),
-        ]
-    }
+    copy, done = Event("start", channel="to_host", bytes=int(4e9), key="c"), Event("done", key="c")
+    ten_seconds = Event("compute", flops=int(10e12))
+    hidden = {"main": [copy, ten_seconds, done]}
     assert step_model.step_seconds(hidden, "main", rates) == pytest.approx(10)  # 4 s copy under 10 s compute
-    exposed = {
-        "main": [
-            Event("compute", flops=int(10e12)),
-            Event("start", channel="to_host", bytes=int(4e9), key="c"),
-            Event("done", key="c"),
-        ]
-    }
+    exposed = {"main": [ten_seconds, copy, done]}
     assert step_model.breakdown(exposed, "main", rates) == pytest.approx(
         {
             "step_s": 14,
@@ -285,11 +275,7 @@ def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
     )
     # a loop of 5: each iteration awaits the copy the one before started, starts the next, computes
     # for 2 s (pipelined): a 3 s copy sets the pace, a 0.3 s one hides
-    body = [
-        Event("done", key="c"),
-        Event("start", channel="from_host", bytes=int(3e9), key="c"),
-        Event("compute", flops=int(2e12)),
-    ]
+    body = [done, Event("start", channel="from_host", bytes=int(3e9), key="c"), Event("compute", flops=int(2e12))]
     looped = {"main": [Event("loop", body="layer", times=5)], "layer": body}
     assert step_model.step_seconds(looped, "main", rates) == pytest.approx(5 * 3)
     assert step_model.step_seconds(
