@@ -3,8 +3,8 @@
 The test modules sit in folders named after the package folder they test (tests/core/ tests
 offload_repro/core/). pytest imports them in its default `prepend` mode, by file name, with no
 __init__.py: every test module's name is unique across tests/. This file's folder is on sys.path,
-so test modules import REPO, FIXTURES and require from `conftest`, and the helpers beside it
-(workflow_copy, report_page) by name."""
+so test modules import REPO, FIXTURES, the fixture results' paths and require from `conftest`, and
+the helpers beside it (workflow_copy, report_page) by name."""
 
 from __future__ import annotations
 
@@ -17,10 +17,16 @@ from pathlib import Path
 import pytest
 
 from offload_repro.core.data import load_rows
+from offload_repro.core.results import read_result
+from offload_repro.judge.claims import load_claims
 
 REPO = Path(__file__).resolve().parents[1]  # the checkout
 FIXTURES = REPO / "tests" / "fixtures"  # small real result files, logs and HLO (fixtures/README.md)
 TABLES = sorted(str(p) for p in (REPO / "experiments" / "rows").glob("*.yaml"))
+CLAIMS = REPO / "experiments" / "claims.yaml"
+RESULTS = FIXTURES / "results"  # real result files of this workflow
+COMPILED = sorted((RESULTS / "compiled" / "gb200-nvl72").glob("*.json"))  # real compiles for GB200
+PREDICTED = RESULTS / "predicted" / "gb200-nvl72.json"  # a real GB200 prediction of five compiled rows
 
 
 def require(program: str) -> None:
@@ -65,6 +71,23 @@ def tables() -> list[str]:
 def rows(tables) -> dict:
     """The rows of the tables, by id."""
     return {row.id: row for row in load_rows(tables)}
+
+
+@pytest.fixture(scope="module")
+def claims() -> list[dict]:
+    """The claims of experiments/claims.yaml, in its order."""
+    return load_claims(CLAIMS)
+
+
+@pytest.fixture(scope="module")
+def claim_by_id(claims) -> dict[str, dict]:
+    return {claim["id"]: claim for claim in claims}
+
+
+@pytest.fixture(scope="module")
+def gb200_prediction() -> dict:
+    """The real GB200 prediction (PREDICTED), read and checked against its schema once per module."""
+    return read_result(PREDICTED, "predicted")
 
 
 @pytest.fixture(scope="session")

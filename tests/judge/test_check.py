@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import copy
 import json
+from functools import reduce
+from operator import getitem
 
 import pytest
 import yaml
 
-from conftest import FIXTURES, REPO
-from offload_repro.core.data import DataError, hardware_classes, load_rows, load_target
+from conftest import CLAIMS, PREDICTED, REPO, RESULTS
+from offload_repro.core.data import DataError, hardware_classes, load_target
 from offload_repro.core.measured_elsewhere import load_validation
-from offload_repro.core.results import read_result, write_result
+from offload_repro.core.results import write_result
 from offload_repro.judge.check_types import CHECKS, within
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import observe_files
@@ -28,17 +30,6 @@ from offload_repro.produce.validation.against_measured import (
 )
 from offload_repro.produce.whatif.capacity_frontier import load_policies
 
-CLAIMS = REPO / "experiments" / "claims.yaml"
-
-
-@pytest.fixture(scope="module")
-def claims():
-    return load_claims(CLAIMS)
-
-
-def by_id(results):
-    return {claim["id"]: claim for claim in results["claims"]}
-
 
 def test_every_published_statement_is_a_claim(claims):
     ids = {claim["id"] for claim in claims}
@@ -54,19 +45,18 @@ def test_every_published_statement_is_a_claim(claims):
             assert tolerance is None or tolerance["reason"]
 
 
-def test_claims_refer_to_rows_and_frontier_policies_that_exist(claims, tables):
-    row_ids = {row.id for row in load_rows(tables)}
+def test_claims_refer_to_rows_and_frontier_policies_that_exist(claims, rows):
     policy_ids = {policy["id"] for policy in load_policies()["policies"]}
     assert any(claim["check"].get("rows") for claim in claims)
     assert any(claim["check"].get("policies") for claim in claims)
     for claim in claims:
-        assert set(claim["check"].get("rows", [])) <= row_ids, claim["id"]
+        assert set(claim["check"].get("rows", [])) <= set(rows), claim["id"]
         assert set(claim["check"].get("policies", [])) <= policy_ids, claim["id"]
 
 
-def test_frontier_contrast_claims(claims):
-    device = next(c for c in claims if c["id"] == "deepseek-device-save-frontier-below-8")
-    offload = next(c for c in claims if c["id"] == "deepseek-offload-frontier-reaches-8")
+def test_frontier_contrast_claims(claim_by_id):
+    device = claim_by_id["deepseek-device-save-frontier-below-8"]
+    offload = claim_by_id["deepseek-offload-frontier-reaches-8"]
 
     def frontier(policy, largest):
         return full_scale({}, kind="compiled", policies={policy: ok(largest_fitting_micro_batch=largest)})
@@ -80,27 +70,25 @@ def test_frontier_contrast_claims(claims):
 
 
 @pytest.fixture(scope="module")
-def analytic_views(tables, tmp_path_factory):
+def analytic_views(rows, tmp_path_factory):
     """Analytic evidence as the workflow builds it: the producer's file, read into the evidence table."""
     path = tmp_path_factory.mktemp("analytic") / "analytic.json"
-    write_accounting(load_rows(tables), str(path))
+    write_accounting(list(rows.values()), str(path))
     observations, _, _ = observe_files([path])
     return views([o.record() for o in observations], {})
 
 
 def test_llama_accounting_passes_from_maxtext_configs(claims, analytic_views):
-    results = by_id(check_claims(claims, analytic_views, hardware_classes()))
+    results = {claim["id"]: claim for claim in check_claims(claims, analytic_views, hardware_classes())["claims"]}
     for claim_id, value in [
         ("llama-qkv-mib-per-layer", 576),
         ("llama-query-mib-per-layer", 512),
         ("llama-key-mib-per-layer", 32),
         ("llama-value-mib-per-layer", 32),
+        ("llama-qkv-host-gib", 70.875),  # 126 x 576 MiB, exactly
     ]:
         assert results[claim_id]["verdict"] == "pass"
         assert results[claim_id]["judgements"][0]["observed"] == value
-    host = results["llama-qkv-host-gib"]
-    assert host["verdict"] == "pass"
-    assert host["judgements"][0]["observed"] == 70.875  # 126 x 576 MiB, exactly
 
 
 QUALIFYING = {"source-hardware": ["gb200-nvl72"], "full-scale-gpu": ["gb200-nvl72", "vr-nvl144"]}
@@ -111,8 +99,8 @@ def judge(claim, evidence, rule=None):
     return judge_one(claim, rule or claim["judged_by"][0], [evidence], QUALIFYING)
 
 
-def test_throughput_on_cpu_is_not_comparable_naming_the_target_that_would_judge_it(claims):
-    claim = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
+def test_throughput_on_cpu_is_not_comparable_naming_the_target_that_would_judge_it(claim_by_id):
+    claim = claim_by_id["deepseek-optimized-throughput"]
     rows = {"deepseek-offload-optimized": {"status": "ok", "message": None, "tflops_per_device": 0.01}}
     judgement = judge(claim, EvidenceView("measured", "cpu", "1 CPU, scaled-down models", rows=rows))
     assert judgement["verdict"] == "not-comparable"
@@ -135,16 +123,16 @@ def throughputs(tflops: dict, **view) -> EvidenceView:
     return full_scale({row: ok(tflops_per_device=value) for row, value in tflops.items()}, **view)
 
 
-def test_value_within_and_outside_tolerance(claims):
-    claim = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
+def test_value_within_and_outside_tolerance(claim_by_id):
+    claim = claim_by_id["deepseek-optimized-throughput"]
     near = judge(claim, throughputs({"deepseek-offload-optimized": 900.0}))
     far = judge(claim, throughputs({"deepseek-offload-optimized": 700.0}))
     assert near["verdict"] == "pass" and near["deviation"] == pytest.approx(-8.2)
     assert far["verdict"] == "fail" and far["relative_deviation"] == pytest.approx(-0.2292, abs=1e-4)
 
 
-def test_ratio_relation(claims):
-    claim = next(c for c in claims if c["id"] == "deepseek-optimized-vs-remat")
+def test_ratio_relation(claim_by_id):
+    claim = claim_by_id["deepseek-optimized-vs-remat"]
     judgement = judge(claim, throughputs({"deepseek-offload-optimized": 908.2, "deepseek-remat": 578.5}))
     assert judgement["verdict"] == "pass" and judgement["observed"] == pytest.approx(0.5699, abs=1e-4)
 
@@ -158,31 +146,31 @@ LLAMA_TFLOPS = {
 }
 
 
-def test_fastest_and_slowest(claims):
-    fastest = next(c for c in claims if c["id"] == "llama-lhs-without-pipelining-fastest")
+def test_fastest_and_slowest(claim_by_id):
+    fastest = claim_by_id["llama-lhs-without-pipelining-fastest"]
     assert judge(fastest, throughputs(LLAMA_TFLOPS, target="vr-nvl144"))["verdict"] == "pass"
     faster = LLAMA_TFLOPS | {"llama-qkv-offload-lhs-pipelined": 2800}
     judgement = judge(fastest, throughputs(faster, target="vr-nvl144"))
     assert judgement["verdict"] == "fail" and judgement["observed"] == "llama-qkv-offload-lhs-pipelined"
 
 
-def test_outcomes_and_an_oom_where_a_number_was_expected(claims):
-    oom_claim = next(c for c in claims if c["id"] == "deepseek-device-save-oom-mb8")
+def test_outcomes_and_an_oom_where_a_number_was_expected(claim_by_id):
+    oom_claim = claim_by_id["deepseek-device-save-oom-mb8"]
     oom_row = {"deepseek-device-mb8": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
     assert judge(oom_claim, full_scale(oom_row))["verdict"] == "pass"
-    fits_claim = next(c for c in claims if c["id"] == "deepseek-device-save-fits-mb2")
+    fits_claim = claim_by_id["deepseek-device-save-fits-mb2"]
     compiled = next(rule for rule in fits_claim["judged_by"] if rule["evidence"] == "compiled")
     missed = {"deepseek-device-mb2": ok(outcome="oom", device_gib=169.9, allocator_limit_gib=169.6)}
     judged = judge(fits_claim, full_scale(missed, kind="compiled"), compiled)
     assert (judged["verdict"], judged["needs_gib"], judged["limit_gib"]) == ("fail", 169.9, 169.6)
-    speed = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
+    speed = claim_by_id["deepseek-optimized-throughput"]
     row = {"deepseek-offload-optimized": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
     judgement = judge(speed, full_scale(row))
     assert judgement["verdict"] == "fail" and "ran out of memory" in judgement["reason"]
 
 
-def test_errors_and_missing_rows(claims):
-    claim = next(c for c in claims if c["id"] == "llama-baseline-throughput")
+def test_errors_and_missing_rows(claim_by_id):
+    claim = claim_by_id["llama-baseline-throughput"]
     errored = full_scale({"llama-baseline": {"status": "error", "message": "NCCL timeout"}})
     assert judge(claim, errored) == {
         "evidence": "measured",
@@ -198,10 +186,10 @@ def test_errors_and_missing_rows(claims):
     assert nothing["verdict"] == "not-comparable" and nothing["reason"] == "no measured evidence in this run"
 
 
-def test_compiled_memory_tolerance_is_widened_below_the_published_value_only(claims):
+def test_compiled_memory_tolerance_is_widened_below_the_published_value_only(claim_by_id):
     """A static analysis misses buffers, so its figure can only be low: 15% below 165.2 GiB passes,
     and above it only the runtime 5% does (the gap is stated either way)."""
-    claim = next(c for c in claims if c["id"] == "deepseek-optimized-gpu-memory")
+    claim = claim_by_id["deepseek-optimized-gpu-memory"]
     rule = next(r for r in claim["judged_by"] if r["evidence"] == "compiled")
 
     def compiled(gib: float) -> dict:
@@ -216,11 +204,20 @@ def test_compiled_memory_tolerance_is_widened_below_the_published_value_only(cla
     assert tolerance_text(high["tolerance"]) == "+5% / \u221215%"
 
 
-def test_overall_verdict_precedence():
-    assert overall([{"verdict": "pass"}, {"verdict": "not-comparable"}]) == "pass"
-    assert overall([{"verdict": "pass"}, {"verdict": "fail"}]) == "fail"
-    assert overall([{"verdict": "fail"}, {"verdict": "error"}]) == "error"
-    assert overall([{"verdict": "not-comparable"}]) == "not-comparable"
+@pytest.mark.parametrize(
+    ("judgements", "verdict"),
+    [
+        ([("measured", "pass"), ("compiled", "not-comparable")], "pass"),
+        ([("measured", "pass"), ("compiled", "fail")], "fail"),
+        ([("measured", "fail"), ("compiled", "error")], "error"),
+        ([("measured", "not-comparable")], "not-comparable"),
+        # a prediction never overrides measured evidence: it decides only where nothing else does
+        ([("measured", "pass"), ("predicted", "fail")], "pass"),
+        ([("measured", "not-comparable"), ("predicted", "fail")], "fail"),
+    ],
+)
+def test_the_overall_verdict_is_the_gravest_judgement_and_a_prediction_never_overrides_evidence(judgements, verdict):
+    assert overall([{"evidence": evidence, "verdict": v} for evidence, v in judgements]) == verdict
 
 
 def test_tolerances():
@@ -234,27 +231,41 @@ def test_every_check_type_the_schema_allows_has_one_function():
     assert list(CHECKS) == types
 
 
-def test_malformed_claims_name_the_field(tmp_path):
+@pytest.mark.parametrize(
+    ("claim_id", "where", "value", "says"),
+    [
+        ("deepseek-optimized-throughput", ("check", "type"), "roughly", r"field 'check\.type'"),
+        (
+            "llama-qkv-lhs-throughput",
+            ("judged_by", 0, "evidence"),
+            "rumoured",
+            r"field 'judged_by.evidence': 'rumoured'",
+        ),
+        # a claim's metric must be one the evidence table holds (judge/metric_names.py)
+        ("llama-qkv-host-gib", ("judged_by", 0, "metric"), "host_memory_gib", r"field 'judged_by\[0\]\.metric'"),
+    ],
+)
+def test_a_malformed_claim_is_refused_naming_its_file_number_id_and_field(tmp_path, claim_id, where, value, says):
     data = yaml.safe_load(CLAIMS.read_text())
-    data["claims"][0]["check"]["type"] = "roughly"
+    number, claim = next((n, c) for n, c in enumerate(data["claims"], 1) if c["id"] == claim_id)
+    *parents, field = where
+    reduce(getitem, parents, claim)[field] = value
     path = tmp_path / "claims.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(
-        DataError, match=r"claims\.yaml: claim 1 \(id 'deepseek-optimized-throughput'\), field 'check\.type'"
-    ):
+    with pytest.raises(DataError, match=rf"claims\.yaml: claim {number} \(id '{claim_id}'\), {says}"):
         load_claims(path)
 
 
-def test_a_new_gpu_judges_directions_but_not_absolute_numbers(claims):
-    speed = next(c for c in claims if c["id"] == "deepseek-optimized-throughput")
-    direction = next(c for c in claims if c["id"] == "deepseek-optimized-faster-than-remat")
+def test_a_new_gpu_judges_directions_but_not_absolute_numbers(claim_by_id):
+    speed = claim_by_id["deepseek-optimized-throughput"]
+    direction = claim_by_id["deepseek-optimized-faster-than-remat"]
     rubin = throughputs({"deepseek-offload-optimized": 1500.0, "deepseek-remat": 900.0}, target="vr-nvl144")
     assert judge(speed, rubin)["verdict"] == "not-comparable"
     assert judge(direction, rubin)["verdict"] == "pass"
 
 
-def test_host_buffers_must_equal_the_analytic_offload_on_every_row(claims):
-    claim = next(c for c in claims if c["id"] == "host-buffers-equal-analytic-offload")
+def test_host_buffers_must_equal_the_analytic_offload_on_every_row(claim_by_id):
+    claim = claim_by_id["host-buffers-equal-analytic-offload"]
     rows = {row: ok(host_buffer_gib=1.5, expected_host_buffer_gib=1.5) for row in claim["check"]["rows"]}
     compiled = EvidenceView("compiled", "h200-1", "H200 compile", judges=("single-gpu",), rows=rows)
     assert judge(claim, compiled)["verdict"] == "pass"  # hardware: any
@@ -263,8 +274,8 @@ def test_host_buffers_must_equal_the_analytic_offload_on_every_row(claims):
     assert failed["verdict"] == "fail" and "llama-qkv-offload-lhs 0.0 vs 70.875" in failed["reason"]
 
 
-def test_rows_differing_only_in_flags_must_compile_to_different_programs(claims):
-    claim = next(c for c in claims if c["id"] == "llama-flags-change-the-program")
+def test_rows_differing_only_in_flags_must_compile_to_different_programs(claim_by_id):
+    claim = claim_by_id["llama-flags-change-the-program"]
     rows = dict(zip(claim["check"]["rows"], ["a", "b", "c"], strict=True))
     evidence = full_scale({row: ok(hlo_sha256=d) for row, d in rows.items()}, kind="compiled")
     assert judge(claim, evidence)["verdict"] == "pass"
@@ -298,38 +309,27 @@ def test_views_group_observations_by_evidence_and_target():
     assert found[("analytic", None)].rows["r"]["offloaded_gib"] == 70.875
 
 
-def test_a_view_reads_each_predicted_row_from_the_result_file_its_observations_name(tmp_path):
+def test_a_view_reads_each_predicted_row_from_the_result_file_its_observations_name(tmp_path, gb200_prediction):
     """The sensitivity stage mixes rows an alternative predicted with the default's rows: each row's
     calibrations, settings and leave-one-out errors are those of its own file, each file read once."""
-    default = FIXTURES / "results/predicted/gb200-nvl72.json"
-    result = read_result(default, "predicted")
-    other = copy.deepcopy(result)
+    other = copy.deepcopy(gb200_prediction)
     for row in other["rows"]:
         row["by_calibration"] = {on: [2 * v for v in values] for on, values in row.get("by_calibration", {}).items()}
     alternative = tmp_path / "alternative.json"
     write_result(alternative, "predicted", other)
-    mixed = [o for o in predicted_observations(result, str(default)) if o.row.startswith("llama")]
+    mixed = [o for o in predicted_observations(gb200_prediction, str(PREDICTED)) if o.row.startswith("llama")]
     mixed += [o for o in predicted_observations(other, str(alternative)) if o.row.startswith("deepseek")]
     (view,) = views([o.record() for o in mixed], {"gb200-nvl72": load_target("gb200-nvl72")})
-    chosen = predictions(result) | {r: p for r, p in predictions(other).items() if r.startswith("deepseek")}
-    assert view.predicted == chosen and view.predicted != predictions(result)
+    chosen = predictions(gb200_prediction) | {r: p for r, p in predictions(other).items() if r.startswith("deepseek")}
+    assert view.predicted == chosen and view.predicted != predictions(gb200_prediction)
 
 
-def test_the_summary_names_the_strongest_deciding_judgement(claims, analytic_views):
-    claim = next(c for c in claims if c["id"] == "llama-qkv-host-gib")
+def test_the_summary_names_the_strongest_deciding_judgement(claim_by_id, analytic_views):
+    claim = claim_by_id["llama-qkv-host-gib"]
     compiled = full_scale({"llama-qkv-offload-lhs": ok(host_gib=70.875)}, kind="compiled")
     result = check_claims([claim], [*analytic_views, compiled], QUALIFYING)["claims"][0]
     assert result["verdict"] == "pass" and result["summary"]["evidence"] == "compiled"
     assert result["summary"]["observed"] == 70.875
-
-
-def test_unknown_evidence_kind_in_claims_names_the_claim(tmp_path):
-    data = yaml.safe_load(CLAIMS.read_text())
-    data["claims"][2]["judged_by"][0]["evidence"] = "rumoured"
-    path = tmp_path / "claims.yaml"
-    path.write_text(yaml.safe_dump(data))
-    with pytest.raises(DataError, match=r"claim 3 \(id '[a-z0-9-]+'\), field 'judged_by.evidence': 'rumoured'"):
-        load_claims(path)
 
 
 def repeated(low, high, n=3, metric="tflops_per_device"):
@@ -337,8 +337,8 @@ def repeated(low, high, n=3, metric="tflops_per_device"):
     return {metric: {"low": low, "high": high, "n": n}}
 
 
-def test_a_spread_wider_than_the_tolerance_is_noted(claims):
-    claim = next(c for c in claims if c["id"] == "llama-qkv-lhs-throughput")  # ±5%
+def test_a_spread_wider_than_the_tolerance_is_noted(claim_by_id):
+    claim = claim_by_id["llama-qkv-lhs-throughput"]  # ±5%
     rows = {"llama-qkv-offload-lhs": 2746.3}
     narrow = judge(claim, throughputs(rows, spreads={"llama-qkv-offload-lhs": repeated(2716.1, 2760.4)}))
     assert narrow["verdict"] == "pass" and "note" not in narrow
@@ -350,8 +350,8 @@ def test_a_spread_wider_than_the_tolerance_is_noted(claims):
     assert "note" not in single and "observed_spread" not in single
 
 
-def test_a_ratio_notes_the_side_whose_spread_moves_it_past_the_tolerance(claims):
-    claim = next(c for c in claims if c["id"] == "deepseek-optimized-vs-remat")  # ±0.05 on the ratio
+def test_a_ratio_notes_the_side_whose_spread_moves_it_past_the_tolerance(claim_by_id):
+    claim = claim_by_id["deepseek-optimized-vs-remat"]  # ±0.05 on the ratio
     rows = {"deepseek-offload-optimized": 908.2, "deepseek-remat": 578.5}
     spreads = {"deepseek-offload-optimized": repeated(889.6, 925.3), "deepseek-remat": repeated(575.0, 582.1)}
     judgement = judge(claim, throughputs(rows, spreads=spreads))
@@ -367,8 +367,8 @@ def test_a_ratio_notes_the_side_whose_spread_moves_it_past_the_tolerance(claims)
     assert "note" not in judge(claim, throughputs(rows, spreads=spreads))
 
 
-def test_an_absolute_tolerance_compares_the_width_itself(claims):
-    claim = next(c for c in claims if c["id"] == "llama-qkv-lhs-vs-baseline")  # ±0.01 on the ratio
+def test_an_absolute_tolerance_compares_the_width_itself(claim_by_id):
+    claim = claim_by_id["llama-qkv-lhs-vs-baseline"]  # ±0.01 on the ratio
     rows = {"llama-qkv-offload-lhs": 2746.0, "llama-baseline": 2669.0}
     judgement = judge(claim, throughputs(rows, spreads={"llama-baseline": repeated(2650.0, 2690.0, n=2)}))
     assert judgement["note"].startswith("llama-baseline: spread of 2 repeats 2,650\u20132,690 (1.5%) moves the ratio")
@@ -377,8 +377,8 @@ def test_an_absolute_tolerance_compares_the_width_itself(claims):
     assert noted["note"] == "spread of 3 repeats 2,720\u20132,750 (30) is wider than the tolerance (±20)"
 
 
-def test_orderings_note_overlapping_spreads(claims):
-    direction = next(c for c in claims if c["id"] == "deepseek-optimized-faster-than-remat")
+def test_orderings_note_overlapping_spreads(claim_by_id):
+    direction = claim_by_id["deepseek-optimized-faster-than-remat"]
     rows = {"deepseek-offload-optimized": 1500.0, "deepseek-remat": 1480.0}
     spreads = {"deepseek-offload-optimized": repeated(1460.0, 1530.0), "deepseek-remat": repeated(1450.0, 1490.0)}
     judgement = judge(direction, throughputs(rows, target="vr-nvl144", spreads=spreads))
@@ -390,14 +390,14 @@ def test_orderings_note_overlapping_spreads(claims):
     apart = {"deepseek-offload-optimized": repeated(1495.0, 1510.0)}
     assert "note" not in judge(direction, throughputs(rows, target="vr-nvl144", spreads=apart))
 
-    fastest = next(c for c in claims if c["id"] == "llama-lhs-without-pipelining-fastest")
+    fastest = claim_by_id["llama-lhs-without-pipelining-fastest"]
     spreads = {"llama-qkv-offload-lhs": repeated(2701.0, 2760.0)}
     judgement = judge(fastest, throughputs(LLAMA_TFLOPS, target="vr-nvl144", spreads=spreads))
     assert judgement["verdict"] == "pass" and "llama-qkv-offload-lhs-pipelined 2,718;" in judgement["note"]
     assert "llama-baseline" not in judgement["note"]
 
 
-def test_views_keep_the_spread_of_repeated_values_and_the_summary_shows_it(claims):
+def test_views_keep_the_spread_of_repeated_values_and_the_summary_shows_it(claim_by_id):
     def obs(row, value, **spread):
         return observation(row, "tflops_per_device", value, **spread)
 
@@ -408,18 +408,23 @@ def test_views_keep_the_spread_of_repeated_values_and_the_summary_shows_it(claim
     ]
     (view,) = views(observations, {"gb200-nvl72": load_target("gb200-nvl72")})
     assert view.spreads == {"llama-qkv-offload-lhs": repeated(2590.0, 2905.0)}
-    claim = next(c for c in claims if c["id"] == "llama-qkv-lhs-throughput")
+    claim = claim_by_id["llama-qkv-lhs-throughput"]
     summary = check_claims([claim], [view], QUALIFYING)["claims"][0]["summary"]
     assert summary["observed"] == 2746.3 and summary["observed_spread"] == {"low": 2590.0, "high": 2905.0, "n": 3}
     assert "is wider than the tolerance" in summary["note"]
 
 
-def test_a_predicted_band_takes_the_larger_of_the_source_rows_error_and_that_of_real_hardware():
-    recorded = {"throughput_error": 0.07, "pairs": 2, "worst": "b from a", "recorded_from": "a result"}
-    kinds = {
-        "llama": {"families": ["llama"], "what": "dense", "recorded_error": recorded},
+def claim_kinds(dense_error: dict) -> dict:
+    """experiments/validation.yaml's kinds of claim: the dense kind with `dense_error` recorded on
+    real GPUs, the MoE kind with none."""
+    return {
+        "llama": {"families": ["llama"], "what": "dense", "recorded_error": dense_error},
         "deepseek": {"families": ["deepseek"], "what": "MoE", "recorded_error": None},
     }
+
+
+def test_a_predicted_band_takes_the_larger_of_the_source_rows_error_and_that_of_real_hardware():
+    kinds = claim_kinds({"throughput_error": 0.07, "pairs": 2, "worst": "b from a", "recorded_from": "a result"})
     real = real_hardware_error("llama", kinds)
     assert real[0] == 0.07 and "2 predictions of dense runs measured on real GPUs" in real[1]
     chosen, why, source = larger_error((0.03, "±3.0%, own"), real)
@@ -435,15 +440,17 @@ def test_a_predicted_band_takes_the_larger_of_the_source_rows_error_and_that_of_
     assert larger_error((None, "unmeasured"), real) == (None, "unmeasured", "unmeasured")
 
 
+VALIDATION = json.loads((RESULTS / "validation/model.json").read_text())  # the stage's real result
+
+
 def test_the_recorded_error_on_real_gpus_is_what_the_validation_stage_computes():
     """Every run judges with the error experiments/validation.yaml records, so that a run without
     the validation stage judges as one with it; the record is the stage's own arithmetic on its real
     result (the 22 H100 runs), converted from step time to throughput: the worst pair's step is
     17.8% short, so its throughput is 21.6% high, not 17.8% (nor the 20.4% of the largest step error)."""
-    result = json.loads((REPO / "tests/fixtures/results/validation/model.json").read_text())
     kinds = load_validation()["kinds"]
-    computed = real_hardware_errors(result["pairs"]["every_run"], result["runs"], kinds)
-    assert computed == result["real_hardware_error"]
+    computed = real_hardware_errors(VALIDATION["pairs"]["every_run"], VALIDATION["runs"], kinds)
+    assert computed == VALIDATION["real_hardware_error"]
     for name, kind in kinds.items():
         recorded, found = kind["recorded_error"], computed[name]
         assert (recorded is None) == (found is None), name
@@ -454,16 +461,12 @@ def test_the_recorded_error_on_real_gpus_is_what_the_validation_stage_computes()
     assert worst["step_error"] == pytest.approx(-0.1777, abs=1e-4)
     assert worst["throughput_error"] == pytest.approx(0.2160, abs=1e-4)
     # a physical bound: the largest step error over the same pairs is smaller than the throughput error
-    steps = [abs(pair["error"]) for pair in result["pairs"]["every_run"]]
+    steps = [abs(pair["error"]) for pair in VALIDATION["pairs"]["every_run"]]
     assert max(steps) < computed["llama"]["throughput_error"] < 1
 
 
 def test_a_validation_stage_that_computes_another_error_than_recorded_names_the_value_to_record():
-    recorded = {"throughput_error": 0.216, "pairs": 100, "worst": "w", "recorded_from": "r"}
-    kinds = {
-        "llama": {"families": ["llama"], "what": "dense", "recorded_error": recorded},
-        "deepseek": {"families": ["deepseek"], "what": "MoE", "recorded_error": None},
-    }
+    kinds = claim_kinds({"throughput_error": 0.216, "pairs": 100, "worst": "w", "recorded_from": "r"})
     same = {"llama": {"throughput_error": 0.21604, "pairs": 100}, "deepseek": None}
     assert unrecorded(same, kinds, "experiments/validation.yaml") == []
     moved = {"llama": {"throughput_error": 0.25, "pairs": 104}, "deepseek": {"throughput_error": 0.3, "pairs": 2}}
@@ -493,15 +496,15 @@ def test_the_counts_are_the_sources_claims_and_this_reproductions_own_checks_are
         "not-comparable": len(checks),
         "error": 0,
     }
+    assert results["counts_by_evidence"] == {}  # no evidence decided anything
 
 
 def test_the_error_across_hardware_every_whatif_prediction_takes_is_the_stages_real_result():
     """experiments/validation.yaml records the error of GB200's calibration carried to the runs measured
     on H100 as the validation stage computed it (its real result kept as a fixture); a stage that
     computes another names the field and the value to record."""
-    result = json.loads((REPO / "tests/fixtures/results/validation/model.json").read_text())
     recorded = load_validation()["calibrations"]["across_hardware"]["recorded_error"]
-    computed = result["errors"]["across_hardware"]
+    computed = VALIDATION["errors"]["across_hardware"]
     assert unrecorded_across_hardware(computed, recorded, "experiments/validation.yaml") == []
     assert recorded["pairs"] == computed["pairs"] == 22
     moved = computed | {"largest_abs": 0.5}

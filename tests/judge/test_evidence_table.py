@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import COMPILED, FIXTURES, RESULTS
 from offload_repro.core.failure import failure_of
 from offload_repro.core.results import ResultError
 from offload_repro.judge.evidence_table import build, observe_files
 from offload_repro.present.lookup import frame
 
-RESULTS = FIXTURES / "results"
 RUN = RESULTS / "cpu/runs/llama-qkv-offload-lhs.json"
-COMPILED = RESULTS / "compiled/gb200-nvl72"
+RUN_RESULT = json.loads(RUN.read_text())
 PROBE = RESULTS / "h200-1/probe.json"
+AS_RUN = RESULTS / "compiled/as-run/llama-baseline.json"  # planned within the memory a run gives XLA
 
 
 def observed(*paths):
@@ -24,9 +24,15 @@ def observed(*paths):
     return table, sources
 
 
+@pytest.fixture(scope="module")
+def compiles() -> dict:
+    """The observations of every compile fixture (one row each), by (row, evidence, metric, at)."""
+    return observed(*COMPILED, AS_RUN)[0]
+
+
 def test_a_run_gives_its_status_throughput_and_every_steps_loss():
     table, sources = observed(RUN)
-    run = json.loads(RUN.read_text())
+    run = RUN_RESULT
     key = ("llama-qkv-offload-lhs", "measured")
     assert table[(*key, "status", None)].value == "ok" and table[(*key, "outcome", None)].value == "fits"
     assert table[(*key, "tflops_per_device", None)].value == run["tflops_per_device"]
@@ -40,8 +46,7 @@ def test_a_run_gives_its_status_throughput_and_every_steps_loss():
 def test_a_failed_run_is_an_observation_with_its_cause(tmp_path):
     log = FIXTURES / "failures/exception.train.log"  # a real MaxText failure
     cause = failure_of(1, log.read_text(), "train.log")
-    run = json.loads(RUN.read_text())
-    run.update(status="error", message=cause.cause, tflops_per_device=None, step_time_s=None, losses=[])
+    run = RUN_RESULT | dict(status="error", message=cause.cause, tflops_per_device=None, step_time_s=None, losses=[])
     path = tmp_path / "run.json"
     path.write_text(json.dumps({k: v for k, v in run.items() if v is not None} | {"failure": cause.record()}))
     table, sources = observed(path)
@@ -52,37 +57,32 @@ def test_a_failed_run_is_an_observation_with_its_cause(tmp_path):
     assert sources[0]["failure"] == cause.record()  # its exit status and log, for the page
 
 
-def test_a_compile_gives_memory_fit_mechanism_and_program():
-    table, _ = observed(COMPILED / "llama-qkv-offload-lhs.json")
+def test_a_compile_gives_memory_fit_mechanism_and_program(compiles):
     key = ("llama-qkv-offload-lhs", "compiled")
-    assert table[(*key, "outcome", None)].value == "fits"
-    assert table[(*key, "host_gib", None)].value == 70.875  # 126 x 576 MiB, to the byte
-    assert table[(*key, "host_buffer_gib", None)].value == table[(*key, "expected_host_buffer_gib", None)].value
-    assert table[(*key, "host_buffers", None)].value == 3
-    assert len(table[(*key, "hlo_sha256", None)].value) == 64
-    assert table[(*key, "capacity_gib", None)].value == pytest.approx(184.3, abs=0.05)
+    assert compiles[(*key, "outcome", None)].value == "fits"
+    assert compiles[(*key, "host_gib", None)].value == 70.875  # 126 x 576 MiB, to the byte
+    assert compiles[(*key, "host_buffer_gib", None)].value == compiles[(*key, "expected_host_buffer_gib", None)].value
+    assert compiles[(*key, "host_buffers", None)].value == 3
+    assert len(compiles[(*key, "hlo_sha256", None)].value) == 64
+    assert compiles[(*key, "capacity_gib", None)].value == pytest.approx(184.3, abs=0.05)
 
 
-def test_a_compile_says_within_what_memory_xla_planned_it():
+def test_a_compile_says_within_what_memory_xla_planned_it(compiles):
     """A compile since the programs are planned as a run's allocator gives XLA memory: its share and
     the memory it makes (GB200's 184.3 GiB at the target's runs' 0.92); older compiles say nothing."""
-    table, _ = observed(RESULTS / "compiled/as-run/llama-baseline.json")
     key = ("llama-baseline", "compiled")
-    assert table[(*key, "allocator_share", None)].value == 0.92
-    assert table[(*key, "allocator_limit_gib", None)].value == pytest.approx(0.92 * 184.31, abs=0.01)
-    older, _ = observed(COMPILED / "llama-qkv-offload-lhs.json")
-    assert ("llama-qkv-offload-lhs", "compiled", "allocator_share", None) not in older
+    assert compiles[(*key, "allocator_share", None)].value == 0.92
+    assert compiles[(*key, "allocator_limit_gib", None)].value == pytest.approx(0.92 * 184.31, abs=0.01)
+    assert ("llama-qkv-offload-lhs", "compiled", "allocator_share", None) not in compiles
 
 
-def test_a_compile_that_does_not_fit_is_an_outcome_with_a_negative_margin():
-    table, _ = observed(COMPILED / "deepseek-device-mb8.json")
-    assert table[("deepseek-device-mb8", "compiled", "outcome", None)].value == "oom"
-    assert table[("deepseek-device-mb8", "compiled", "margin_gib", None)].value < 0
+def test_a_compile_that_does_not_fit_is_an_outcome_with_a_negative_margin(compiles):
+    assert compiles[("deepseek-device-mb8", "compiled", "outcome", None)].value == "oom"
+    assert compiles[("deepseek-device-mb8", "compiled", "margin_gib", None)].value < 0
 
 
-def test_xla_warnings_arrive_with_their_meaning():
-    table, _ = observed(COMPILED / "deepseek-offload-plain.json")
-    warnings = [o for o in table.values() if o.metric == "xla_memory_warning"]
+def test_xla_warnings_arrive_with_their_meaning(compiles):
+    warnings = [o for o in compiles.values() if o.metric == "xla_memory_warning" and o.row == "deepseek-offload-plain"]
     assert warnings and all(o.message for o in warnings)
     assert any("counts the 144.88 GiB about to be offloaded as device memory" in o.message for o in warnings)
 
@@ -107,7 +107,7 @@ def test_the_probe_is_a_series_over_transfer_sizes():
 
 
 def test_the_table_is_one_typed_file(tmp_path):
-    paths = [RUN, *COMPILED.glob("*.json"), RESULTS / "analytic.json", PROBE]
+    paths = [RUN, *COMPILED, RESULTS / "analytic.json", PROBE]
     evidence = build(paths, "cpu", tmp_path / "evidence.json")
     assert {source["kind"] for source in evidence["sources"]} == {"run", "compile", "analytic", "probe"}
     columns = frame(evidence)
@@ -122,9 +122,7 @@ def test_a_damaged_file_stops_the_table_naming_it(tmp_path):
     with pytest.raises(ResultError, match=r"llama-baseline\.json: not valid JSON"):
         observe_files([RUN, damaged])
     wrong = tmp_path / "wrong.json"
-    run = json.loads(RUN.read_text())
-    run["status"] = "finished"
-    wrong.write_text(json.dumps(run))
+    wrong.write_text(json.dumps(RUN_RESULT | {"status": "finished"}))
     with pytest.raises(ResultError, match=r"wrong\.json: field 'status': 'finished' is not one of"):
         observe_files([wrong])
 

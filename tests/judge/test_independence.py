@@ -7,14 +7,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import CLAIMS, TABLES
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import DataError, load_rows
 from offload_repro.judge.independence import BY_CONSTRUCTION, in_view, mark
 from offload_repro.judge.verdicts import tally
 
-TABLES = sorted(str(path) for path in (REPO / "experiments/rows").glob("*.yaml"))
-CLAIM_IDS = {claim["id"] for claim in yaml.safe_load((REPO / "experiments/claims.yaml").read_text())["claims"]}
+CLAIM_IDS = {claim["id"] for claim in yaml.safe_load(CLAIMS.read_text())["claims"]}
 
 
 def verdicts(*claims: tuple[str, str, str, list[str]]) -> list[dict]:

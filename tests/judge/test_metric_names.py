@@ -4,21 +4,14 @@ agree with the result fields they name, carry no value, and nothing else enters 
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pytest
-import yaml
 
-from offload_repro.core.data import DataError
+from conftest import COMPILED, PREDICTED
 from offload_repro.judge import metric_names as names
 from offload_repro.judge import observers, result_kinds
-from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import UnknownMetric, build, detail, observe_files
 from offload_repro.produce.predicted import step_model, xla_clones
-from tests.conftest import FIXTURES, REPO
-
-PREDICTED = FIXTURES / "results/predicted/gb200-nvl72.json"
-COMPILED = sorted((FIXTURES / "results/compiled/gb200-nvl72").glob("*.json"))
 
 
 def test_the_families_name_the_fields_their_results_record():
@@ -26,16 +19,15 @@ def test_the_families_name_the_fields_their_results_record():
     assert names.CLONE_KINDS == xla_clones.KINDS
 
 
-def test_a_prediction_is_one_observation_per_fact_its_calibrations_stay_in_its_result():
+def test_a_prediction_is_one_observation_per_fact_its_calibrations_stay_in_its_result(gb200_prediction):
     observations, _, details = observe_files([PREDICTED, *COMPILED])
     assert all("@" not in o.metric for o in observations)
     predicted = [o for o in observations if o.evidence == "predicted" and o.row is not None]
     assert all(o.at is None for o in predicted)
     facts = [(o.row, o.metric) for o in predicted]
     assert len(facts) == len(set(facts))
-    result = json.loads(PREDICTED.read_text())
     central = {o.row: (o.value, o.low, o.high) for o in predicted if o.metric == names.TFLOPS}
-    for row in (r for r in result["rows"] if r["status"] == "ok"):
+    for row in (r for r in gb200_prediction["rows"] if r["status"] == "ok"):
         values = row["tflops_per_device"]
         assert central[row["row"]] == (values[0], min(values), max(values))
     # the sources of a published number travel as a list, and the page's flag is computed here
@@ -72,19 +64,9 @@ def test_every_observer_writes_only_names_the_owner_knows(monkeypatch, tmp_path)
         observe_files([PREDICTED])
 
 
-def test_a_claims_metric_must_be_one_the_table_holds(tmp_path):
-    data = yaml.safe_load((REPO / "experiments/claims.yaml").read_text())
-    index = next(i for i, c in enumerate(data["claims"]) if c["id"] == "llama-qkv-host-gib")
-    data["claims"][index]["judged_by"][0]["metric"] = "host_memory_gib"
-    path = tmp_path / "claims.yaml"
-    path.write_text(yaml.safe_dump(data))
-    with pytest.raises(DataError, match=r"claim \d+ \(id 'llama-qkv-host-gib'\), field 'judged_by\[0\]\.metric'"):
-        load_claims(path)
-
-
-def test_the_host_memory_claim_is_judged_by_what_each_evidence_measures():
+def test_the_host_memory_claim_is_judged_by_what_each_evidence_measures(claim_by_id):
     """70.9 GiB: the analytic count of the bytes offloaded, and the host memory of the compiled program."""
-    claim = next(c for c in load_claims(REPO / "experiments/claims.yaml") if c["id"] == "llama-qkv-host-gib")
+    claim = claim_by_id["llama-qkv-host-gib"]
     assert claim["check"]["metric"] == names.HOST_GIB
     by_evidence = {rule["evidence"]: rule.get("metric", claim["check"]["metric"]) for rule in claim["judged_by"]}
     assert by_evidence == {"analytic": names.OFFLOADED_GIB, "compiled": names.HOST_GIB}

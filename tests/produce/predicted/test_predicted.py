@@ -1,5 +1,5 @@
-"""Predicted evidence: FLOPs counted from a compiled program, the step-time model, and a judge that
-never lets a prediction use the published number of a row it judges."""
+"""Predicted evidence: FLOPs counted from a compiled program, a target's rates, the step-time model,
+and a judge that never lets a prediction use the published number of a row it judges."""
 
 from __future__ import annotations
 
@@ -15,18 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO
+from conftest import CLAIMS, COMPILED, FIXTURES, PREDICTED, REPO, RESULTS, TABLES
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.published import load_speed, published_throughputs
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge import prediction_verdicts as judged_by_prediction
-from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
 from offload_repro.judge.observers import predicted_observations
 from offload_repro.judge.prediction_verdicts import Predicted
 from offload_repro.judge.robustness import robustness, uncalibrated, varied_verdicts
-from offload_repro.judge.verdicts import check_claims, judge_one, overall
+from offload_repro.judge.verdicts import check_claims, judge_one
 from offload_repro.present.text import fmt
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
@@ -45,6 +44,19 @@ from offload_repro.produce.predicted import (
 from offload_repro.produce.predicted.hlo_flops import Flops
 from offload_repro.produce.predicted.hlo_schedule import Event
 from report_page import build_report, raw_placeholders, rendered_page, visible_text, with_appendix
+
+SPEED = load_speed(REPO / "experiments/speed.yaml")
+GB200 = load_target("gb200-nvl72")
+CENTRAL = target_rates.settings(SPEED)[0]  # every link at the central level of its efficiency
+WHATIF = ("gb300-nvl72", "vr-nvl144")  # GPU targets nobody has published a run on
+ROWS = {row.id: row for row in load_rows(TABLES)}
+
+
+def traffic(computations: dict, network: tuple[int, int, int] | None = None) -> dict:
+    """What a program moves per step, read from its schedule (`network`: GPUs per NVLink domain,
+    network channels, NICs per GPU)."""
+    return step_traffic.transfers(computations, hlo_schedule.schedule(computations, network))
+
 
 SCAN_PROGRAM = textwrap.dedent(
     """
@@ -94,7 +106,7 @@ HOST_COPIES = (FIXTURES / "host_copies.hlo").read_text()
 
 def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedule():
     computations = hlo_text.parse(HOST_COPIES)
-    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations))
+    moved = traffic(computations)
     assert moved["host_bytes"] == {"to_host": 2 * 1024, "from_host": 0}  # the update, not the host buffer
     (copy,) = moved["host_copies"]  # the wrapped dynamic-update-slice is the copy itself, not a second one
     assert copy["asynchronous"] and copy["direction"] == "to_host"
@@ -122,19 +134,18 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
     floor sends only the other domain's half, over the 4 NICs that receive it."""
     computations = hlo_text.parse(HOST_COPIES)
     buffer = 2 * 1024 * 1024
-    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16, 1)))
-    gathered = moved["collectives"]["all-gather"]
-    assert gathered["network_ring_bytes"] == int(buffer * 7 / 8 / 4)
-    assert gathered["network_floor_bytes"] == int(buffer * 4 / 8 / 4)
-    two_channels = step_traffic.transfers(computations, hlo_schedule.schedule(computations, network=(4, 2, 1)))
-    assert two_channels["collectives"]["all-gather"]["network_ring_bytes"] == int(buffer * 7 / 8 / 2)
-    one_domain = step_traffic.transfers(computations, hlo_schedule.schedule(computations, network=(8, 16, 1)))
-    assert one_domain["collectives"]["all-gather"]["network_ring_bytes"] == 0
+
+    def crossing(network: tuple[int, int, int]) -> tuple[int, int]:
+        """(ring, floor) bytes per NIC on `network`: (GPUs per NVLink domain, channels, NICs per GPU)."""
+        gathered = traffic(computations, network)["collectives"]["all-gather"]
+        return gathered["network_ring_bytes"], gathered["network_floor_bytes"]
+
+    assert crossing((4, 16, 1)) == (int(buffer * 7 / 8 / 4), int(buffer * 4 / 8 / 4))
+    assert crossing((4, 2, 1))[0] == int(buffer * 7 / 8 / 2)  # two channels
+    assert crossing((8, 16, 1))[0] == 0  # one domain
     # two NICs per GPU: the floor's share spreads over twice the NICs, and so does a ring's when
     # its channels outnumber the smaller side's GPUs
-    doubled = step_traffic.transfers(computations, hlo_schedule.schedule(computations, network=(4, 16, 2)))
-    assert doubled["collectives"]["all-gather"]["network_floor_bytes"] == int(buffer * 4 / 8 / 8)
-    assert doubled["collectives"]["all-gather"]["network_ring_bytes"] == int(buffer * 7 / 8 / 8)
+    assert crossing((4, 16, 2)) == (int(buffer * 7 / 8 / 8), int(buffer * 4 / 8 / 8))
     # an all-to-all sends each member's outside share through its own NIC, at both ends
     exchange = collective_traffic.collective("all-to-all-start", ["bf16[1024,1024]"], "replica_groups=[1,8]<=[8]", 4)
     assert exchange.network_ring_bytes == exchange.network_floor_bytes == buffer / 2
@@ -156,8 +167,7 @@ def test_a_combined_reduce_scatter_moves_every_operand_of_every_layer():
     """llama-qkv-offload-lhs: one `reduce-scatter-start` per layer takes five gradients (the MLP
     input [16384,53248] and four attention projections); an `all-gather-start` in the same layer
     gathers one [128,53248] shard into [16384,53248]."""
-    computations = hlo_text.parse(LHS_LAYER)
-    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
+    moved = traffic(hlo_text.parse(LHS_LAYER))["collectives"]
     gradients = 2 * (16384 * 53248 + 2 * 16384 * 128 * 8 + 2 * 16384 * 128 * 128)
     assert moved["reduce-scatter"]["bytes"] == 126 * gradients
     assert moved["reduce-scatter"]["bus_bytes"] == 126 * int(gradients * 127 / 128)
@@ -172,8 +182,7 @@ def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
     """Without LHS the same gradients are reduce-scattered synchronously: its shape is only the
     result shard ([128,53248] twice here), its operands two [16384,53248] gradients. DeepSeek's
     expert gate gradient, likewise: a [1024,4096,8] operand, an [8,4096,8] result."""
-    computations = hlo_text.parse(NOLHS_LAYER)
-    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations))["collectives"]
+    moved = traffic(hlo_text.parse(NOLHS_LAYER))["collectives"]
     assert moved["reduce-scatter"]["bytes"] == 126 * 2 * 2 * 16384 * 53248
     # a plain `reduce-scatter` is what XLA leaves synchronous: all 126, with all their bytes
     assert moved["reduce-scatter"]["synchronous"] == moved["reduce-scatter"]["count"] == 126
@@ -248,21 +257,11 @@ def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
 
 def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
     rates = step_model.Rates(flops_per_s=1e12, to_host_bytes_per_s=1e9, from_host_bytes_per_s=1e9)
-    hidden = {
-        "main": [
-            Event("start", channel="to_host", bytes=int(4e9), key="c"),
-            Event("compute", flops=int(10e12)),
-            Event("done", key="c"),
-        ]
-    }
+    copy, done = Event("start", channel="to_host", bytes=int(4e9), key="c"), Event("done", key="c")
+    ten_seconds = Event("compute", flops=int(10e12))
+    hidden = {"main": [copy, ten_seconds, done]}
     assert step_model.step_seconds(hidden, "main", rates) == pytest.approx(10)  # 4 s copy under 10 s compute
-    exposed = {
-        "main": [
-            Event("compute", flops=int(10e12)),
-            Event("start", channel="to_host", bytes=int(4e9), key="c"),
-            Event("done", key="c"),
-        ]
-    }
+    exposed = {"main": [ten_seconds, copy, done]}
     assert step_model.breakdown(exposed, "main", rates) == pytest.approx(
         {
             "step_s": 14,
@@ -275,11 +274,7 @@ def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
     )
     # a loop of 5: each iteration awaits the copy the one before started, starts the next, computes
     # for 2 s (pipelined): a 3 s copy sets the pace, a 0.3 s one hides
-    body = [
-        Event("done", key="c"),
-        Event("start", channel="from_host", bytes=int(3e9), key="c"),
-        Event("compute", flops=int(2e12)),
-    ]
+    body = [done, Event("start", channel="from_host", bytes=int(3e9), key="c"), Event("compute", flops=int(2e12))]
     looped = {"main": [Event("loop", body="layer", times=5)], "layer": body}
     assert step_model.step_seconds(looped, "main", rates) == pytest.approx(5 * 3)
     assert step_model.step_seconds(
@@ -305,15 +300,9 @@ def test_the_model_hides_what_the_schedule_overlaps_and_exposes_the_rest():
     assert step_model.step_seconds(exposed, "main", dataclasses.replace(rates, flops_per_s=rate)) == pytest.approx(12)
 
 
-SPEED = load_speed(REPO / "experiments/speed.yaml")
-RESULTS = FIXTURES / "results"
-COMPILED = sorted((RESULTS / "compiled/gb200-nvl72").glob("*.json"))  # real compiles for GB200
-PREDICTED = RESULTS / "predicted/gb200-nvl72.json"  # a real GB200 prediction
-
-
 def llama_rows(published: dict[str, float] | float) -> dict:
     """The Llama rows with published throughputs of the test's choosing (a number: the baseline's)."""
-    rows = {row.id: row for row in load_rows([REPO / "experiments/rows/llama3.1-405b.yaml"])}
+    rows = {row_id: row for row_id, row in ROWS.items() if row.family == "llama"}
     chosen = published if isinstance(published, dict) else {"llama-baseline": published}
     for row_id, value in chosen.items():
         row = rows[row_id]
@@ -325,37 +314,57 @@ def predicted_result(
     rows: dict, programs: dict, target: str = "gb200-nvl72", source: dict | None = None, speed: dict = SPEED
 ) -> dict:
     """The programs predicted on `target`, calibrated on GB200: there, or from `source` (GB200's prediction)."""
-    published = published_throughputs(rows, speed, REPO / "experiments/claims.yaml")
-    gb200 = load_target("gb200-nvl72")
-    return prediction.predict_programs(rows, programs, {}, load_target(target), speed, gb200, source, published)
+    published = published_throughputs(rows, speed, CLAIMS)
+    return prediction.predict_programs(rows, programs, {}, load_target(target), speed, GB200, source, published)
 
 
-def llama_programs() -> dict[str, dict]:
+def llama_programs(lhs_flops: float = 10e15, lhs_copy_bytes: float = 4e11) -> dict[str, dict]:
     """Three small stand-ins: the baseline recomputes more; the offload rows copy to the host,
-    hidden (LHS) or not (LHS disabled)."""
-    copy = [Event("start", channel="to_host", bytes=int(4e11), key="q")]
+    hidden (LHS: `lhs_copy_bytes` under `lhs_flops` of compute) or not (LHS disabled)."""
+    copy, done = Event("start", channel="to_host", bytes=int(4e11), key="q"), Event("done", key="q")
+    lhs_copy = dataclasses.replace(copy, bytes=int(lhs_copy_bytes))
     return {
         "llama-baseline": program({"main": [Event("compute", flops=int(11e15))]}),
-        "llama-qkv-offload-lhs": program({"main": [*copy, Event("compute", flops=int(10e15)), Event("done", key="q")]}),
-        "llama-qkv-offload-nolhs": program(
-            {"main": [Event("compute", flops=int(10e15)), *copy, Event("done", key="q")]}
-        ),
+        "llama-qkv-offload-lhs": program({"main": [lhs_copy, Event("compute", flops=int(lhs_flops)), done]}),
+        "llama-qkv-offload-nolhs": program({"main": [Event("compute", flops=int(10e15)), copy, done]}),
     }
+
+
+@pytest.fixture(scope="module")
+def stand_in() -> dict:
+    """The Llama stand-ins predicted on GB200, the baseline's published throughput 2,669 TFLOPs/s/device."""
+    return predicted_result(llama_rows(2669), llama_programs())
+
+
+@pytest.fixture(scope="module")
+def stand_in_whatif(stand_in) -> dict[str, dict]:
+    """The same stand-ins predicted for GB300 and Vera Rubin from GB200's calibration, by target."""
+    return {target: predicted_result(llama_rows(2669), llama_programs(), target, stand_in) for target in WHATIF}
+
+
+@pytest.fixture(scope="module")
+def stand_in_page(tmp_path_factory, tables, stand_in, stand_in_whatif) -> str:
+    """The page of the stand-ins' predictions for every GPU target, beside the real GB200 compiles
+    and Vera Rubin's compile of deepseek-device-mb8."""
+    work = tmp_path_factory.mktemp("stand-in-page")
+    inputs = [*COMPILED, RESULTS / "compiled/vr-nvl144/deepseek-device-mb8.json"]
+    for target, predicted in {"gb200-nvl72": stand_in, **stand_in_whatif}.items():
+        inputs.append(work / f"predicted-{target}.json")
+        write_result(inputs[-1], "predicted", predicted)
+    return rendered_page(work, tables, "cpu", inputs)
 
 
 def judged(published: dict[str, float] | float, claims: list[dict], path: Path) -> list[dict]:
     """The claims judged by the Llama stand-ins' prediction, written to `path` (the verdicts read it)."""
     result = write_result(path, "predicted", predicted_result(llama_rows(published), llama_programs()))
     observations = [obs.record() for obs in predicted_observations(result, str(path))]
-    evidence = views(observations, {"gb200-nvl72": load_target("gb200-nvl72")})
+    evidence = views(observations, {"gb200-nvl72": GB200})
     return [judge_one(claim, claim["judged_by"][0], evidence, {"source-hardware": ["gb200-nvl72"]}) for claim in claims]
 
 
 def consistent(programs: dict) -> dict[str, float]:
     """Published throughputs that the model itself predicts at one rate: its measured error is 0."""
-    target = load_target("gb200-nvl72")
-    central = target_rates.settings(SPEED)[0]
-    at = target_rates.rates(target, 4e15, central, "nvfp4", SPEED)
+    at = target_rates.rates(GB200, 4e15, CENTRAL, "nvfp4", SPEED)
     return {row: target_rates.throughput(program, at) for row, program in programs.items()}
 
 
@@ -400,33 +409,50 @@ def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges(tmp_pat
     assert gain["observed"] == pytest.approx(11 / 10 - 1)  # the stand-ins: 10% fewer FLOPs, copies hidden
 
 
+def family_facts(
+    family: str, remat: str, errors: dict[tuple[str, str], float]
+) -> tuple[dict[str, dict], dict[str, Predicted]]:
+    """A model's rows of published throughput as predicted evidence gives them, as (facts,
+    predictions): each calibrated by default on the remat row `remat` (every other row offloads),
+    its published throughput derived as experiments/speed.yaml's leave_one_out says; each predicted
+    under every calibration, with the leave-one-out errors {(calibrated on, predicted): error} of
+    `errors`, as the rows' prediction records them."""
+    published = published_throughputs(ROWS, SPEED, CLAIMS)[family]
+    facts = {
+        row: {
+            "family": family,
+            "calibrated_on": remat,
+            "placement_kind": "remat" if row == remat else "offload",
+            "published_sources": entry["sources"],
+        }
+        for row, entry in published.items()
+    }
+    calibrated = {row: Predicted({on: [1.0] for on in published}) for row in published}
+    for (calibrated_on, predicted), error in errors.items():
+        calibrated[predicted].loo_errors[calibrated_on] = error
+    return facts, calibrated
+
+
 def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
     """DeepSeek's remat and plain-offload throughputs are implied by the optimized row's 908.2 and
     the published speedups: judging the 908.2 by either would judge it by itself."""
-    rows = {row.id: row for row in load_rows([REPO / "experiments/rows/deepseek-v3-671b.yaml"])}
-    published = published_throughputs(rows, SPEED, REPO / "experiments/claims.yaml")["deepseek"]
+    published = published_throughputs(ROWS, SPEED, CLAIMS)["deepseek"]
     assert published["deepseek-remat"]["tflops"] == pytest.approx(908.2 / 1.57)
     assert published["deepseek-offload-plain"]["sources"] == [
         "deepseek-offload-plain",
         "deepseek-offload-optimized",
         "deepseek-optimized-vs-plain",
     ]
-    facts = {
-        row: {"family": "deepseek", "calibrated_on": "deepseek-remat", "published_sources": entry["sources"]}
-        for row, entry in published.items()
+    errors = {
+        ("deepseek-remat", "deepseek-offload-plain"): 0.3,  # remat derives from this claim
+        ("deepseek-offload-plain", "deepseek-remat"): 0.01,
+        ("deepseek-offload-plain", "deepseek-offload-optimized"): 0.2,
     }
-    # each row predicted under every calibration, as its result file records it
-    calibrated = {row: Predicted({on: [1.0] for on in published}) for row in facts}
+    facts, calibrated = family_facts("deepseek", "deepseek-remat", errors)
     value = speed_claim("value", {"type": "value", "rows": ["deepseek-offload-optimized"]}, 908.2)
     assert judged_by_prediction.choose_calibration(value, facts, calibrated)[0] is None
     ratio = speed_claim("deepseek-optimized-vs-remat", {"type": "ratio", "rows": list(published)[:2]}, 0.57)
     assert judged_by_prediction.choose_calibration(ratio, facts, calibrated)[0] == "deepseek-offload-optimized"
-    kinds = {"deepseek-remat": "remat", "deepseek-offload-plain": "offload", "deepseek-offload-optimized": "offload"}
-    for row, kind in kinds.items():
-        facts[row]["placement_kind"] = kind
-    calibrated["deepseek-offload-plain"].loo_errors["deepseek-remat"] = 0.3  # remat derives from this claim
-    calibrated["deepseek-remat"].loo_errors["deepseek-offload-plain"] = 0.01
-    calibrated["deepseek-offload-optimized"].loo_errors["deepseek-offload-plain"] = 0.2
     # the ratio compares an offload row with a remat row: every such pair uses its own 57%
     pair = ("deepseek-offload-optimized", "deepseek-remat")
     error, why = judged_by_prediction.measured_error(ratio, facts, calibrated, pair)
@@ -437,41 +463,20 @@ def test_a_throughput_implied_by_a_claim_never_calibrates_that_claim():
     assert judged_by_prediction.measured_error(plain, facts, calibrated, offload_pair)[0] == 0.2
 
 
-CLAIMS = {claim["id"]: claim for claim in load_claims(REPO / "experiments/claims.yaml")}
-
-
-def llama_facts(errors: dict[tuple[str, str], float]) -> tuple[dict[str, dict], dict[str, Predicted]]:
-    """The Llama rows as predicted evidence gives them: (facts, predictions), each row's placement
-    kind and its own published throughput as its only source; each calibration offered and the
-    leave-one-out errors (calibrated on, predicted), as the rows' prediction records them."""
-    rows = ["llama-baseline", "llama-qkv-offload-lhs", "llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined"]
-    facts = {
-        row: {
-            "family": "llama",
-            "calibrated_on": "llama-baseline",
-            "placement_kind": "remat" if row == "llama-baseline" else "offload",
-            "published_sources": [row],
-        }
-        for row in rows
-    }
-    calibrated = {row: Predicted({on: [1.0] for on in rows}) for row in rows}
-    for (calibrated_on, predicted), error in errors.items():
-        calibrated[predicted].loo_errors[calibrated_on] = error
-    return facts, calibrated
-
-
-def test_a_claims_own_published_values_never_calibrate_it_nor_enter_its_error():
+def test_a_claims_own_published_values_never_calibrate_it_nor_enter_its_error(claim_by_id):
     """'+2.9%' is exactly 2,746 / 2,669 - 1: neither number calibrates it, and the pairs between them,
     the claim itself, never measure its error; what is left of its kind (offload against remat) is nothing."""
-    claim = CLAIMS["llama-qkv-lhs-vs-baseline"]
+    claim = claim_by_id["llama-qkv-lhs-vs-baseline"]
     assert set(claim["derives_from"]) == {"llama-qkv-offload-lhs", "llama-baseline"}
-    facts, calibrated = llama_facts(
+    facts, calibrated = family_facts(
+        "llama",
+        "llama-baseline",
         {
             ("llama-baseline", "llama-qkv-offload-lhs"): -0.081,
             ("llama-qkv-offload-lhs", "llama-baseline"): 0.093,
             ("llama-baseline", "llama-qkv-offload-nolhs"): -0.075,
             ("llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined"): -0.008,
-        }
+        },
     )
     calibrated_on, _ = judged_by_prediction.choose_calibration(claim, facts, calibrated)
     assert calibrated_on in ("llama-qkv-offload-nolhs", "llama-qkv-offload-lhs-pipelined")
@@ -479,12 +484,12 @@ def test_a_claims_own_published_values_never_calibrate_it_nor_enter_its_error():
     error, why = judged_by_prediction.measured_error(claim, facts, calibrated, pair)
     assert error is None and why.startswith("unmeasured")
     # the throughput claim of a row it does not derive from is measured on the pairs of its kind
-    value = CLAIMS["llama-qkv-nolhs-throughput"]
+    value = claim_by_id["llama-qkv-nolhs-throughput"]
     assert judged_by_prediction.choose_calibration(value, facts, calibrated)[0] == "llama-baseline"
     pair = judged_by_prediction.compared_pairs(value, "llama-baseline")[0]
     assert judged_by_prediction.measured_error(value, facts, calibrated, pair)[0] == pytest.approx(0.093)
     # and the ordering of the four published throughputs derives from all four: nothing calibrates it
-    assert judged_by_prediction.choose_calibration(CLAIMS["llama-lhs-off-slowest"], facts, calibrated)[0] is None
+    assert judged_by_prediction.choose_calibration(claim_by_id["llama-lhs-off-slowest"], facts, calibrated)[0] is None
 
 
 @pytest.mark.parametrize("error", [-0.35, -0.081, 0.0, 0.093, 0.35])
@@ -561,21 +566,11 @@ def test_an_ordering_is_decided_only_where_the_gaps_exceed_the_error():
     assert judged_by_prediction.verdict(fastest, found, None, None) == "fail"
 
 
-def test_a_prediction_never_overrides_measured_evidence():
-    predicted_fail = {"evidence": "predicted", "verdict": "fail"}
-    assert overall([{"evidence": "measured", "verdict": "pass"}, predicted_fail]) == "pass"
-    assert overall([{"evidence": "measured", "verdict": "not-comparable"}, predicted_fail]) == "fail"
-    checked = check_claims([], [], {})
-    assert checked["counts_by_evidence"] == {}
-
-
-def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
+def test_the_page_shows_what_prediction_decided_and_why(stand_in_page):
     """Stand-in predictions for the Llama rows beside the real compiled fixtures: the page counts
     verdicts by the evidence that decided them, marks a claim decided by prediction on its line,
     and shows the speed section with each row's terms and each speed claim's explanation."""
-    predicted = predicted_result(llama_rows(2669), llama_programs())
-    predicted_file = write_result(tmp_path / "predicted.json", "predicted", predicted) and tmp_path / "predicted.json"
-    html = rendered_page(tmp_path, tables, "cpu", [*COMPILED, predicted_file])
+    html = stand_in_page
     assert 'id="counts-by-evidence"' in html and '<span class="ev ev-predicted">predicted</span>' in html
     decided = html[html.index('<tr id="claim-llama-qkv-lhs-throughput"') :]
     decided = decided[: decided.index("</tr>")]
@@ -592,46 +587,36 @@ def test_the_page_shows_what_prediction_decided_and_why(tmp_path, tables):
 def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternative(tmp_path):
     """Under an alternative the rows are predicted again from its programs: here the offload row
     computes more under one of them, and the ordering it was judged on turns."""
-    target = load_target("gb200-nvl72")
     claim = speed_claim("lhs-faster", {"type": "greater", "rows": ["llama-qkv-offload-lhs", "llama-baseline"]})
-
-    def programs_with(offload_flops: float) -> dict:
-        programs = llama_programs()
-        copy = [Event("start", channel="to_host", bytes=int(1e11), key="q")]
-        programs["llama-qkv-offload-lhs"] = program(
-            {"main": [*copy, Event("compute", flops=int(offload_flops)), Event("done", key="q")]}
-        )
-        return programs
-
-    published = consistent(programs_with(10e15))  # the model's measured error is 0 by default
+    published = consistent(llama_programs(10e15, 1e11))  # the model's measured error is 0 by default
 
     def predicted_file(name: str, offload_flops: float) -> str:
-        result = predicted_result(llama_rows(published), programs_with(offload_flops))
+        result = predicted_result(llama_rows(published), llama_programs(offload_flops, 1e11))
         path = tmp_path / name / "predicted.json"
         write_result(path, "predicted", {"cross_checks": [], **result})
         return str(path)
 
-    default = predicted_file("default", 10e15)
+    default, slow = predicted_file("default", 10e15), predicted_file("slow", 12e15)
     observations = [o.record() for o in predicted_observations(read_result(default, "predicted"), default)]
     qualifying = {"source-hardware": ["gb200-nvl72"]}
     # no error on real GPUs recorded: the band is the leave-one-out error alone
     kinds = {"llama": {"families": ["llama"], "what": "dense", "recorded_error": None}}
     judge = varied_verdicts(
-        lambda chosen, seen: check_claims(chosen, views(seen, {"gb200-nvl72": target}), qualifying, kinds)
+        lambda chosen, seen: check_claims(chosen, views(seen, {"gb200-nvl72": GB200}), qualifying, kinds)
     )
     alternatives = [
-        {"id": "same", "results": {}, "predicted": predicted_file("same", 10e15)},
-        {"id": "slow", "results": {}, "predicted": predicted_file("slow", 12e15)},
+        {"id": "same", "results": {}, "predicted": default},
+        {"id": "slow", "results": {}, "predicted": slow},
         {"id": "unpredicted", "results": {}},
         {
             "id": "too-big",
             "results": {"llama-qkv-offload-lhs": {"status": "ok", "fits": False, "device_gib": 250.04, "file": None}},
-            "predicted": predicted_file("too-big", 10e15),
+            "predicted": default,
         },
     ]
     # an alternative of another model's rows predicts this model again (here, slower), but cannot change
     # it: its claims keep the default prediction
-    elsewhere = {"id": "slow", "results": {}, "predicted": predicted_file("elsewhere", 12e15)}
+    elsewhere = {"id": "slow", "results": {}, "predicted": slow}
     sensitivity = {
         "target": "gb200-nvl72",
         "assumptions": [
@@ -661,11 +646,19 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
     assert found["under"][3]["why"] == "llama-qkv-offload-lhs is out of memory under it (250.0 GiB)"
 
 
-def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies(tmp_path, tables):
+@pytest.fixture(scope="module")
+def real_page(tmp_path_factory, tables) -> tuple[str, dict]:
+    """The page of the real GB200 prediction beside the real GB200 compiles, and its verdicts."""
+    work = tmp_path_factory.mktemp("real-page")
+    html = rendered_page(work, tables, "cpu", [*COMPILED, RESULTS / "compiled/as-run/llama-baseline.json", PREDICTED])
+    return html, read_result(work / "verdicts.json", "verdicts")
+
+
+def test_the_page_splits_the_model_flops_and_shows_each_offload_rows_host_copies(real_page):
     """A real prediction (five rows compiled for GB200, both calibration rows among them): the FLOPs
     table sets MaxText's components beside the counted FLOPs without labels, and each offload row
     has a table of its host copies."""
-    html = rendered_page(tmp_path, tables, "cpu", [*COMPILED, PREDICTED])
+    html, _ = real_page
 
     def cells(element_id: str) -> list[str]:
         found = re.search(rf'<(tr|table)[^>]* id="{element_id}"[^>]*>(.*?)</\1>', html, re.S).group(2)
@@ -709,31 +702,46 @@ def test_a_calibration_row_that_cannot_reach_its_published_throughput_is_said_so
         assert row["tflops_per_device"] and row["calibrated_on"] != "llama-baseline"
 
 
+def test_each_link_runs_at_its_own_measured_share_and_a_link_without_one_at_the_stated_range():
+    """GB200 at the central level: HBM at 90% of XLA's 7.93 TB/s, NVLink at 77% of 900 GB/s one way,
+    InfiniBand at 93% of 50 GB/s, and host copies at 45% of NVLink-C2C's 450 GB/s (202.5 GB/s: below
+    the 255.5 GB/s each GPU gets of its Grace's memory when both copy); Vera Rubin states no
+    measurement, so its links take experiments/speed.yaml's 75%."""
+    settings = target_rates.settings(SPEED)
+    assert CENTRAL.level == "central" and [s.level for s in settings[:3]] == ["central", "low", "high"]
+    at = target_rates.rates(GB200, 1e15, CENTRAL, "nvfp4", SPEED)
+    assert at.hbm_bytes_per_s == pytest.approx(7_928_064_000_000 * 0.90)
+    assert at.collective_bytes_per_s == pytest.approx(900e9 * 0.77)
+    assert at.network_bytes_per_s == pytest.approx(50e9 * 0.93)
+    assert at.to_host_bytes_per_s == at.from_host_bytes_per_s == pytest.approx(450e9 * 0.45)
+    rubin = load_target("vr-nvl144")
+    assert target_rates.link_efficiency(rubin, "hbm", "central", SPEED) == SPEED["link_efficiency"]["central"] == 0.75
+    # no share above the cited peak anywhere
+    links = target_rates.LINKS
+    assert all(target_rates.link_efficiency(GB200, link, s.level, SPEED) <= 1 for s in settings for link in links)
+
+
 def test_a_target_without_an_fp4_peak_predicts_llama_at_bf16():
-    llama = load_rows([REPO / "experiments/rows/llama3.1-405b.yaml"])[0]
-    gb200 = load_target("gb200-nvl72")
-    assert target_rates.precisions(SPEED, llama, gb200) == ["nvfp4", "nvfp4-bf16-gathers", "bfloat16"]
+    llama = ROWS["llama-baseline"]
+    assert target_rates.precisions(SPEED, llama, GB200) == ["nvfp4", "nvfp4-bf16-gathers", "bfloat16"]
     # FP4 GEMMs with bf16 gathers: FP4's peak, bf16's bytes per gathered weight
-    central = target_rates.settings(SPEED)[0]
-    bf16_gathers = target_rates.rates(gb200, 1e15, central, "nvfp4-bf16-gathers", SPEED)
-    assert target_rates.peak_flops(gb200, "nvfp4-bf16-gathers", SPEED) == 10000e12
+    bf16_gathers = target_rates.rates(GB200, 1e15, CENTRAL, "nvfp4-bf16-gathers", SPEED)
+    assert target_rates.peak_flops(GB200, "nvfp4-bf16-gathers", SPEED) == 10000e12
     assert bf16_gathers.weight_gather_bytes == 2.0 and bf16_gathers.attention_share == 0.25
     assert target_rates.precisions(SPEED, llama, load_target("h200-1")) == ["bfloat16"]
 
 
-def test_a_prediction_in_a_precision_whose_peak_the_target_does_not_state_is_refused_by_name():
+def test_a_prediction_in_a_precision_whose_peak_the_target_does_not_state_is_refused_by_name(stand_in_whatif):
     """The Llama rows are calibrated at NVFP4 on GB200; Vera Rubin's file states a BF16 peak only: its
     Llama rows are not predicted (never GB200's share of the FP4 peak carried to BF16), and the
     result says which peak is missing; DeepSeek (BF16 on both) is predicted."""
-    rows = llama_rows(2669)
-    predicted = predicted_result(rows, llama_programs(), "vr-nvl144", predicted_result(rows, llama_programs()))
+    predicted = stand_in_whatif["vr-nvl144"]
     assert {row["status"] for row in predicted["rows"]} == {"refused"}
     assert all(row.get("tflops_per_device") is None for row in predicted["rows"])
     message = predicted["rows"][0]["message"]
     assert "calibrated at nvfp4 on gb200-nvl72" in message
     assert "vr-nvl144.yaml states no nvfp4 peak (hardware.peak_dense_tflops.nvfp4)" in message
-    deepseek = load_rows([REPO / "experiments/rows/deepseek-v3-671b.yaml"])[0]
-    assert prediction.other_precision(deepseek, load_target("vr-nvl144"), SPEED, load_target("gb200-nvl72")) is None
+    assert prediction.other_precision(ROWS["deepseek-remat"], load_target("vr-nvl144"), SPEED, GB200) is None
     lines = [o for o in predicted_observations(predicted, "predicted.json") if o.metric == "status"]
     assert len(lines) == len(llama_programs()) and {(o.status, o.message[:40]) for o in lines} == {
         ("refused", message[:40])
@@ -832,7 +840,7 @@ def test_the_ideal_overlap_starts_each_transfer_when_ready_and_awaits_it_at_firs
     synchronous combined reduce-scatter. As scheduled it stops the compute stream; in the ideal
     overlap it starts in place and is awaited where its result is first read (here: nowhere in the
     body, so at its end)."""
-    computations = hlo_text.parse((FIXTURES / "collectives_nolhs.hlo").read_text())
+    computations = hlo_text.parse(NOLHS_LAYER)
     body = next(name for name in computations if name.startswith("region_10"))
     scheduled = hlo_schedule.schedule(computations)[body]
     ideal = hlo_schedule.schedule(computations, ideal=True)[body]
@@ -864,23 +872,21 @@ def test_the_ideal_overlap_starts_each_transfer_when_ready_and_awaits_it_at_firs
 def test_a_calibration_above_its_precisions_dense_peak_is_ruled_out_with_the_number():
     """Llama's published 2,669 TFLOPs/s/device from a program that counts twice the model's FLOPs
     would need 5,338 TFLOP/s of BF16 GEMMs: 214% of GB200's 2,500 dense BF16 peak, not a rate."""
-    target = load_target("gb200-nvl72")
     doubled = program({"main": [Event("compute", flops=int(2e16))]}, model_flops=1e16)
     with pytest.raises(leave_one_out.AbovePeak, match=r"ruled out: reaching it needs 214% to 214% of the bfloat16"):
-        leave_one_out.calibrate_row(doubled, 2669.0, target, SPEED, "bfloat16")
+        leave_one_out.calibrate_row(doubled, 2669.0, GB200, SPEED, "bfloat16")
     # at FP4's 10,000 it is a rate: 53% of that peak
-    (rate, *_) = leave_one_out.calibrate_row(doubled, 2669.0, target, SPEED, "nvfp4")
+    (rate, *_) = leave_one_out.calibrate_row(doubled, 2669.0, GB200, SPEED, "nvfp4")
     assert rate == pytest.approx(2 * 2669e12, rel=1e-9)
 
 
-def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_path, tables):
+def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_path, tables, gb200_prediction):
     """With the what-if, every GPU target has a prediction: a page built for compile_target
     gb300-nvl72 shows GB300's, never the alphabetically first target's (GB200's)."""
-    gb200 = json.loads(PREDICTED.read_text())
-    gb300 = {**gb200, "target": "gb300-nvl72"}
+    gb300 = {**gb200_prediction, "target": "gb300-nvl72"}
     gb300["rows"] = [
         {**row, "tflops_per_device": [1234.5] * len(row["tflops_per_device"])} if row.get("tflops_per_device") else row
-        for row in gb200["rows"]
+        for row in gb200_prediction["rows"]
     ]
     (tmp_path / "gb300.json").write_text(json.dumps(gb300))
     inputs = [PREDICTED, tmp_path / "gb300.json"]
@@ -891,22 +897,21 @@ def test_the_page_shows_the_prediction_of_the_compile_target_it_is_given(tmp_pat
     assert "1,234.5" in html  # GB300's prediction in the speed table
 
 
-def test_the_page_says_within_what_memory_the_programs_were_planned(tmp_path, tables):
+def test_the_page_says_within_what_memory_the_programs_were_planned(real_page):
     """The speed section names the memory XLA planned the programs within, from their compiles."""
-    html = rendered_page(tmp_path, tables, "cpu", [PREDICTED, RESULTS / "compiled/as-run/llama-baseline.json"])
+    html, _ = real_page
     assert "planned within the memory a run gives XLA: 92% of each GPU (169.6 GiB)" in html
     assert "allocator-memory-fraction" in html
 
 
-def test_a_precision_every_calibration_rules_out_is_no_alternative():
+def test_a_precision_every_calibration_rules_out_is_no_alternative(stand_in):
     """The stand-ins count 10% more FLOPs than the model's: Llama's published throughputs would
     need BF16 GEMMs at about 2.9 PFLOP/s, above GB200's 2.5 dense peak. BF16 is then ruled out
     with its numbers, and no combination of precisions offers it."""
-    result = predicted_result(llama_rows(2669), llama_programs())
-    (ruled_out,) = result["ruled_out_precisions"]
+    (ruled_out,) = stand_in["ruled_out_precisions"]
     assert (ruled_out["family"], ruled_out["precision"]) == ("llama", "bfloat16")
     assert 1 < ruled_out["low_share"] <= ruled_out["high_share"]
-    offered = [combination["precision"]["llama"] for combination in result["by_precision"]]
+    offered = [combination["precision"]["llama"] for combination in stand_in["by_precision"]]
     assert offered == ["nvfp4", "nvfp4-bf16-gathers"]
 
 
@@ -922,34 +927,32 @@ def test_a_measured_runs_gradient_reduce_scatters_move_the_bf16_bytes_of_its_wei
     layer = 3 * 8192 * 28672 + 2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 2 * 8192
     weights = 80 * layer + 2 * 32000 * 8192 + 8192
     assert weights == 68_976_648_192
-    moved = step_traffic.transfers(computations, hlo_schedule.schedule(computations, (8, 16, 1)))["collectives"]
+    moved = traffic(computations, (8, 16, 1))["collectives"]
     scatter = moved["reduce-scatter"]
     assert scatter["bytes"] == 2 * weights and scatter["groups"] == [128] and scatter["count"] == 80
     assert scatter["bus_bytes"] == pytest.approx(2 * weights * 127 / 128, rel=1e-6)
     assert scatter["network_ring_bytes"] == pytest.approx(scatter["bus_bytes"] / 8, rel=1e-6)
 
 
-def test_a_claim_left_unjudged_under_an_alternative_is_told_its_own_familys_reasons():
+def test_a_claim_left_unjudged_under_an_alternative_is_told_its_own_familys_reasons(gb200_prediction):
     """Why no calibration was found under an alternative, per row: the reasons of the row's family at
     the precision it is predicted at, never another family's or a ruled-out precision's."""
-    prediction = json.loads(PREDICTED.read_text())
-    reasons = uncalibrated(prediction)
-    deepseek = prediction["uncalibrated"]["deepseek-offload-optimized/bfloat16"]["reason"]
+    reasons = uncalibrated(gb200_prediction)
+    deepseek = gb200_prediction["uncalibrated"]["deepseek-offload-optimized/bfloat16"]["reason"]
     assert reasons["deepseek-offload-plain"] == reasons["deepseek-offload-optimized"] == [deepseek]
     assert "llama-baseline" not in reasons  # Llama is predicted at nvfp4: its bfloat16 alternative is ruled out
     assert uncalibrated(None) == {}
 
 
-def test_each_models_stated_calibration_is_one_that_calibrates_within_the_peak():
+def test_each_models_stated_calibration_is_one_that_calibrates_within_the_peak(gb200_prediction):
     """A calibration that needs more than its precision's dense peak is ruled out, never the stated
     one: on the real GB200 prediction, DeepSeek's optimized row (above the peak at every setting where
     a rate reaches it) is ruled out at DeepSeek's precision, no row is predicted on it, and each model's
     stated calibration row, where the prediction has it, is the one its rows are predicted on."""
-    prediction = json.loads(PREDICTED.read_text())
-    rows = [r for r in prediction["rows"] if r["status"] == "ok"]
+    rows = [r for r in gb200_prediction["rows"] if r["status"] == "ok"]
     precision_of = {r["row"]: r["precision"] for r in rows}
     ruled_out = {
-        e["row"] for key, e in prediction["uncalibrated"].items() if key == f"{e['row']}/{precision_of[e['row']]}"
+        e["row"] for key, e in gb200_prediction["uncalibrated"].items() if key == f"{e['row']}/{precision_of[e['row']]}"
     }
     assert ruled_out == {"deepseek-offload-optimized"}
     for family, stated in load_speed()["calibration"]["rows"].items():
@@ -960,12 +963,11 @@ def test_each_models_stated_calibration_is_one_that_calibrates_within_the_peak()
             assert calibrated == {stated}, family
 
 
-def test_the_predicted_chart_draws_each_value_claims_prediction_and_the_band_its_verdict_took(tmp_path, tables):
+def test_the_predicted_chart_draws_each_value_claims_prediction_and_the_band_its_verdict_took(real_page):
     """The real GB200 prediction judged, then drawn: a row a value claim judges shows that claim's
     prediction and band (the error on real GPUs included), the same numbers as its verdict; before,
     the chart widened each row by its family's leave-one-out error alone, another band."""
-    html = rendered_page(tmp_path, tables, "cpu", [*COMPILED, PREDICTED])
-    verdicts = read_result(tmp_path / "verdicts.json", "verdicts")
+    html, verdicts = real_page
     claim = next(c for c in verdicts["claims"] if c["id"] == "llama-qkv-lhs-throughput")
     judgement = next(j for j in claim["judgements"] if j["evidence"] == "predicted")
     band = judgement["band"]
@@ -979,25 +981,20 @@ def test_the_predicted_chart_draws_each_value_claims_prediction_and_the_band_its
     assert (drawn["high"] - drawn["low"]) / drawn["tflops"] > 0.2
 
 
-def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_error_across_hardware(tmp_path, tables):
+def test_every_whatif_targets_prediction_is_on_the_page_beside_gb200s_with_the_error_across_hardware(
+    stand_in_page, stand_in_whatif
+):
     """Stand-in Llama programs predicted for GB200 (calibrated there), GB300 (its FP4 peak stated: the
     calibration's share of it, and the band of the error a calibration carried across hardware has,
     experiments/validation.yaml) and Vera Rubin (no FP4 peak stated: refused, the page says why),
     beside the real compiled fixtures; a row that has no compile on a target says so in its cell."""
-    rows = llama_rows(2669)
-    source = predicted_result(rows, llama_programs())
-    inputs = [tmp_path / f"predicted-{name}.json" for name in ("gb200-nvl72", "gb300-nvl72", "vr-nvl144")]
-    write_result(inputs[0], "predicted", source)
-    for path, name in zip(inputs[1:], ("gb300-nvl72", "vr-nvl144"), strict=True):
-        write_result(path, "predicted", predicted_result(rows, llama_programs(), name, source))
-    compiled = [*COMPILED, RESULTS / "compiled/vr-nvl144/deepseek-device-mb8.json"]
-    html = rendered_page(tmp_path, tables, "cpu", [*compiled, *inputs])
+    html = stand_in_page
     line = re.search(r'<tr id="predicted-whatif-llama-baseline">(.*?)</tr>', html, re.S).group(1)
     cells = re.findall(r"<td class=\"num\">(.*?)</td>", line, re.S)
     assert len(cells) == 3  # gb200-nvl72, gb300-nvl72, vr-nvl144
     assert "<strong>2,669" in cells[0] and "across hardware" not in cells[0]
     error = load_validation()["calibrations"]["across_hardware"]["recorded_error"]["largest_abs"]
-    gb300 = next(r for r in read_result(inputs[1], "predicted")["rows"] if r["row"] == "llama-baseline")
+    gb300 = next(r for r in stand_in_whatif["gb300-nvl72"]["rows"] if r["row"] == "llama-baseline")
     present = [value for value in gb300["tflops_per_device"] if value is not None]
     band = f"across hardware: {fmt(min(present) * (1 - error))}\u2013{fmt(max(present) * (1 + error))}"
     assert band in cells[1] and "step " in cells[1]
