@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from offload_repro.cli import COMMANDS
-from offload_repro.core.files import REPO_ROOT
+from offload_repro.core.files import REPO_ROOT, checkout_relative
 
 PACKAGE = "offload_repro"
 PACKAGE_DIR = REPO_ROOT / "workflow" / PACKAGE
@@ -111,10 +111,6 @@ def _reads(module: str) -> list[str]:
     return []
 
 
-def relative(path: Path) -> str:
-    return str(path.relative_to(REPO_ROOT))
-
-
 def module_reads(module: str) -> list[str]:
     """The data files a module reads by a fixed path (its READS, patterns expanded)."""
     files: set[str] = set()
@@ -130,7 +126,7 @@ def stage_code(command: str) -> list[str]:
     """Every file the stage's result depends on besides its rule's data inputs: the modules it can
     import, the data files they read and the lock of the environment, relative to the checkout."""
     modules = stage_modules(command)
-    files = {relative(module_file(module)) for module in modules}
+    files = {checkout_relative(module_file(module)) for module in modules}
     files |= {path for module in modules for path in module_reads(module)}
     return sorted(files) + list(LOCKS)
 
