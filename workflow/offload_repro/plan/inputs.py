@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import glob
+import graphlib
 import re
 from functools import cache
 from pathlib import Path
@@ -141,25 +142,12 @@ def package_modules() -> list[str]:
 
 
 def cycles() -> list[list[str]]:
-    """Import cycles among the package's modules (each once, as a list of module names)."""
-    found: list[list[str]] = []
-    state: dict[str, str] = {}
-
-    def visit(module: str, path: list[str]) -> None:
-        state[module] = "open"
-        for imported in sorted(direct_imports(module)):
-            if state.get(imported) == "open":
-                cycle = path[path.index(imported) :]
-                if sorted(cycle) not in [sorted(c) for c in found]:
-                    found.append(cycle)
-            elif imported not in state:
-                visit(imported, [*path, imported])
-        state[module] = "done"
-
-    for module in package_modules():
-        if module not in state:
-            visit(module, [module])
-    return found
+    """An import cycle among the package's modules, if any: its modules, each importing the next."""
+    try:
+        graphlib.TopologicalSorter({module: direct_imports(module) for module in package_modules()}).prepare()
+    except graphlib.CycleError as err:
+        return [err.args[1][:0:-1]]  # graphlib lists each module after one it imports, the first again at the end
+    return []
 
 
 _RULE = re.compile(r"^[ \t]*rule (\w+):$(.*?)(?=^[ \t]*rule \w+:$|\Z)", re.M | re.S)
