@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from conftest import REPO, run_python
+from offload_repro.core.files import checkout_relative
 from offload_repro.plan import inputs as plan
 from offload_repro.plan import layout
 from offload_repro.plan.configuration import CONFIG_PAGE, readme_with_config_table
@@ -128,7 +129,7 @@ def test_every_data_file_a_module_names_is_in_its_reads():
         for path in data:
             if re.search(rf"[\"']{re.escape(path.name)}[\"']", source):
                 named += 1
-                if plan.relative(path) not in reads:
+                if checkout_relative(path) not in reads:
                     unlisted.append((module, path.name))
     assert named > 0
     assert unlisted == []

@@ -54,7 +54,8 @@ def test_results_on_disk_never_add_a_stage_only_the_command_does():
     left by an earlier run neither enters the evidence nor reruns its stage."""
     assert planned(nothing_on_disk=False).evidence_files == planned().evidence_files
     plan = planned(nothing_on_disk=False)
-    assert not (plan.whatif or plan.sensitivity or plan.validation) and plan.variants == {}
+    assert set(plan.evidence_files) == {"run", "compile", "analytic", "predicted"}
+    assert not plan.sensitivity and plan.variants == {} and plan.measured_runs == {}
     asked = planned(assumptions=True)
     assert len(asked.variant_files) >= 6 and set(asked.varied_rows) <= set(asked.row_ids)
 

@@ -5,10 +5,10 @@
 
 For this checkout, and for COMMIT side by side (a clean `git worktree` of it, same .venv), it
 measures, alternating the two so that a busy machine slows both alike (`--config` passes settings
-to this checkout's runs only: `--against HEAD --config fork_server=false` prices one setting):
+to this checkout's runs only: `--against HEAD --config KEY=VALUE` prices one setting):
 
-- the cold main job (`snakemake --cores all` on a fresh copy): wall time, per stage (first job
-  start to last job end of each rule, from Snakemake's log) and per job;
+- the cold main job (`snakemake --cores all` on a fresh copy): wall time, how many jobs ran at
+  once, per stage (first job start to last job end of each rule, from Snakemake's log) and per job;
 - the dry run on the fresh copy (`snakemake -n`, median of 3) and the no-op rerun after the job
   (`snakemake --cores all` with nothing to do, median of 3);
 - one bare MaxText run of llama-baseline's CPU arguments (median of 3), and the ratio
@@ -59,6 +59,11 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
     return time.monotonic() - started, done.stdout + done.stderr
 
 
+def median_s(command: list[str], cwd: Path, times: int = 3, env: dict[str, str] | None = None) -> float:
+    """The median wall seconds of `command` run `times` times in `cwd` (`env`: as `timed` takes it)."""
+    return statistics.median(timed(command, cwd, env)[0] for _ in range(times))
+
+
 def tree_of(commit: str | None, scratch: Path) -> Path:
     """The workflow files of this checkout (commit None) or of a commit, in a fresh directory."""
     source = REPO
@@ -101,9 +106,8 @@ def job_name(job: dict[str, Any]) -> str:
     return f"{job['rule']} {' '.join(wildcards.values())}".strip()
 
 
-def busy(jobs: list[dict[str, Any]], wall: float) -> float:
-    """How many jobs ran at once on average: their summed durations over the wall time."""
-    return round(sum((job["end"] - job["start"]).total_seconds() for job in jobs) / wall, 2)
+def seconds(job: dict[str, Any]) -> float:
+    return (job["end"] - job["start"]).total_seconds()
 
 
 def stages(jobs: list[dict[str, Any]]) -> dict[str, float]:
@@ -113,35 +117,42 @@ def stages(jobs: list[dict[str, Any]]) -> dict[str, float]:
     return {rule: (max(times) - min(times)).total_seconds() for rule, times in spans.items()}
 
 
+def cold_then_noop(tree: Path, settings: list[str], prefix: str) -> dict[str, Any]:
+    """The job (`snakemake --cores all` with `settings`) cold, then its no-op rerun (median of 3):
+    wall seconds, how many jobs ran at once on average, per stage and per job; keys after `prefix`."""
+    command = [*SNAKEMAKE, "--cores", "all", *settings]
+    wall, log = timed(command, tree)
+    jobs = jobs_from_log(log)
+    return {
+        f"{prefix}_s": round(wall, 1),
+        f"{prefix}_jobs_at_once": round(sum(map(seconds, jobs)) / wall, 2),
+        f"{prefix}_noop_rerun_s": round(median_s(command, tree), 2),
+        f"{prefix}_stages_s": stages(jobs),
+        f"{prefix}_jobs_s": {job_name(job): seconds(job) for job in jobs},
+    }
+
+
+def compiled_memory(tree: Path) -> dict[str, Any]:
+    """Each compiled row's memory analysis, by target and row."""
+    paths = sorted((tree / "results/compiled").glob("*/*.json"))
+    return {f"{p.parent.name}/{p.stem}": json.loads(p.read_text()).get("memory") for p in paths}
+
+
 def main_job(tree: Path, config: list[str]) -> dict[str, Any]:
     settings = ["--config", *config] if config else []
-    dry = statistics.median(timed([*SNAKEMAKE, "-n", "--quiet", *settings], tree)[0] for _ in range(3))
-    wall, log = timed([*SNAKEMAKE, "--cores", "all", *settings], tree)
-    jobs = jobs_from_log(log)
-    noop = statistics.median(timed([*SNAKEMAKE, "--cores", "all", *settings], tree)[0] for _ in range(3))
+    dry = median_s([*SNAKEMAKE, "-n", "--quiet", *settings], tree)
+    measured = cold_then_noop(tree, settings, "main_job")
     verdicts = json.loads((tree / "results/cpu/verdicts.json").read_text())
-    compiled = {
-        p.stem: json.loads(p.read_text()).get("memory") for p in sorted((tree / "results/compiled").glob("*/*.json"))
-    }
-    return {
-        "main_job_s": round(wall, 1),
+    return measured | {
         "dry_run_s": round(dry, 2),
-        "noop_rerun_s": round(noop, 2),
-        "stages_s": stages(jobs),
-        "jobs_s": {job_name(job): (job["end"] - job["start"]).total_seconds() for job in jobs},
         "verdicts": {claim["id"]: claim["verdict"] for claim in verdicts["claims"]},
-        "compiled_memory": compiled,
+        "compiled_memory": compiled_memory(tree),
     }
-
-
-WHATIF = ["--config", "whatif=True"]
 
 
 def whatif_stage(tree: Path) -> dict[str, Any]:
     """The what-if stage on a tree whose main job ran: cold, then the no-op rerun."""
-    wall, log = timed([*SNAKEMAKE, "--cores", "all", *WHATIF], tree)
-    jobs = jobs_from_log(log)
-    noop = statistics.median(timed([*SNAKEMAKE, "--cores", "all", *WHATIF], tree)[0] for _ in range(3))
+    measured = cold_then_noop(tree, ["--config", "whatif=True"], "whatif")
     frontiers = {}
     for path in sorted((tree / "results/whatif").glob("*/frontier-*.json")):
         result = json.loads(path.read_text())
@@ -151,19 +162,7 @@ def whatif_stage(tree: Path) -> dict[str, Any]:
             "points": [p["micro_batch"] for p in result["points"]],
             "compiled": [p["micro_batch"] for p in new],
         }
-    compiled = {
-        f"{p.parent.name}/{p.stem}": json.loads(p.read_text()).get("memory")
-        for p in sorted((tree / "results/compiled").glob("*/*.json"))
-    }
-    return {
-        "whatif_s": round(wall, 1),
-        "whatif_jobs_at_once": busy(jobs, wall),
-        "whatif_noop_rerun_s": round(noop, 2),
-        "whatif_stages_s": stages(jobs),
-        "whatif_jobs_s": {job_name(job): (job["end"] - job["start"]).total_seconds() for job in jobs},
-        "frontiers": frontiers,
-        "whatif_compiled_memory": compiled,
-    }
+    return measured | {"frontiers": frontiers, "whatif_compiled_memory": compiled_memory(tree)}
 
 
 def bare_maxtext_run(tree: Path) -> float:
@@ -178,8 +177,7 @@ def bare_maxtext_run(tree: Path) -> float:
     arguments = [f"base_output_directory={work}" if a.startswith("base_output_directory=") else a for a in arguments]
     arguments = [a for a in arguments if not a.startswith("metrics_file=")]
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": run["provenance"]["xla_flags"]}
-    seconds = [timed([PYTHON, "-m", "maxtext.trainers.pre_train.train", *arguments], work, env)[0] for _ in range(3)]
-    return statistics.median(seconds)
+    return median_s([PYTHON, "-m", "maxtext.trainers.pre_train.train", *arguments], work, env=env)
 
 
 def table(rows: list[tuple[str, Any, Any]]) -> str:
@@ -202,8 +200,7 @@ def main() -> None:
     trees = {"this tree": None, **({"against": args.against} if args.against else {})}
     if args.skip_main_job:
         for name, commit in trees.items():  # each dry run on a fresh copy
-            dry = statistics.median(timed([*SNAKEMAKE, "-n", "--quiet"], tree_of(commit, scratch))[0] for _ in range(5))
-            print(name, round(dry, 2), "s dry run")
+            print(name, round(median_s([*SNAKEMAKE, "-n", "--quiet"], tree_of(commit, scratch), 5), 2), "s dry run")
         return
     measured: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     for repeat in range(args.repeats):
@@ -231,10 +228,11 @@ def main() -> None:
         names = sorted({name for runs in measured.values() for m in runs for name in m.get(field, {})})
         return [side_by_side(f"{label}{name}"[:44], lambda m, n=name: m[field].get(n)) for name in names]
 
-    totals = ["main_job_s", "dry_run_s", "noop_rerun_s"]
-    totals += ["whatif_s", "whatif_jobs_at_once", "whatif_noop_rerun_s"] if args.whatif else []
+    jobs = ["main_job", "whatif"] if args.whatif else ["main_job"]
+    totals = ["dry_run_s", *(f"{job}_{key}" for job in jobs for key in ("s", "jobs_at_once", "noop_rerun_s"))]
     rows = [side_by_side(f"{key} (median of {args.repeats})", lambda m, k=key: m[k]) for key in totals]
-    rows += per_name("stages_s", "stage ") + per_name("jobs_s", "") + per_name("whatif_stages_s", "what-if stage ")
+    rows += per_name("main_job_stages_s", "stage ") + per_name("main_job_jobs_s", "")
+    rows += per_name("whatif_stages_s", "what-if stage ")
     print(table(rows))
     if args.whatif:
         print("\ncapacity frontier: largest fitting micro batch (micro batches compiled by the search / all points)")
@@ -249,25 +247,18 @@ def main() -> None:
     if args.against:
         new, old = measured["this tree"][0], measured["against"][0]
         same_verdicts = {k: v for k, v in new["verdicts"].items() if k in old["verdicts"]} == old["verdicts"]
-        same_memory = new["compiled_memory"] == old["compiled_memory"]
         print(
             f"verdicts of the claims both trees have: {'identical' if same_verdicts else 'DIFFER'}; "
             f"claims only here: {sorted(set(new['verdicts']) - set(old['verdicts']))}"
         )
-        print(
-            f"compiled memory analysis of all {len(new['compiled_memory'])} rows: "
-            f"{'identical' if same_memory else 'DIFFERS'}"
-        )
-    if args.against and args.whatif:
-        same_frontier = {k: v["largest"] for k, v in new["frontiers"].items()} == {
-            k: v["largest"] for k, v in old["frontiers"].items()
-        }
-        same_grid = new["whatif_compiled_memory"] == old["whatif_compiled_memory"]
-        print(f"largest fitting micro batch of every policy and target: {'identical' if same_frontier else 'DIFFER'}")
-        print(
-            f"compiled memory analysis of all {len(new['whatif_compiled_memory'])} rows x targets: "
-            f"{'identical' if same_grid else 'DIFFERS'}"
-        )
+        for key, what in (("compiled_memory", "rows"), ("whatif_compiled_memory", "rows x targets")):
+            if key in new:
+                same = "identical" if new[key] == old[key] else "DIFFERS"
+                print(f"compiled memory analysis of all {len(new[key])} {what}: {same}")
+        if args.whatif:
+            new_largest, old_largest = ({k: v["largest"] for k, v in m["frontiers"].items()} for m in (new, old))
+            same = "identical" if new_largest == old_largest else "DIFFER"
+            print(f"largest fitting micro batch of every policy and target: {same}")
     (scratch / "benchmark.json").write_text(json.dumps(measured, indent=1, default=str))
     print(f"raw numbers: {scratch / 'benchmark.json'}")
 

@@ -41,11 +41,11 @@ class Finding:
         return f"{self.status.upper():<5} {self.check:<12} {self.detail}"
 
 
-def pinned_maxtext(lock: Path = LOCK) -> str:
+def pinned_maxtext() -> str:
     """The MaxText version the rows were written for: the one the lock pins."""
-    match = re.search(r"^maxtext==(\S+)", lock.read_text(encoding="utf-8"), re.MULTILINE)
+    match = re.search(r"^maxtext==(\S+)", LOCK.read_text(encoding="utf-8"), re.MULTILINE)
     if match is None:
-        raise ValueError(f"{lock}: no maxtext== pin")
+        raise ValueError(f"{LOCK}: no maxtext== pin")
     return match.group(1)
 
 
@@ -182,7 +182,6 @@ def preflight(
     env: dict[str, str],
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Every check's finding, and what was seen (for the record)."""
-    cluster = target.spec["cluster"]
     work_dir.mkdir(parents=True, exist_ok=True)
     findings: list[Finding] = []
     image, container = None, None
@@ -211,12 +210,11 @@ def preflight(
     findings.append(check_gpus(facts, target))
     largest = largest_host_bytes(compiled_files)
     findings.append(check_host_memory(facts, target, largest))
-    nodes = min(2, cluster["nodes"])
-    tasks = nodes if nodes > 1 else 2  # a one-node target: two processes on its node
+    nodes = min(2, target.spec["cluster"]["nodes"])  # two processes: on two nodes, or both on a one-node target's
     try:
-        spread_out = [f"--nodes={nodes}", f"--ntasks={tasks}", *gpu_option]
+        spread_out = [f"--nodes={nodes}", "--ntasks=2", *gpu_option]
         lines = srun(spread_out, interpreter, ["-m", PROBE, "distributed"], env, work_dir / "distributed.log")
-        findings.append(check_distributed([json.loads(line) for line in lines], nodes, tasks))
+        findings.append(check_distributed([json.loads(line) for line in lines], nodes, 2))
     except StepFailed as err:
         findings.append(Finding("distributed", "fail", str(err), err.failure.record()))
     return findings, {"facts": facts, "container": container, "largest_host_bytes": largest}

@@ -52,10 +52,6 @@ def gpus() -> list[dict[str, Any]] | None:
 
 def memory_limits() -> dict[str, int | None]:
     """Host memory this task may use: the node's, its cgroup's limit, and what SLURM granted the job."""
-    total = None
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            total = int(line.split()[1]) * 1024
     cgroup = None
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
@@ -67,7 +63,7 @@ def memory_limits() -> dict[str, int | None]:
         break
     slurm_mb = os.environ.get("SLURM_MEM_PER_NODE")
     return {
-        "node_bytes": total,
+        "node_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),  # /proc/meminfo's MemTotal
         "cgroup_bytes": cgroup,
         "slurm_job_bytes": int(slurm_mb) * 2**20 if slurm_mb and slurm_mb.isdigit() else None,
     }

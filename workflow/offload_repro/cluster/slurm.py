@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,6 @@ from offload_repro.core.data import DataError, Row, Target
 from offload_repro.core.files import REPO_ROOT
 from offload_repro.core.image_digest import DigestError, resolve_digest
 
-__all__ = ["CONTAINERS_FILE", "containers"]  # read here by the container checks and their tests
-RUNTIMES = ("pyxis", "apptainer")
 # A CPU row submitted to SLURM: one task on one node (the test cluster has 2 cores).
 CPU_JOB = {"nodes": 1, "tasks": 1, "cpus_per_task": 2, "mem_mb": 6000, "runtime": 30}
 
@@ -53,8 +52,7 @@ class Container:
     def resolved(self, runtime: str, allow_unpinned: bool) -> dict[str, Any]:
         """The image to run, pinned by the digest `skopeo inspect` gives now when only a tag is
         recorded, and a record of what ran."""
-        record: dict[str, Any] = {"name": self.name, "reference": self.reference, "digest": self.digest}
-        record.update(runtime=runtime, digest_at_run_time=self.digest, digest_error=None)
+        record = asdict(self) | {"runtime": runtime, "digest_at_run_time": self.digest, "digest_error": None}
         image = self.image(runtime, allow_unpinned)
         if self.digest is None:
             try:
@@ -177,11 +175,10 @@ def launch_prefix(target: Target, image: str | None, runtime: str, work_dir: Pat
 
 
 def interpreter(image: str | None, runtime: str, work_dir: Path, python: str) -> list[str]:
-    """What follows srun's own options: Python in the image, or this checkout's (CPU targets have no image)."""
+    """What follows srun's own options: Python in the image, or this checkout's (CPU targets have no image);
+    `runtime`: pyxis, else apptainer (the config's schema and the command line allow no other)."""
     if image is None:
         return [python]
-    if runtime not in RUNTIMES:
-        raise DataError(f"config 'container_runtime': '{runtime}' is not one of {RUNTIMES}")
     if runtime == "pyxis":
         return [
             f"--container-image={image}",
@@ -208,10 +205,10 @@ def parse_duration(text: str) -> float:
     return float(days or 0) * 86400 + seconds
 
 
-def job_field(format_code: str, job_id: str | None = None) -> tuple[str, str] | None:
-    """(job id, one `squeue -o` field of it); None outside SLURM or when SLURM cannot say. Asked of
+def job_field(format_code: str) -> str | None:
+    """One `squeue -o` field of this job; None outside SLURM or when SLURM cannot say. Asked of
     SLURM by job id: the plugin's job step keeps only the id of SLURM's variables."""
-    job_id = job_id or os.environ.get("SLURM_JOB_ID")
+    job_id = os.environ.get("SLURM_JOB_ID")
     if not job_id:
         return None
     try:
@@ -219,41 +216,41 @@ def job_field(format_code: str, job_id: str | None = None) -> tuple[str, str] | 
         done = subprocess.run(command, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
-    return (job_id, done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
-def time_limit(job_id: str | None = None) -> TimeLimit | None:
+def time_limit() -> TimeLimit | None:
     """This job's time limit and end; None outside SLURM or without a limit."""
-    field = job_field("%l|%e", job_id)
+    field = job_field("%l|%e")
     if field is None:
         return None
     try:
-        limit, end = field[1].split("|")
-        return TimeLimit(field[0], parse_duration(limit), datetime.datetime.fromisoformat(end).timestamp())
+        limit, end = field.split("|")
+        limit_s, ends_at = parse_duration(limit), datetime.datetime.fromisoformat(end).timestamp()
     except ValueError:  # UNLIMITED, or no end time yet
         return None
+    return TimeLimit(os.environ["SLURM_JOB_ID"], limit_s, ends_at)
 
 
-def node_list(job_id: str | None = None) -> list[str] | None:
+def node_list() -> list[str] | None:
     """The job's nodes, one name each (SLURM's compact `node[01-04]` expanded); None outside SLURM."""
-    field = job_field("%N", job_id)
+    field = job_field("%N")
     if field is None:
         return None
     try:
-        names = subprocess.run(["scontrol", "show", "hostnames", field[1]], capture_output=True, text=True, timeout=30)
+        names = subprocess.run(["scontrol", "show", "hostnames", field], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
-        return [field[1]]
-    return names.stdout.split() or [field[1]]
+        return [field]
+    return names.stdout.split() or [field]
 
 
 MEMORY_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
-def job_memory_bytes(job_id: str | None = None) -> int | None:
+def job_memory_bytes() -> int | None:
     """Memory SLURM granted the job per node (`squeue %m`, e.g. 8000M); None if unknown or unset."""
-    field = job_field("%m", job_id)
-    value = field[1] if field else ""
-    if len(value) < 2 or value[-1] not in MEMORY_UNITS or not value[:-1].replace(".", "", 1).isdigit():
+    field = job_field("%m")
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT])", field) if field else None
+    if found is None:
         return None
-    amount = float(value[:-1])
-    return int(amount * MEMORY_UNITS[value[-1]]) if amount > 0 else None
+    return int(float(found[1]) * MEMORY_UNITS[found[2]]) or None  # 0: unset

@@ -31,14 +31,12 @@ def schema(name: str) -> dict[str, Any]:
 def _where(data: Any, path: list[Any]) -> str:
     """ "row 3 (id 'x'), field 'a.b'" for a jsonschema error path (rows and claims by number and id)."""
     parts: list[str] = []
-    rest = list(path)
-    if len(rest) >= 2 and rest[0] in ("rows", "claims", "runs") and isinstance(rest[1], int):
-        items = data.get(rest[0]) if isinstance(data, dict) else None
-        item = items[rest[1]] if isinstance(items, list) else None
+    if len(path) >= 2 and path[0] in ("rows", "claims", "runs") and isinstance(path[1], int):
+        item = data[path[0]][path[1]]  # the list's item the error lies in
         item_id = item.get("id") if isinstance(item, dict) else None
-        parts.append(f"{rest[0][:-1]} {rest[1] + 1}" + (f" (id '{item_id}')" if item_id else ""))
-        rest = rest[2:]
-    field_name = ".".join(str(p) for p in rest)
+        parts.append(f"{path[0][:-1]} {path[1] + 1}" + (f" (id '{item_id}')" if item_id else ""))
+        path = path[2:]
+    field_name = ".".join(str(p) for p in path)
     parts.append(f"field '{field_name}'" if field_name else "top level")
     return ", ".join(parts)
 
@@ -339,10 +337,10 @@ def load_target(name: str, directory: Path = TARGET_DIR, nodes: int | None = Non
     return Target(name=name, kind=spec["kind"], launcher=spec["launcher"], spec=spec, uncited=uncited)
 
 
-def hardware_classes(directory: Path = TARGET_DIR) -> dict[str, list[str]]:
+def hardware_classes() -> dict[str, list[str]]:
     """{hardware class: names of the targets that judge it}, from every target file."""
     classes: dict[str, list[str]] = {}
-    for path in sorted(directory.glob("*.yaml")):
-        for hardware in load_target(path.stem, directory).judges:
+    for path in sorted(TARGET_DIR.glob("*.yaml")):
+        for hardware in load_target(path.stem).judges:
             classes.setdefault(hardware, []).append(path.stem)
     return classes

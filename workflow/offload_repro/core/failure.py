@@ -44,9 +44,9 @@ class Failure:
         return asdict(self)
 
 
-def cut(text: str, limit: int = CAUSE_CHARS) -> str:
+def cut(text: str) -> str:
     text = text.strip()
-    return text if len(text) <= limit else text[: limit - len(CUT)].rstrip() + CUT
+    return text if len(text) <= CAUSE_CHARS else text[: CAUSE_CHARS - len(CUT)].rstrip() + CUT
 
 
 def signal_name(returncode: int | None) -> str | None:

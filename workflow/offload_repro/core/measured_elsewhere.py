@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import DataError, Row, Target, load_target, validate
-from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.files import REPO_ROOT, checkout_relative, read_yaml
 from offload_repro.core.gpu import FRACTION_VARIABLE, JAX_DEFAULT_FRACTION
 from offload_repro.core.maxtext_configs import base_config, model_config, model_file, model_kind, model_settings
 
@@ -48,7 +48,6 @@ class MeasuredRun:
     step_seconds: float
     citation: dict[str, str]
     container: str
-    settings_citations: list[dict[str, str]] = field(default_factory=list)
     # MaxText settings the run's own file replaces for a compile here, each with why
     substitutions: list[dict[str, Any]] = field(default_factory=list)
 
@@ -385,7 +384,7 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
             MeasuredRun(
                 id=entry["id"],
                 source=data["source"],
-                source_file=str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path),
+                source_file=checkout_relative(path),
                 target=data["target"],
                 kind=kind,
                 family=family,
@@ -400,7 +399,6 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
                 step_seconds=entry["step_seconds"],
                 citation=entry["citation"],
                 container=data["container"],
-                settings_citations=defaults["citations"],
                 substitutions=[*defaults.get("substitutions", []), *entry.get("substitutions", [])],
             )
         )
@@ -421,9 +419,9 @@ def load_measured(paths: list[Path] | None = None) -> list[MeasuredRun]:
     return runs
 
 
-def load_validation(path: str | Path = VALIDATION_FILE) -> dict[str, Any]:
-    data = read_yaml(REPO_ROOT / path)
-    validate(data, "validation", path)
+def load_validation() -> dict[str, Any]:
+    data = read_yaml(REPO_ROOT / VALIDATION_FILE)
+    validate(data, "validation", VALIDATION_FILE)
     return data
 
 
@@ -449,14 +447,12 @@ def compiled_as(run: MeasuredRun, target: Target, validation: dict[str, Any], un
     caller and recorded) plus the compile-only ones."""
     settings = dict(run.maxtext)
     substitutions = []
-    for rule in validation["compile"]["substitutions"]:
-        if settings.get(rule["setting"]) == rule["value"]:
-            settings[rule["setting"]] = rule["becomes"]
-            substitutions.append({**rule, "stated_in": VALIDATION_FILE})
-    for rule in run.substitutions:  # the run file's own, after this build's
-        if settings.get(rule["setting"]) == rule["value"]:
-            settings[rule["setting"]] = rule["becomes"]
-            substitutions.append({**rule, "stated_in": run.source_file})
+    sources = ((validation["compile"]["substitutions"], VALIDATION_FILE), (run.substitutions, run.source_file))
+    for rules, stated_in in sources:  # this build's, then the run file's own
+        for rule in rules:
+            if settings.get(rule["setting"]) == rule["value"]:
+                settings[rule["setting"]] = rule["becomes"]
+                substitutions.append({**rule, "stated_in": stated_in})
     for key, value in target.spec["compile"]["maxtext"].items():
         if key in settings and settings[key] != value:
             reason = f"a compile-only build's setting (experiments/targets/{target.name}.yaml, compile.maxtext)"

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import ast
 import glob
+import graphlib
 import re
 from functools import cache
 from pathlib import Path
 
 from offload_repro.cli import COMMANDS
-from offload_repro.core.files import REPO_ROOT
+from offload_repro.core.files import REPO_ROOT, checkout_relative
 
 PACKAGE = "offload_repro"
 PACKAGE_DIR = REPO_ROOT / "workflow" / PACKAGE
@@ -111,10 +112,6 @@ def _reads(module: str) -> list[str]:
     return []
 
 
-def relative(path: Path) -> str:
-    return str(path.relative_to(REPO_ROOT))
-
-
 def module_reads(module: str) -> list[str]:
     """The data files a module reads by a fixed path (its READS, patterns expanded)."""
     files: set[str] = set()
@@ -130,7 +127,7 @@ def stage_code(command: str) -> list[str]:
     """Every file the stage's result depends on besides its rule's data inputs: the modules it can
     import, the data files they read and the lock of the environment, relative to the checkout."""
     modules = stage_modules(command)
-    files = {relative(module_file(module)) for module in modules}
+    files = {checkout_relative(module_file(module)) for module in modules}
     files |= {path for module in modules for path in module_reads(module)}
     return sorted(files) + list(LOCKS)
 
@@ -145,25 +142,12 @@ def package_modules() -> list[str]:
 
 
 def cycles() -> list[list[str]]:
-    """Import cycles among the package's modules (each once, as a list of module names)."""
-    found: list[list[str]] = []
-    state: dict[str, str] = {}
-
-    def visit(module: str, path: list[str]) -> None:
-        state[module] = "open"
-        for imported in sorted(direct_imports(module)):
-            if state.get(imported) == "open":
-                cycle = path[path.index(imported) :]
-                if sorted(cycle) not in [sorted(c) for c in found]:
-                    found.append(cycle)
-            elif imported not in state:
-                visit(imported, [*path, imported])
-        state[module] = "done"
-
-    for module in package_modules():
-        if module not in state:
-            visit(module, [module])
-    return found
+    """An import cycle among the package's modules, if any: its modules, each importing the next."""
+    try:
+        graphlib.TopologicalSorter({module: direct_imports(module) for module in package_modules()}).prepare()
+    except graphlib.CycleError as err:
+        return [err.args[1][:0:-1]]  # graphlib lists each module after one it imports, the first again at the end
+    return []
 
 
 _RULE = re.compile(r"^[ \t]*rule (\w+):$(.*?)(?=^[ \t]*rule \w+:$|\Z)", re.M | re.S)

@@ -50,9 +50,7 @@ class Plan:
     evidence_files: dict[str, list[str]]  # by producer
     page_targets: list[str]  # this run's target first, then every earlier one whose page exists
     target_files: list[str]  # every target file: the hardware classes claims are judged by come from them
-    whatif: bool  # the what-if grid and capacity frontier
     sensitivity: bool  # each alternative assumption compiled
-    validation: bool  # the step-time model against published runs measured elsewhere
     measured_runs: dict[str, str]  # run id -> its target (experiments/measured-elsewhere/), with validation
 
     @property
@@ -239,8 +237,6 @@ def make_plan(
         evidence_files=evidence,
         page_targets=[target.name, *earlier_targets(target.name, exists, results)],
         target_files=sorted(f"{TARGETS_DIR}/{path.name}" for path in (REPO_ROOT / TARGETS_DIR).glob("*.yaml")),
-        whatif=whatif,
         sensitivity=sensitivity,
-        validation=validation,
         measured_runs=measured,
     )
