@@ -21,8 +21,7 @@ READS = ("experiments/assumptions.yaml",)
 
 @cache
 def load_assumptions(path: Path = ASSUMPTIONS_FILE) -> dict[str, dict[str, Any]]:
-    data = read_yaml(path)
-    validate(data, "assumptions", path)
+    data = validate(read_yaml(path), "assumptions", path)
     found: dict[str, dict[str, Any]] = {}
     for number, entry in enumerate(data["assumptions"], 1):
         if entry["id"] in found:

@@ -49,12 +49,14 @@ def _shared(uri: str) -> Resource:
 SHARED = Registry(retrieve=_shared)
 
 
-def validate(data: Any, schema_name: str, source: str | Path) -> None:
+def validate(data: Any, schema_name: str, source: str | Path) -> Any:
+    """`data`, once it is valid against the schema `schema_name`; else a DataError naming each error's place."""
     validator = jsonschema.Draft202012Validator(schema(schema_name), registry=SHARED)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = [f"{source}: {_where(data, list(e.absolute_path))}: {e.message}" for e in errors]
         raise DataError("\n".join(lines))
+    return data
 
 
 @dataclass(frozen=True)

@@ -9,33 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, validate
+from offload_repro.core.data import SCHEMA_DIR, DataError, validate
 from offload_repro.core.files import write_json
 
 SCHEMA_VERSION = 1
-KINDS = (
-    "run",
-    "compile",
-    "program",
-    "analytic",
-    "probe",
-    "frontier",
-    "budget",
-    "predicted",
-    "assumptions",
-    "evidence",
-    "verdicts",
-    "preflight",
-    "validation",
-)
+# Every kind with a schema (workflow/schemas/results/<kind>.schema.yaml): a new kind needs only its schema.
+KINDS = tuple(sorted(path.name.removesuffix(".schema.yaml") for path in (SCHEMA_DIR / "results").glob("*.schema.yaml")))
 
 
 class ResultError(DataError):
     """A result file is missing, damaged or of the wrong shape; the message names file and field."""
-
-
-def stamped(kind: str, data: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": kind, "schema_version": SCHEMA_VERSION, **data}
 
 
 def check(data: Any, kind: str, source: str | Path) -> None:
@@ -56,7 +39,7 @@ def check(data: Any, kind: str, source: str | Path) -> None:
 
 def write_result(path: str | Path, kind: str, data: dict[str, Any]) -> dict[str, Any]:
     """Stamp, validate and atomically write one result; returns what was written."""
-    record = stamped(kind, data)
+    record = {"kind": kind, "schema_version": SCHEMA_VERSION, **data}
     check(record, kind, path)
     write_json(path, record)
     return record
