@@ -13,7 +13,7 @@ from conftest import REPO, run_python
 from offload_repro.core.files import checkout_relative
 from offload_repro.plan import inputs as plan
 from offload_repro.plan import layout
-from offload_repro.plan.configuration import CONFIG_PAGE, readme_with_config_table
+from offload_repro.plan.__main__ import GENERATED
 
 # Imports every module of the package with builtins.__import__ wrapped, and prints each import
 # edge (importing module -> imported module of the package) that Python executed.
@@ -101,7 +101,7 @@ def test_every_rule_takes_its_code_inputs_from_the_plan(tmp_path):
         inputs = re.search(r"^\s*input: (.*)$", job, re.M)
         if name and inputs:
             seen.setdefault(name.group(1), set()).update(inputs.group(1).split(", "))
-    ours = {path for command in plan.subcommands() for path in plan.stage_code(command)}
+    ours = {path for command in plan.COMMANDS for path in plan.stage_code(command)}
     for rule, command in plan.rules().items():
         if rule in seen:  # preflight and probe_transfers run only on SLURM and one-GPU targets
             assert seen[rule] & ours == set(plan.stage_code(command)), rule
@@ -115,7 +115,7 @@ def test_the_rules_of_each_command_are_read_from_the_rule_files():
     assert found["compile_row"] == found["compile_variant"] == "compile"
     assert found["predict"] == found["predict_variant"] == "predict"
     assert found["preflight"] == "preflight"  # defined inside an `if` of its rule file
-    assert set(found.values()) == set(plan.subcommands()) - {"validate", "summary"}  # those two run outside rules
+    assert set(found.values()) == set(plan.COMMANDS) - {"validate", "summary"}  # those two run outside rules
 
 
 def test_every_data_file_a_module_names_is_in_its_reads():
@@ -157,17 +157,12 @@ def test_a_cycle_would_be_found(monkeypatch):
     assert plan.cycles() == [["offload_repro.a", "offload_repro.b"]]
 
 
-@pytest.mark.parametrize(
-    ("page", "generated"),
-    [
-        (plan.EDIT_PAGE, plan.readme_with_table),  # the edit table is the import graph
-        (CONFIG_PAGE, readme_with_config_table),  # the configuration table is the schema and the defaults
-        (layout.LAYOUT_PAGE, layout.readme_with_layout),  # the layout is the tree
-    ],
-)
-def test_the_generated_parts_of_the_docs_are_up_to_date(page, generated):
+@pytest.mark.parametrize(("page", "name", "block"), GENERATED, ids=["edit-table", "configuration", "layout"])
+def test_the_generated_parts_of_the_docs_are_up_to_date(page, name, block):
     text = page.read_text()
-    assert generated(text) == text, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+    assert plan.with_generated(text, name, block()) == text, (
+        "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+    )
 
 
 def test_every_key_of_the_config_is_described_and_has_a_default():

@@ -143,11 +143,8 @@ def refuse_unpinned(target: Target, rows: list[Row], runtime: str, allow_unpinne
 
 def whatif_targets(frontier_targets: list[str]) -> list[str]:
     """Every GPU target a cluster would run (SLURM, with a compile section): a new file enters by itself."""
-    found = []
-    for path in sorted((REPO_ROOT / TARGETS_DIR).glob("*.yaml")):
-        spec = load_target(path.stem)
-        if spec.kind == "gpu" and spec.launcher == "slurm" and "compile" in spec.spec:
-            found.append(path.stem)
+    targets = [load_target(path.stem) for path in sorted((REPO_ROOT / TARGETS_DIR).glob("*.yaml"))]
+    found = [t.name for t in targets if t.kind == "gpu" and t.launcher == "slurm" and "compile" in t.spec]
     unknown = sorted(set(frontier_targets) - set(found))
     if unknown:
         raise DataError(f"config 'frontier_targets': {unknown} are not GPU targets with a compile section")
@@ -156,14 +153,13 @@ def whatif_targets(frontier_targets: list[str]) -> list[str]:
 
 def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Each alternative of experiments/assumptions.yaml, with the rows of this run it affects."""
-    found = {}
-    for assumption, alternative in variants():
-        rows = [row for row in assumption["affects"] if row in row_ids]
-        found[variant_id(assumption, alternative)] = {
+    return {
+        variant_id(assumption, alternative): {
             "settings": resolved(assumption, alternative["settings"]),
-            "rows": rows,
+            "rows": [row for row in assumption["affects"] if row in row_ids],
         }
-    return found
+        for assumption, alternative in variants()
+    }
 
 
 def earlier_targets(current: str, exists: Callable[[str], bool], results: Path) -> list[str]:

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.plan.inputs import PACKAGE_DIR, with_generated
+from offload_repro.plan.inputs import PACKAGE_DIR
 
 # Lowest first. A folder is named by its path below the package; a module at the package's root
 # by its file name. Folders on one floor import nothing of each other.
@@ -142,7 +142,3 @@ def layout_block() -> str:
             text = f"{text} {', '.join(names)}"
         lines += entry(path, text)
     return "\n".join(["```", *lines, "```"])
-
-
-def readme_with_layout(readme: str) -> str:
-    return with_generated(readme, "layout", layout_block())
