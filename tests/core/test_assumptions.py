@@ -86,10 +86,6 @@ def test_a_frontier_claim_under_an_alternative_is_bounded_by_its_policys_rows():
     assert frontier_verdict(claim, {"deepseek-device-mb8": (8, "oom")}, points)[0] == "undetermined"
 
 
-def observation(row: str, metric: str, value, target: str = "gb200-nvl72") -> dict:
-    return {"row": row, "target": target, "evidence": "compiled", "metric": metric, "value": value, "at": None}
-
-
 def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path):
     """A stand-in judge: the claim passes while the row's device memory stays under 150 GiB; each
     alternative's compile result is a real one with its device memory changed."""
@@ -121,7 +117,8 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
             {"id": "split", "affects": ["r"], "alternatives": [{"id": "experts", "results": failed}]},
         ],
     }
-    found = robustness(claims, [observation("r", "device_gib", 140.0)], sensitivity, judge, {}, {})
+    observed = dict(row="r", target="gb200-nvl72", evidence="compiled", metric="device_gib", value=140.0, at=None)
+    found = robustness(claims, [observed], sensitivity, judge, {}, {})
     assert found["under-150"]["robust"] is False and found["under-150"]["depends_on"] == ["length"]
     assert [u["verdict"] for u in found["under-150"]["under"]] == ["pass", "fail", "untested"]
     assert found["any-memory"]["robust"] is True and found["any-memory"]["untested"] == ["split.experts"]

@@ -58,9 +58,10 @@ def broken_copy(tmp_path: Path, mutate) -> Path:
         (lambda d: d["rows"][3].update(per_device_batch_size="two"), ["row 4", "per_device_batch_size"]),
         (lambda d: d["rows"][0].update(colour="red"), ["row 1", "'colour' was unexpected"]),
         (lambda d: d["defaults"].pop("model"), ["field 'defaults'", "'model' is a required property"]),
+        (lambda d: d["rows"][1].update(id="llama-baseline"), ["row id 'llama-baseline': field 'id': already used"]),
     ],
 )
-def test_malformed_rows_name_file_row_and_field(tmp_path, mutate, expected):
+def test_malformed_or_duplicate_rows_name_file_row_and_field(tmp_path, mutate, expected):
     path = broken_copy(tmp_path, mutate)
     with pytest.raises(DataError) as raised:
         load_rows([path])
@@ -68,12 +69,6 @@ def test_malformed_rows_name_file_row_and_field(tmp_path, mutate, expected):
     assert str(path) in message
     for part in expected:
         assert part in message
-
-
-def test_duplicate_row_ids_are_refused(tmp_path):
-    path = broken_copy(tmp_path, lambda d: d["rows"][1].update(id="llama-baseline"))
-    with pytest.raises(DataError, match="row id 'llama-baseline': field 'id': already used"):
-        load_rows([path])
 
 
 def test_yaml_syntax_error_names_the_file(tmp_path):
