@@ -36,10 +36,7 @@ def module_file(name: str) -> Path | None:
     if name != PACKAGE and not name.startswith(PACKAGE + "."):
         return None
     base = REPO_ROOT / "workflow" / Path(*name.split("."))
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
+    return next((path for path in (base.with_suffix(".py"), base / "__init__.py") if path.is_file()), None)
 
 
 @cache
@@ -129,11 +126,8 @@ def stage_code(command: str) -> list[str]:
 
 def package_modules() -> list[str]:
     """Every module of the package, by name."""
-    names = []
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        parts = path.relative_to(REPO_ROOT / "workflow").with_suffix("").parts
-        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return names
+    files = [path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts for path in sorted(PACKAGE_DIR.rglob("*.py"))]
+    return [".".join(parts[:-1] if parts[-1] == "__init__" else parts) for parts in files]
 
 
 def cycles() -> list[list[str]]:

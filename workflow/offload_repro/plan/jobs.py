@@ -164,13 +164,9 @@ def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
 
 def earlier_targets(current: str, exists: Callable[[str], bool], results: Path) -> list[str]:
     """Targets other than this run's whose pages exist: the entry page keeps linking them."""
-    found = []
-    for verdicts in sorted(results.glob("*/verdicts.json")):
-        name = verdicts.parent.name
-        paths = [f"results/report/{name}.html", f"results/{name}/verdicts.json", f"results/{name}/evidence.json"]
-        if name != current and all(exists(path) for path in paths):
-            found.append(name)
-    return found
+    names = [verdicts.parent.name for verdicts in sorted(results.glob("*/verdicts.json"))]
+    pages = ("results/report/{}.html", "results/{}/verdicts.json", "results/{}/evidence.json")
+    return [name for name in names if name != current and all(exists(page.format(name)) for page in pages)]
 
 
 def make_plan(
@@ -191,8 +187,7 @@ def make_plan(
         raise DataError(f"{where}: field 'compile': needed for config 'compile_target'")
     refuse_unpinned(target, rows, config["container_runtime"], as_bool(config["allow_unpinned_container"]))
 
-    whatif, sensitivity = as_bool(config["whatif"]), as_bool(config["assumptions"])
-    validation = as_bool(config["validation"])
+    whatif, sensitivity, validation = (as_bool(config[key]) for key in ("whatif", "assumptions", "validation"))
     measured = {run.id: run.target for run in load_measured()} if validation else {}
     found_whatif = whatif_targets(config["frontier_targets"]) if whatif else []
     grid = [compile_target.name, *[name for name in found_whatif if name != compile_target.name]]
