@@ -12,7 +12,7 @@ from offload_repro.core.assumptions import check_ids, load_assumptions, variants
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.maxtext_args import xla_flags
 from offload_repro.core.results import write_result
-from offload_repro.core.variants import apply, resolved, variant_id, variant_row
+from offload_repro.core.variants import apply, resolved, schedules_by_profile, variant_id, variant_row
 from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
 from offload_repro.plan.inputs import stage_code
 from offload_repro.produce.compiled.program_cache import LHS_OFF, program_key
@@ -59,7 +59,7 @@ def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program(t
         for row_id in assumption["affects"]:
             variant = variant_row(ROWS[row_id], assumption, alternative)
             assert variant.id == f"{row_id}@{variant_id(assumption, alternative)}"
-            guided = profile if alternative["settings"].get("latency_profile", "none") != "none" else None
+            guided = profile if schedules_by_profile(alternative["settings"]) else None
             key = program_key(variant, GB200, latency_profile=guided)
             keys.add(key)
             assert key != program_key(ROWS[row_id], GB200)
@@ -183,11 +183,7 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
 def test_a_profile_guided_schedule_affects_exactly_the_rows_whose_scheduler_a_profile_can_guide(tables):
     """XLA turns the latency-hiding scheduler on for a program with a profile: the alternative must
     leave the rows that turn it off alone, and cover every other."""
-    guided = [
-        entry
-        for entry in load_assumptions().values()
-        if any(alt["settings"].get("latency_profile", "none") != "none" for alt in entry.get("alternatives", []))
-    ]
+    guided = [assumption for assumption, alternative in variants() if schedules_by_profile(alternative["settings"])]
     assert [entry["id"] for entry in guided] == ["xla-latency-estimator"]
     lhs_on = [row.id for row in load_rows(tables) if LHS_OFF not in xla_flags(row)]
     assert sorted(guided[0]["affects"]) == sorted(lhs_on)

@@ -10,10 +10,11 @@ import shutil
 import pytest
 
 from conftest import REPO, run_python
-from offload_repro.core.files import checkout_relative
+from offload_repro.core.files import checkout_relative, read_yaml
 from offload_repro.plan import inputs as plan
 from offload_repro.plan import layout
 from offload_repro.plan.__main__ import GENERATED
+from offload_repro.plan.configuration import DEFAULTS, SCHEMA, config_table
 
 # Imports every module of the package with builtins.__import__ wrapped, and prints each import
 # edge (importing module -> imported module of the package) that Python executed.
@@ -120,19 +121,14 @@ def test_the_rules_of_each_command_are_read_from_the_rule_files():
 
 def test_every_data_file_a_module_names_is_in_its_reads():
     """A module that names a data file of the checkout by a fixed path lists it in READS."""
-    data = [p for p in (REPO / "experiments").glob("*.yaml")]
-    data += [*(REPO / "report").glob("*"), REPO / "envs" / "containers.yaml"]
-    named, unlisted = 0, []
-    for module in plan.package_modules():
-        source = plan.module_file(module).read_text()
-        reads = set(plan.module_reads(module))
-        for path in data:
-            if re.search(rf"[\"']{re.escape(path.name)}[\"']", source):
-                named += 1
-                if checkout_relative(path) not in reads:
-                    unlisted.append((module, path.name))
-    assert named > 0
-    assert unlisted == []
+    data = [*(REPO / "experiments").glob("*.yaml"), *(REPO / "report").glob("*"), REPO / "envs" / "containers.yaml"]
+    sources = {module: plan.module_file(module).read_text() for module in plan.package_modules()}
+    quoted = {path: re.compile(rf"[\"']{re.escape(path.name)}[\"']") for path in data}
+    named = [(module, path) for module, text in sources.items() for path in data if quoted[path].search(text)]
+    unlisted = [
+        (module, path.name) for module, path in named if checkout_relative(path) not in plan.module_reads(module)
+    ]
+    assert named and unlisted == []
 
 
 def test_judging_and_drawing_import_no_producer_and_no_cluster_code():
@@ -166,9 +162,6 @@ def test_the_generated_parts_of_the_docs_are_up_to_date(page, name, block):
 
 
 def test_every_key_of_the_config_is_described_and_has_a_default():
-    from offload_repro.core.files import read_yaml
-    from offload_repro.plan.configuration import DEFAULTS, SCHEMA, config_table
-
     schema = read_yaml(SCHEMA)
     assert set(schema["properties"]) == set(schema["required"]) == set(read_yaml(DEFAULTS))
     undescribed = [key for key, spec in schema["properties"].items() if len(spec.get("description", "")) < 20]
