@@ -98,8 +98,7 @@ class Row:
 
     def xla_flag(self, name: str) -> str | None:
         """The value the row's published flags give `name` ('--xla_gpu_...'), None where they do not set it."""
-        values = dict(flag.split("=", 1) for flag in self.xla_flags if "=" in flag)
-        return values.get(name)
+        return dict(flag.split("=", 1) for flag in self.xla_flags if "=" in flag).get(name)
 
     def tensors(self, placement: str) -> list[str]:
         return [name for name, where in self.placement.items() if where == placement]

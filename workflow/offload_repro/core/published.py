@@ -36,8 +36,7 @@ def published_throughputs(
                 if value := row.published.get("tflops_per_device"):
                     found.setdefault(family, {})[row.id] = {"tflops": value, "sources": [row.id], "how": "published"}
                 continue
-            claim = claims.get(entry["from_claim"])
-            if claim is None:
+            if (claim := claims.get(entry["from_claim"])) is None:
                 raise DataError(
                     f"{SPEED_FILE}: leave_one_out {family}, row {row.id}, field 'from_claim':"
                     f" no claim '{entry['from_claim']}' in {claims_file}"

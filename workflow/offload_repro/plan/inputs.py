@@ -62,11 +62,8 @@ def _named_in(node: ast.AST) -> set[str]:
 
 def _with_packages(names: set[str]) -> set[str]:
     """Importing a.b.c runs a/__init__.py and a/b/__init__.py first."""
-    every = set(names)
-    for name in names:
-        parts = name.split(".")
-        every |= {".".join(parts[:n]) for n in range(1, len(parts))}
-    return {name for name in every if module_file(name) is not None}
+    parents = {name.rsplit(".", depth)[0] for name in names for depth in range(1, name.count(".") + 1)}
+    return {name for name in names | parents if module_file(name) is not None}
 
 
 @cache

@@ -105,8 +105,7 @@ class Plan:
 
 
 def chosen_rows(all_rows: list[Row], wanted: list[str]) -> list[Row]:
-    unknown = sorted(set(wanted) - {row.id for row in all_rows})
-    if unknown:
+    if unknown := sorted(set(wanted) - {row.id for row in all_rows}):
         raise DataError(f"config 'rows': unknown row ids {unknown}; known: {[row.id for row in all_rows]}")
     return [row for row in all_rows if not wanted or row.id in wanted]
 
@@ -145,8 +144,7 @@ def whatif_targets(frontier_targets: list[str]) -> list[str]:
     """Every GPU target a cluster would run (SLURM, with a compile section): a new file enters by itself."""
     targets = [load_target(path.stem) for path in sorted((REPO_ROOT / TARGETS_DIR).glob("*.yaml"))]
     found = [t.name for t in targets if t.kind == "gpu" and t.launcher == "slurm" and "compile" in t.spec]
-    unknown = sorted(set(frontier_targets) - set(found))
-    if unknown:
+    if unknown := sorted(set(frontier_targets) - set(found)):
         raise DataError(f"config 'frontier_targets': {unknown} are not GPU targets with a compile section")
     return found
 

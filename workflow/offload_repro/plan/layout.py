@@ -109,8 +109,7 @@ def entry(label: str, text: str) -> list[str]:
 
 def package_lines() -> list[str]:
     folders = modules_by_folder()
-    unplaced = sorted(set(folders) - {folder for floor in FLOORS for folder in floor})
-    if unplaced:
+    if unplaced := sorted(set(folders) - {folder for floor in FLOORS for folder in floor}):
         raise KeyError(f"{', '.join(unplaced)}: on no floor of {__name__}.FLOORS")
     shared = "; ".join(" and ".join(f"{folder}/" for folder in floor) for floor in FLOORS if len(floor) > 1)
     lines = entry(
