@@ -27,24 +27,17 @@ def operands(dtype):
     return lhs, rhs, jnp.array(GROUPS, jnp.int32), cotangent
 
 
-def test_tiled_gmm_computes_what_ragged_dot_computes_and_zeros_past_the_groups():
-    lhs, rhs, groups, _ = operands(jnp.float32)
-    tiled = grouped_matmul.tiled_gmm(lhs, rhs, groups, tile=TILE)
-    reference = jax.lax.ragged_dot(lhs, rhs, groups)
-    assert jnp.allclose(tiled, reference, atol=1e-5)
-    assert not jnp.any(tiled[sum(GROUPS) :])
-
-
-def test_its_written_out_gradient_is_ragged_dots_gradient():
+def test_tiled_gmm_and_its_written_out_gradient_are_ragged_dots_and_zero_past_the_groups():
     lhs, rhs, groups, cotangent = operands(jnp.float32)
 
     def pulled(matmul):
-        _, vjp = jax.vjp(lambda x, w: matmul(x, w, groups), lhs, rhs)
-        return vjp(cotangent)
+        out, vjp = jax.vjp(lambda x, w: matmul(x, w, groups), lhs, rhs)
+        return out, *vjp(cotangent)
 
-    tiled = pulled(lambda x, w, g: grouped_matmul.tiled_gmm(x, w, g, tile=TILE))
-    reference = pulled(jax.lax.ragged_dot)
-    for mine, theirs in zip(tiled, reference, strict=True):
+    out, *gradients = pulled(lambda x, w, g: grouped_matmul.tiled_gmm(x, w, g, tile=TILE))
+    reference, *expected = pulled(jax.lax.ragged_dot)
+    assert jnp.allclose(out, reference, atol=1e-5) and not jnp.any(out[sum(GROUPS) :])
+    for mine, theirs in zip(gradients, expected, strict=True):
         assert jnp.allclose(mine, theirs, atol=1e-4)
 
 

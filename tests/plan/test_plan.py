@@ -59,11 +59,7 @@ def test_modules_run_by_name_are_dependencies_of_the_module_that_runs_them():
 @pytest.mark.parametrize(
     ("command", "needs", "never"),
     [
-        (
-            "run",
-            ["produce/measured/launch.py", "core/process.py", "produce/measured/runner.py"],
-            ["present/pages.py"],
-        ),
+        ("run", ["produce/measured/launch.py", "core/process.py", "produce/measured/runner.py"], ["present/pages.py"]),
         # the compile records the program; what it is expected to offload is judged from tensors.yaml
         (
             "compile",
