@@ -12,7 +12,7 @@ from offload_repro.core.assumptions import check_ids, load_assumptions, variants
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.maxtext_args import xla_flags
 from offload_repro.core.results import write_result
-from offload_repro.core.variants import apply, resolved, variant_id, variant_row
+from offload_repro.core.variants import apply, resolved, schedules_by_profile, variant_id, variant_row
 from offload_repro.judge.robustness import frontier_verdict, policy_points, robustness
 from offload_repro.plan.inputs import stage_code
 from offload_repro.produce.compiled.program_cache import LHS_OFF, program_key
@@ -59,7 +59,7 @@ def test_a_default_is_what_is_compiled_and_each_alternative_is_another_program(t
         for row_id in assumption["affects"]:
             variant = variant_row(ROWS[row_id], assumption, alternative)
             assert variant.id == f"{row_id}@{variant_id(assumption, alternative)}"
-            guided = profile if alternative["settings"].get("latency_profile", "none") != "none" else None
+            guided = profile if schedules_by_profile(alternative["settings"]) else None
             key = program_key(variant, GB200, latency_profile=guided)
             keys.add(key)
             assert key != program_key(ROWS[row_id], GB200)
@@ -84,10 +84,6 @@ def test_a_frontier_claim_under_an_alternative_is_bounded_by_its_policys_rows():
     assert frontier_verdict(claim, outcomes | {"deepseek-device-mb8": (8, "fits")}, points)[0] == "fail"
     assert frontier_verdict(claim, outcomes | {"deepseek-device-mb2": (2, "oom")}, points)[0] == "fail"
     assert frontier_verdict(claim, {"deepseek-device-mb8": (8, "oom")}, points)[0] == "undetermined"
-
-
-def observation(row: str, metric: str, value, target: str = "gb200-nvl72") -> dict:
-    return {"row": row, "target": target, "evidence": "compiled", "metric": metric, "value": value, "at": None}
 
 
 def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path):
@@ -121,7 +117,8 @@ def test_a_claim_is_robust_or_depends_on_the_assumptions_that_change_it(tmp_path
             {"id": "split", "affects": ["r"], "alternatives": [{"id": "experts", "results": failed}]},
         ],
     }
-    found = robustness(claims, [observation("r", "device_gib", 140.0)], sensitivity, judge, {}, {})
+    observed = dict(row="r", target="gb200-nvl72", evidence="compiled", metric="device_gib", value=140.0, at=None)
+    found = robustness(claims, [observed], sensitivity, judge, {}, {})
     assert found["under-150"]["robust"] is False and found["under-150"]["depends_on"] == ["length"]
     assert [u["verdict"] for u in found["under-150"]["under"]] == ["pass", "fail", "untested"]
     assert found["any-memory"]["robust"] is True and found["any-memory"]["untested"] == ["split.experts"]
@@ -186,11 +183,7 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
 def test_a_profile_guided_schedule_affects_exactly_the_rows_whose_scheduler_a_profile_can_guide(tables):
     """XLA turns the latency-hiding scheduler on for a program with a profile: the alternative must
     leave the rows that turn it off alone, and cover every other."""
-    guided = [
-        entry
-        for entry in load_assumptions().values()
-        if any(alt["settings"].get("latency_profile", "none") != "none" for alt in entry.get("alternatives", []))
-    ]
+    guided = [assumption for assumption, alternative in variants() if schedules_by_profile(alternative["settings"])]
     assert [entry["id"] for entry in guided] == ["xla-latency-estimator"]
     lhs_on = [row.id for row in load_rows(tables) if LHS_OFF not in xla_flags(row)]
     assert sorted(guided[0]["affects"]) == sorted(lhs_on)

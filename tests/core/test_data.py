@@ -22,17 +22,11 @@ def test_every_row_of_both_tables_is_data(rows):
     assert rows["deepseek-device-mb8"].published["outcome"] == "oom"
     assert rows["deepseek-device-mb2"].global_batch_size == 256
     assert rows["deepseek-offload-optimized"].published["tflops_per_device"] == 908.2
-
-
-def test_lhs_off_is_written_out(rows):
+    # LHS off is written out as its flag; a row's placement and citation merge over the table's defaults
     assert "--xla_gpu_enable_latency_hiding_scheduler=false" in rows["llama-qkv-offload-nolhs"].xla_flags
     assert "--xla_gpu_enable_latency_hiding_scheduler=false" in rows["deepseek-offload-plain"].xla_flags
-
-
-def test_row_placement_merges_over_defaults(rows):
-    row = rows["llama-qkv-offload-lhs"]
-    assert row.tensors("offload") == ["query_proj", "key_proj", "value_proj"]
-    assert row.citation["url"].startswith("https://developer.nvidia.com/")
+    assert rows["llama-qkv-offload-lhs"].tensors("offload") == ["query_proj", "key_proj", "value_proj"]
+    assert rows["llama-qkv-offload-lhs"].citation["url"].startswith("https://developer.nvidia.com/")
 
 
 def broken_copy(tmp_path: Path, mutate) -> Path:
@@ -58,9 +52,10 @@ def broken_copy(tmp_path: Path, mutate) -> Path:
         (lambda d: d["rows"][3].update(per_device_batch_size="two"), ["row 4", "per_device_batch_size"]),
         (lambda d: d["rows"][0].update(colour="red"), ["row 1", "'colour' was unexpected"]),
         (lambda d: d["defaults"].pop("model"), ["field 'defaults'", "'model' is a required property"]),
+        (lambda d: d["rows"][1].update(id="llama-baseline"), ["row id 'llama-baseline': field 'id': already used"]),
     ],
 )
-def test_malformed_rows_name_file_row_and_field(tmp_path, mutate, expected):
+def test_malformed_or_duplicate_rows_name_file_row_and_field(tmp_path, mutate, expected):
     path = broken_copy(tmp_path, mutate)
     with pytest.raises(DataError) as raised:
         load_rows([path])
@@ -68,12 +63,6 @@ def test_malformed_rows_name_file_row_and_field(tmp_path, mutate, expected):
     assert str(path) in message
     for part in expected:
         assert part in message
-
-
-def test_duplicate_row_ids_are_refused(tmp_path):
-    path = broken_copy(tmp_path, lambda d: d["rows"][1].update(id="llama-baseline"))
-    with pytest.raises(DataError, match="row id 'llama-baseline': field 'id': already used"):
-        load_rows([path])
 
 
 def test_yaml_syntax_error_names_the_file(tmp_path):
@@ -105,24 +94,6 @@ def test_geometry_and_host_memory_are_stated_once_and_derived():
     assert hgx.spec["compile"]["topology"] == "1x1x8" and hgx.spec["hardware"]["host_memory_gb_per_gpu"] == 256
 
 
-@pytest.mark.parametrize(
-    ("edit", "field"),
-    [
-        (lambda text: text.replace("  nodes: 32\n", "  nodes: 32\n  devices: 120\n", 1), "hardware.devices"),
-        (lambda text: text.replace("compile:\n", "compile:\n  topology: 1x16x8\n"), "compile.topology"),
-        (lambda text: text.replace("cluster:\n", "cluster:\n  nodes: 16\n"), "cluster.nodes"),
-        (
-            lambda text: text.replace("  host_memory: {", "  host_memory_gb_per_gpu: 375\n  host_memory: {"),
-            "hardware.host_memory_gb_per_gpu",
-        ),
-    ],
-)
-def test_a_target_that_states_a_derived_fact_differently_is_refused(tmp_path, edit, field):
-    directory = target_copy(tmp_path, "vr-nvl144", edit)
-    with pytest.raises(DataError, match=rf"vr-nvl144.yaml: field '{re.escape(field)}': .* contradicts"):
-        load_target("vr-nvl144", directory)
-
-
 def test_every_hardware_fact_of_a_target_is_cited_with_a_source_and_its_quote():
     """Each precision's peak, HBM, the links, NICs and host memory: a citation of each (a source and the
     sentence quoted as it stands, or a stated assumption), or the fact is named, by file and field."""
@@ -152,6 +123,20 @@ def test_a_fact_without_a_citation_is_named_by_file_and_field(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
+        # a fact that follows from the hardware's geometry or host memory, stated again differently
+        (
+            lambda text: text.replace("  nodes: 32\n", "  nodes: 32\n  devices: 120\n"),
+            "field 'hardware.devices': .* contradicts",
+        ),
+        (
+            lambda text: text.replace("compile:\n", "compile:\n  topology: 1x16x8\n"),
+            "field 'compile.topology': .* contradicts",
+        ),
+        (lambda text: text.replace("cluster:\n", "cluster:\n  nodes: 16\n"), "field 'cluster.nodes': .* contradicts"),
+        (
+            lambda text: text.replace("  host_memory: {", "  host_memory_gb_per_gpu: 375\n  host_memory: {"),
+            "field 'hardware.host_memory_gb_per_gpu': .* contradicts",
+        ),
         (  # a link's measured share must run low to high
             lambda text: text.replace(
                 "hbm: {low: 0.84, central: 0.90, high: 0.93", "hbm: {low: 0.93, central: 0.90, high: 0.84", 1
@@ -176,6 +161,6 @@ def test_a_fact_without_a_citation_is_named_by_file_and_field(tmp_path):
         ),
     ],
 )
-def test_a_malformed_target_is_refused_by_file_and_field(tmp_path, edit, message):
+def test_a_malformed_or_self_contradicting_target_is_refused_by_file_and_field(tmp_path, edit, message):
     with pytest.raises(DataError, match=rf"gb200-nvl72.yaml: {message}"):
         load_target("gb200-nvl72", target_copy(tmp_path, "gb200-nvl72", edit))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+
+from conftest import REPO, run_python
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -17,7 +15,6 @@ from offload_repro.core import grouped_matmul  # noqa: E402
 
 # Groups that start mid-tile, one empty group, one spanning several tiles, and 5 rows past the last
 # group (MaxText pads the sorted tokens to its tiling): 8-row tiles over 45 rows.
-WORKFLOW = Path(__file__).resolve().parents[2] / "workflow"
 GROUPS = [3, 0, 17, 9, 11]
 ROWS, IN, OUT, TILE = 45, 16, 24, 8
 
@@ -30,24 +27,17 @@ def operands(dtype):
     return lhs, rhs, jnp.array(GROUPS, jnp.int32), cotangent
 
 
-def test_tiled_gmm_computes_what_ragged_dot_computes_and_zeros_past_the_groups():
-    lhs, rhs, groups, _ = operands(jnp.float32)
-    tiled = grouped_matmul.tiled_gmm(lhs, rhs, groups, tile=TILE)
-    reference = jax.lax.ragged_dot(lhs, rhs, groups)
-    assert jnp.allclose(tiled, reference, atol=1e-5)
-    assert not jnp.any(tiled[sum(GROUPS) :])
-
-
-def test_its_written_out_gradient_is_ragged_dots_gradient():
+def test_tiled_gmm_and_its_written_out_gradient_are_ragged_dots_and_zero_past_the_groups():
     lhs, rhs, groups, cotangent = operands(jnp.float32)
 
     def pulled(matmul):
-        _, vjp = jax.vjp(lambda x, w: matmul(x, w, groups), lhs, rhs)
-        return vjp(cotangent)
+        out, vjp = jax.vjp(lambda x, w: matmul(x, w, groups), lhs, rhs)
+        return out, *vjp(cotangent)
 
-    tiled = pulled(lambda x, w, g: grouped_matmul.tiled_gmm(x, w, g, tile=TILE))
-    reference = pulled(jax.lax.ragged_dot)
-    for mine, theirs in zip(tiled, reference, strict=True):
+    out, *gradients = pulled(lambda x, w, g: grouped_matmul.tiled_gmm(x, w, g, tile=TILE))
+    reference, *expected = pulled(jax.lax.ragged_dot)
+    assert jnp.allclose(out, reference, atol=1e-5) and not jnp.any(out[sum(GROUPS) :])
+    for mine, theirs in zip(gradients, expected, strict=True):
         assert jnp.allclose(mine, theirs, atol=1e-4)
 
 
@@ -83,7 +73,8 @@ def test_installed_it_is_what_jax_lax_ragged_dot_computes_and_a_wrong_choice_is_
 
 GB200_PROGRAM = textwrap.dedent(
     """
-    import sys
+    import os, sys
+    os.environ["XLA_FLAGS"] = sys.argv[3]  # before jax reads it
     import jax, jax.numpy as jnp
     from jax.experimental.topologies import get_topology_desc
     from jax.sharding import SingleDeviceSharding
@@ -114,12 +105,9 @@ def test_compiled_for_gb200_it_stays_grouped_and_the_step_model_charges_each_loo
     from offload_repro.produce.compiled.program_cache import COMPILE_ONLY_FLAGS
     from offload_repro.produce.predicted import hlo_flops, hlo_schedule, step_traffic
 
-    script, hlo = tmp_path / "gmm.py", tmp_path / "gmm.hlo"
-    script.write_text(GB200_PROGRAM)
-    env = os.environ | {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(COMPILE_ONLY_FLAGS), "PYTHONPATH": str(WORKFLOW)}
-    description = WORKFLOW.parent / "envs/gpu-targets/NVIDIA_GB200.txtpb"
-    done = subprocess.run([sys.executable, str(script), str(description), str(hlo)], env=env, capture_output=True)
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    hlo, description = tmp_path / "gmm.hlo", REPO / "envs/gpu-targets/NVIDIA_GB200.txtpb"
+    done = run_python(GB200_PROGRAM, str(description), str(hlo), " ".join(COMPILE_ONLY_FLAGS))
+    assert done.returncode == 0, done.stderr[-3000:]
     computations = hlo_text.parse(hlo.read_text())
     loops = [i for c in computations.values() for i in c.instructions if i.op == "while" and "tiled_gmm" in i.op_name]
     assert len(loops) == 3 and {hlo_text.trip_count(loop) for loop in loops} == {4096 // 128 + 8 - 1}

@@ -52,7 +52,7 @@ def test_no_run_or_compile_reads_or_writes_a_compilation_cache_outside_results(r
     assert "jax_cache_dir=" in maxtext_args.as_arguments(args)
 
 
-def test_arguments_render_as_key_value_text(tables):
+def test_arguments_render_as_key_value_text():
     text = maxtext_args.as_arguments({"scan_layers": True, "megablox": False, "steps": 10, "dtype": "bfloat16"})
     assert text == ["scan_layers=true", "megablox=false", "steps=10", "dtype=bfloat16"]
 

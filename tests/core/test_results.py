@@ -24,6 +24,8 @@ def test_written_results_carry_their_kind_and_schema_version(tmp_path):
     written = write_result(tmp_path / "probe.json", "probe", PROBE)
     assert written["kind"] == "probe" and written["schema_version"] == SCHEMA_VERSION
     assert read_result(tmp_path / "probe.json", "probe") == written
+    with pytest.raises(ResultError, match=r"probe\.json: field 'kind': expected 'run', found 'probe'"):
+        read_result(tmp_path / "probe.json", "run")
 
 
 def test_a_producer_cannot_write_a_malformed_result(tmp_path):
@@ -32,27 +34,25 @@ def test_a_producer_cannot_write_a_malformed_result(tmp_path):
     assert not (tmp_path / "probe.json").exists()
 
 
-def test_a_truncated_file_names_itself(tmp_path):
+STAMPED = json.dumps({"kind": "probe", "schema_version": SCHEMA_VERSION, **PROBE}, indent=2)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (STAMPED[:100], r"not valid JSON at line \d+.*truncated \(100 bytes\)"),
+        (
+            STAMPED.replace('"schema_version": 1', '"schema_version": 0'),
+            r"field 'schema_version': 0, this code reads 1",
+        ),
+        (json.dumps({"status": "ok"}), r"field 'kind': None is not one of"),
+        (None, r"cannot be read"),  # no file
+    ],
+    ids=["truncated", "old-version", "no-kind", "missing"],
+)
+def test_a_damaged_foreign_or_missing_file_is_refused_by_name(tmp_path, text, message):
     path = tmp_path / "llama-baseline.json"
-    write_result(path, "probe", PROBE)
-    path.write_text(path.read_text()[:100])
-    with pytest.raises(ResultError, match=r"llama-baseline\.json: not valid JSON at line \d+.*truncated \(100 bytes\)"):
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ResultError, match=r"llama-baseline\.json: " + message):
         read_any(path)
-
-
-def test_a_file_of_another_kind_or_version_is_refused(tmp_path):
-    path = tmp_path / "r.json"
-    write_result(path, "probe", PROBE)
-    with pytest.raises(ResultError, match=r"r\.json: field 'kind': expected 'run', found 'probe'"):
-        read_result(path, "run")
-    path.write_text(json.dumps({**json.loads(path.read_text()), "schema_version": 0}))
-    with pytest.raises(ResultError, match=r"field 'schema_version': 0, this code reads 1"):
-        read_any(path)
-    path.write_text(json.dumps({"status": "ok"}))
-    with pytest.raises(ResultError, match=r"r\.json: field 'kind': None is not one of"):
-        read_any(path)
-
-
-def test_a_missing_file_is_named(tmp_path):
-    with pytest.raises(ResultError, match=r"nothere\.json: cannot be read"):
-        read_any(tmp_path / "nothere.json")

@@ -10,10 +10,11 @@ import shutil
 import pytest
 
 from conftest import REPO, run_python
-from offload_repro.core.files import checkout_relative
+from offload_repro.core.files import checkout_relative, read_yaml
 from offload_repro.plan import inputs as plan
 from offload_repro.plan import layout
-from offload_repro.plan.configuration import CONFIG_PAGE, readme_with_config_table
+from offload_repro.plan.__main__ import GENERATED
+from offload_repro.plan.configuration import DEFAULTS, SCHEMA, config_table
 
 # Imports every module of the package with builtins.__import__ wrapped, and prints each import
 # edge (importing module -> imported module of the package) that Python executed.
@@ -58,11 +59,7 @@ def test_modules_run_by_name_are_dependencies_of_the_module_that_runs_them():
 @pytest.mark.parametrize(
     ("command", "needs", "never"),
     [
-        (
-            "run",
-            ["produce/measured/launch.py", "core/process.py", "produce/measured/runner.py"],
-            ["present/pages.py"],
-        ),
+        ("run", ["produce/measured/launch.py", "core/process.py", "produce/measured/runner.py"], ["present/pages.py"]),
         # the compile records the program; what it is expected to offload is judged from tensors.yaml
         (
             "compile",
@@ -101,7 +98,7 @@ def test_every_rule_takes_its_code_inputs_from_the_plan(tmp_path):
         inputs = re.search(r"^\s*input: (.*)$", job, re.M)
         if name and inputs:
             seen.setdefault(name.group(1), set()).update(inputs.group(1).split(", "))
-    ours = {path for command in plan.subcommands() for path in plan.stage_code(command)}
+    ours = {path for command in plan.COMMANDS for path in plan.stage_code(command)}
     for rule, command in plan.rules().items():
         if rule in seen:  # preflight and probe_transfers run only on SLURM and one-GPU targets
             assert seen[rule] & ours == set(plan.stage_code(command)), rule
@@ -115,24 +112,19 @@ def test_the_rules_of_each_command_are_read_from_the_rule_files():
     assert found["compile_row"] == found["compile_variant"] == "compile"
     assert found["predict"] == found["predict_variant"] == "predict"
     assert found["preflight"] == "preflight"  # defined inside an `if` of its rule file
-    assert set(found.values()) == set(plan.subcommands()) - {"validate", "summary"}  # those two run outside rules
+    assert set(found.values()) == set(plan.COMMANDS) - {"validate", "summary"}  # those two run outside rules
 
 
 def test_every_data_file_a_module_names_is_in_its_reads():
     """A module that names a data file of the checkout by a fixed path lists it in READS."""
-    data = [p for p in (REPO / "experiments").glob("*.yaml")]
-    data += [*(REPO / "report").glob("*"), REPO / "envs" / "containers.yaml"]
-    named, unlisted = 0, []
-    for module in plan.package_modules():
-        source = plan.module_file(module).read_text()
-        reads = set(plan.module_reads(module))
-        for path in data:
-            if re.search(rf"[\"']{re.escape(path.name)}[\"']", source):
-                named += 1
-                if checkout_relative(path) not in reads:
-                    unlisted.append((module, path.name))
-    assert named > 0
-    assert unlisted == []
+    data = [*(REPO / "experiments").glob("*.yaml"), *(REPO / "report").glob("*"), REPO / "envs" / "containers.yaml"]
+    sources = {module: plan.module_file(module).read_text() for module in plan.package_modules()}
+    quoted = {path: re.compile(rf"[\"']{re.escape(path.name)}[\"']") for path in data}
+    named = [(module, path) for module, text in sources.items() for path in data if quoted[path].search(text)]
+    unlisted = [
+        (module, path.name) for module, path in named if checkout_relative(path) not in plan.module_reads(module)
+    ]
+    assert named and unlisted == []
 
 
 def test_judging_and_drawing_import_no_producer_and_no_cluster_code():
@@ -157,23 +149,15 @@ def test_a_cycle_would_be_found(monkeypatch):
     assert plan.cycles() == [["offload_repro.a", "offload_repro.b"]]
 
 
-@pytest.mark.parametrize(
-    ("page", "generated"),
-    [
-        (plan.EDIT_PAGE, plan.readme_with_table),  # the edit table is the import graph
-        (CONFIG_PAGE, readme_with_config_table),  # the configuration table is the schema and the defaults
-        (layout.LAYOUT_PAGE, layout.readme_with_layout),  # the layout is the tree
-    ],
-)
-def test_the_generated_parts_of_the_docs_are_up_to_date(page, generated):
+@pytest.mark.parametrize(("page", "name", "block"), GENERATED, ids=["edit-table", "configuration", "layout"])
+def test_the_generated_parts_of_the_docs_are_up_to_date(page, name, block):
     text = page.read_text()
-    assert generated(text) == text, "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+    assert plan.with_generated(text, name, block()) == text, (
+        "run: PYTHONPATH=workflow python -m offload_repro.plan --write"
+    )
 
 
 def test_every_key_of_the_config_is_described_and_has_a_default():
-    from offload_repro.core.files import read_yaml
-    from offload_repro.plan.configuration import DEFAULTS, SCHEMA, config_table
-
     schema = read_yaml(SCHEMA)
     assert set(schema["properties"]) == set(schema["required"]) == set(read_yaml(DEFAULTS))
     undescribed = [key for key, spec in schema["properties"].items() if len(spec.get("description", "")) < 20]

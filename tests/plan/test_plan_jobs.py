@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO
 from offload_repro.core.data import DataError
 from offload_repro.core.files import read_yaml
-from offload_repro.plan.jobs import make_plan
+from offload_repro.plan.jobs import FRONTIER_PRIORITY, make_plan
 
 DEFAULT = read_yaml(REPO / "experiments" / "config.yaml")
 
@@ -39,8 +39,6 @@ def test_the_what_if_grid_takes_every_cluster_gpu_target_with_a_compile_section(
 
 
 def test_a_frontier_targets_rows_compile_first_and_its_searches_before_any_row():
-    from offload_repro.plan.jobs import FRONTIER_PRIORITY
-
     plan = planned(whatif=True)
     assert plan.frontier_targets == DEFAULT["frontier_targets"]
     first = {name for name in plan.grid_targets if plan.compile_priority(name) == 1}
@@ -52,8 +50,8 @@ def test_a_frontier_targets_rows_compile_first_and_its_searches_before_any_row()
 def test_results_on_disk_never_add_a_stage_only_the_command_does():
     """The same command plans the same jobs whatever `results/` holds: an optional stage's result
     left by an earlier run neither enters the evidence nor reruns its stage."""
-    assert planned(nothing_on_disk=False).evidence_files == planned().evidence_files
     plan = planned(nothing_on_disk=False)
+    assert plan.evidence_files == planned().evidence_files
     assert set(plan.evidence_files) == {"run", "compile", "analytic", "predicted"}
     assert not plan.sensitivity and plan.variants == {} and plan.measured_runs == {}
     asked = planned(assumptions=True)
@@ -99,9 +97,7 @@ def test_each_alternative_predicts_every_row_from_its_own_compiles_where_it_has_
     name = next(iter(plan.variants))
     varied = set(plan.variants[name]["rows"])
     compiled = plan.variant_compiled(name)
-    assert len(compiled) == len(plan.row_ids) and f"results/whatif/assumptions/{name}/predicted.json" in (
-        plan.variant_predictions
-    )
+    assert f"results/whatif/assumptions/{name}/predicted.json" in plan.variant_predictions
     assert compiled == [
         f"results/whatif/assumptions/{name}/{row}.json" if row in varied else f"results/compiled/gb200-nvl72/{row}.json"
         for row in plan.row_ids

@@ -14,7 +14,7 @@ PACKAGE_DIR = os.path.join(workflow.basedir, "workflow")
 sys.path.insert(0, PACKAGE_DIR)
 
 from offload_repro.core.data import DataError, load_target  # noqa: E402
-from offload_repro.plan.inputs import stage_code, subcommands  # noqa: E402
+from offload_repro.plan.inputs import COMMANDS, stage_code  # noqa: E402
 from offload_repro.plan.jobs import FRONTIER_PRIORITY, as_bool, make_plan  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
@@ -63,7 +63,7 @@ def cli(wildcards, input):
 # the lock, derived from the source (offload_repro.plan.inputs): an edit replans exactly the
 # stages that import or read the edited file. A rule names its command as `code=CODE["<command>"]`,
 # which is also how the plan finds the rules of each command.
-CODE = {command: stage_code(command) for command in subcommands()}
+CODE = {command: stage_code(command) for command in COMMANDS}
 
 
 wildcard_constraints:

@@ -23,9 +23,7 @@ DTYPE_BYTES = {"bfloat16": 2, "float32": 4}
 
 @cache
 def tensor_shapes() -> dict[str, Any]:
-    data = read_yaml(TENSORS_FILE)
-    validate(data, "tensors", TENSORS_FILE)
-    return data["tensors"]
+    return validate(read_yaml(TENSORS_FILE), "tensors", TENSORS_FILE)["tensors"]
 
 
 def layer_counts(config: dict[str, Any]) -> dict[str, int]:

@@ -21,8 +21,7 @@ READS = ("experiments/assumptions.yaml",)
 
 @cache
 def load_assumptions(path: Path = ASSUMPTIONS_FILE) -> dict[str, dict[str, Any]]:
-    data = read_yaml(path)
-    validate(data, "assumptions", path)
+    data = validate(read_yaml(path), "assumptions", path)
     found: dict[str, dict[str, Any]] = {}
     for number, entry in enumerate(data["assumptions"], 1):
         if entry["id"] in found:
@@ -46,19 +45,16 @@ def check_ids(named: dict[str, list[str]], rows: list[Row]) -> None:
     compiled under another setting."""
     known = load_assumptions()
     for where, ids in named.items():
-        unknown = [i for i in ids if i not in known]
-        if unknown:
+        if unknown := [i for i in ids if i not in known]:
             raise DataError(f"{where}, field 'assumptions': unknown ids {unknown}; known: {sorted(known)}")
     row_ids = {row.id for row in rows}
     for entry in known.values():
-        missing = sorted(set(entry.get("affects", [])) - row_ids)
-        if missing and rows:
+        if (missing := sorted(set(entry.get("affects", [])) - row_ids)) and rows:
             raise DataError(f"{ASSUMPTIONS_FILE}: assumption '{entry['id']}', field 'affects': unknown rows {missing}")
         if not entry.get("alternatives"):
             continue
         affected = set(entry.get("affects", []))
-        left_out = sorted(row.id for row in rows if entry["id"] in row.assumptions and row.id not in affected)
-        if left_out:
+        if left_out := sorted(row.id for row in rows if entry["id"] in row.assumptions and row.id not in affected):
             raise DataError(
                 f"{ASSUMPTIONS_FILE}: assumption '{entry['id']}', field 'affects': rows {left_out} name it"
                 " (their 'assumptions') but are not varied with it"

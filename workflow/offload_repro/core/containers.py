@@ -14,9 +14,7 @@ READS = ("envs/containers.yaml",)
 
 @cache
 def containers() -> dict[str, Any]:
-    data = read_yaml(CONTAINERS_FILE)
-    validate(data, "containers", CONTAINERS_FILE)
-    return data
+    return validate(read_yaml(CONTAINERS_FILE), "containers", CONTAINERS_FILE)
 
 
 def unpinned_containers() -> list[str]:

@@ -49,12 +49,14 @@ def _shared(uri: str) -> Resource:
 SHARED = Registry(retrieve=_shared)
 
 
-def validate(data: Any, schema_name: str, source: str | Path) -> None:
+def validate(data: Any, schema_name: str, source: str | Path) -> Any:
+    """`data`, once it is valid against the schema `schema_name`; else a DataError naming each error's place."""
     validator = jsonschema.Draft202012Validator(schema(schema_name), registry=SHARED)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = [f"{source}: {_where(data, list(e.absolute_path))}: {e.message}" for e in errors]
         raise DataError("\n".join(lines))
+    return data
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,7 @@ class Row:
 
     def xla_flag(self, name: str) -> str | None:
         """The value the row's published flags give `name` ('--xla_gpu_...'), None where they do not set it."""
-        values = dict(flag.split("=", 1) for flag in self.xla_flags if "=" in flag)
-        return values.get(name)
+        return dict(flag.split("=", 1) for flag in self.xla_flags if "=" in flag).get(name)
 
     def tensors(self, placement: str) -> list[str]:
         return [name for name, where in self.placement.items() if where == placement]

@@ -48,13 +48,11 @@ def capacity_bytes(target: Target) -> int | None:
     return capacity_bytes_of(description(target)) if description_path(target) else None
 
 
-def memory_bandwidth_of(text: str) -> int:
-    """Device-memory (HBM) bandwidth, bytes per second, as XLA describes it."""
-    return int(_field(text, r"memory_bandwidth:\s*(\d+)", "memory_bandwidth").group(1))
-
-
 def memory_bandwidth(target: Target) -> int | None:
-    return memory_bandwidth_of(description(target)) if description_path(target) else None
+    """Device-memory (HBM) bandwidth, bytes per second, as XLA describes it (None: as capacity_bytes)."""
+    if description_path(target) is None:
+        return None
+    return int(_field(description(target), r"memory_bandwidth:\s*(\d+)", "memory_bandwidth").group(1))
 
 
 def cudnn_version(text: str) -> int:

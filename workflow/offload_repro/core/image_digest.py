@@ -19,10 +19,6 @@ class DigestError(Exception):
     """A reference whose digest could not be resolved; the message is one line naming it and what failed."""
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def resolve_digest(reference: str, wait_seconds: float = 120) -> str:
     """The digest ('sha256:' + 64 hex) that `reference` names in its registry now. Raises DigestError."""
     command = ["skopeo", "inspect", "--no-tags", f"docker://{reference}"]
@@ -33,7 +29,7 @@ def resolve_digest(reference: str, wait_seconds: float = 120) -> str:
     except subprocess.TimeoutExpired as error:
         raise DigestError(f"{reference}: skopeo inspect did not answer within {wait_seconds:g} s") from error
     if done.returncode != 0:
-        reason = _one_line(done.stderr) or f"exit status {done.returncode}"
+        reason = " ".join(done.stderr.split()) or f"exit status {done.returncode}"
         raise DigestError(f"{reference}: skopeo inspect failed: {reason}")
     try:
         digest = json.loads(done.stdout)["Digest"]

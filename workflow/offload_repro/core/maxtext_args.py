@@ -10,9 +10,7 @@ from offload_repro.core.process import package_environment
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def full_scale_overrides(row: Row) -> dict[str, Any]:

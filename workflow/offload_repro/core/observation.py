@@ -3,7 +3,7 @@ the evidence table."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 Value = float | int | str | bool | list[str] | None  # a list: the rows and claims a number derives from
@@ -33,22 +33,21 @@ class Observation:
         return asdict(self)
 
 
+@dataclass
 class Observer:
     """Builds the observations of one result file; `add` skips metrics the evidence did not observe."""
 
-    def __init__(
-        self,
-        result: dict[str, Any],
-        source: str,
-        evidence: str,
-        row: str | None,
-        target: str | None,
-        policy: str | None = None,
-    ):
-        self.result, self.source, self.evidence, self.row, self.target = result, source, evidence, row, target
-        self.policy = policy
-        self.status = result.get("status", "ok")
-        self.observations: list[Observation] = []
+    result: dict[str, Any]
+    source: str
+    evidence: str
+    row: str | None
+    target: str | None
+    policy: str | None = None
+    observations: list[Observation] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.result.get("status", "ok")
 
     def add(
         self,

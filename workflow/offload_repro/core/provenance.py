@@ -27,16 +27,13 @@ def versions() -> dict[str, str | None]:
 
 def project_commit() -> str | None:
     """HEAD of this checkout, with '-dirty' when tracked files differ from it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head, dirty = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("-dirty" if dirty else "")

@@ -17,9 +17,7 @@ READS = ("experiments/speed.yaml",)  # SPEED_FILE, as the plan reads it; the cla
 
 
 def load_speed(path: str | Path = SPEED_FILE) -> dict[str, Any]:
-    data = read_yaml(path)
-    validate(data, "speed", path)
-    return data
+    return validate(read_yaml(path), "speed", path)
 
 
 def published_throughputs(
@@ -35,19 +33,16 @@ def published_throughputs(
             if row is None:
                 continue
             if "from_claim" not in entry:
-                value = row.published.get("tflops_per_device")
-                if value:
+                if value := row.published.get("tflops_per_device"):
                     found.setdefault(family, {})[row.id] = {"tflops": value, "sources": [row.id], "how": "published"}
                 continue
-            claim = claims.get(entry["from_claim"])
-            if claim is None:
+            if (claim := claims.get(entry["from_claim"])) is None:
                 raise DataError(
                     f"{SPEED_FILE}: leave_one_out {family}, row {row.id}, field 'from_claim':"
                     f" no claim '{entry['from_claim']}' in {claims_file}"
                 )
             faster = rows.get(claim["check"]["rows"][0])
-            base = faster.published.get("tflops_per_device") if faster else None
-            if base:
+            if base := faster and faster.published.get("tflops_per_device"):
                 found.setdefault(family, {})[row.id] = {
                     "tflops": base / (1 + claim["published"]),
                     "sources": [row.id, faster.id, claim["id"]],

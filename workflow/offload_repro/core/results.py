@@ -9,33 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, validate
+from offload_repro.core.data import SCHEMA_DIR, DataError, validate
 from offload_repro.core.files import write_json
 
 SCHEMA_VERSION = 1
-KINDS = (
-    "run",
-    "compile",
-    "program",
-    "analytic",
-    "probe",
-    "frontier",
-    "budget",
-    "predicted",
-    "assumptions",
-    "evidence",
-    "verdicts",
-    "preflight",
-    "validation",
-)
+# Every kind with a schema (workflow/schemas/results/<kind>.schema.yaml): a new kind needs only its schema.
+KINDS = tuple(sorted(path.name.removesuffix(".schema.yaml") for path in (SCHEMA_DIR / "results").glob("*.schema.yaml")))
 
 
 class ResultError(DataError):
     """A result file is missing, damaged or of the wrong shape; the message names file and field."""
-
-
-def stamped(kind: str, data: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": kind, "schema_version": SCHEMA_VERSION, **data}
 
 
 def check(data: Any, kind: str, source: str | Path) -> None:
@@ -56,14 +39,14 @@ def check(data: Any, kind: str, source: str | Path) -> None:
 
 def write_result(path: str | Path, kind: str, data: dict[str, Any]) -> dict[str, Any]:
     """Stamp, validate and atomically write one result; returns what was written."""
-    record = stamped(kind, data)
+    record = {"kind": kind, "schema_version": SCHEMA_VERSION, **data}
     check(record, kind, path)
     write_json(path, record)
     return record
 
 
-def read_any(path: str | Path) -> dict[str, Any]:
-    """A result file of any kind, validated against the schema its own `kind` names."""
+def read_any(path: str | Path, kind: str | None = None) -> dict[str, Any]:
+    """A result file of `kind` (None: of any kind), validated against the schema of its kind."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
@@ -75,18 +58,15 @@ def read_any(path: str | Path) -> dict[str, Any]:
             f"{path}: not valid JSON at line {err.lineno}, column {err.colno} ({err.msg}); "
             f"the file is damaged or truncated ({len(text)} bytes): delete it and rerun the workflow"
         ) from None
-    kind = data.get("kind") if isinstance(data, dict) else None
-    if kind not in KINDS:
-        raise ResultError(f"{path}: field 'kind': {kind!r} is not one of {list(KINDS)}")
-    check(data, kind, path)
+    found = data.get("kind") if isinstance(data, dict) else None
+    if found not in KINDS:
+        raise ResultError(f"{path}: field 'kind': {found!r} is not one of {list(KINDS)}")
+    check(data, kind or found, path)  # a file of another kind is refused by its field 'kind'
     return data
 
 
 def read_result(path: str | Path, kind: str) -> dict[str, Any]:
-    data = read_any(path)
-    if data["kind"] != kind:
-        raise ResultError(f"{path}: field 'kind': expected '{kind}', found '{data['kind']}'")
-    return data
+    return read_any(path, kind)
 
 
 def read_by_row(paths: list[Path], kind: str) -> dict[str, dict[str, Any]]:

@@ -3,16 +3,21 @@ edit rebuilds, the configuration's table, the layout), or write them there."""
 
 import sys
 
-from offload_repro.plan.configuration import CONFIG_PAGE, config_table, readme_with_config_table
-from offload_repro.plan.inputs import EDIT_PAGE, edit_table, readme_with_table
-from offload_repro.plan.layout import LAYOUT_PAGE, layout_block, readme_with_layout
+from offload_repro.plan.configuration import CONFIG_PAGE, config_table
+from offload_repro.plan.inputs import EDIT_PAGE, edit_table, with_generated
+from offload_repro.plan.layout import LAYOUT_PAGE, layout_block
 
-if sys.argv[1:] == ["--write"]:
-    for page, write in (
-        (EDIT_PAGE, readme_with_table),
-        (CONFIG_PAGE, readme_with_config_table),
-        (LAYOUT_PAGE, readme_with_layout),
-    ):
-        page.write_text(write(page.read_text()))
-else:
-    print(edit_table(), config_table(), layout_block(), sep="\n\n")
+# (page, the name its markers give the part, the part): the import graph, the config's schema and
+# defaults, the tree
+GENERATED = (
+    (EDIT_PAGE, "edit table", edit_table),
+    (CONFIG_PAGE, "configuration table", config_table),
+    (LAYOUT_PAGE, "layout", layout_block),
+)
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        for page, name, block in GENERATED:
+            page.write_text(with_generated(page.read_text(), name, block()))
+    else:
+        print(*(block() for _, _, block in GENERATED), sep="\n\n")

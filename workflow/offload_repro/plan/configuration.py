@@ -8,7 +8,6 @@ from typing import Any
 import yaml
 
 from offload_repro.core.files import REPO_ROOT, read_yaml
-from offload_repro.plan.inputs import with_generated
 
 SCHEMA = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 DEFAULTS = REPO_ROOT / "experiments" / "config.yaml"
@@ -28,7 +27,3 @@ def config_table() -> str:
     for key, spec in properties.items():
         lines.append(f"| `{key}` | `{_shown(defaults[key])}` | {spec['description']} |")
     return "\n".join(lines)
-
-
-def readme_with_config_table(readme: str) -> str:
-    return with_generated(readme, "configuration table", config_table())

@@ -105,8 +105,7 @@ class Plan:
 
 
 def chosen_rows(all_rows: list[Row], wanted: list[str]) -> list[Row]:
-    unknown = sorted(set(wanted) - {row.id for row in all_rows})
-    if unknown:
+    if unknown := sorted(set(wanted) - {row.id for row in all_rows}):
         raise DataError(f"config 'rows': unknown row ids {unknown}; known: {[row.id for row in all_rows]}")
     return [row for row in all_rows if not wanted or row.id in wanted]
 
@@ -143,38 +142,29 @@ def refuse_unpinned(target: Target, rows: list[Row], runtime: str, allow_unpinne
 
 def whatif_targets(frontier_targets: list[str]) -> list[str]:
     """Every GPU target a cluster would run (SLURM, with a compile section): a new file enters by itself."""
-    found = []
-    for path in sorted((REPO_ROOT / TARGETS_DIR).glob("*.yaml")):
-        spec = load_target(path.stem)
-        if spec.kind == "gpu" and spec.launcher == "slurm" and "compile" in spec.spec:
-            found.append(path.stem)
-    unknown = sorted(set(frontier_targets) - set(found))
-    if unknown:
+    targets = [load_target(path.stem) for path in sorted((REPO_ROOT / TARGETS_DIR).glob("*.yaml"))]
+    found = [t.name for t in targets if t.kind == "gpu" and t.launcher == "slurm" and "compile" in t.spec]
+    if unknown := sorted(set(frontier_targets) - set(found)):
         raise DataError(f"config 'frontier_targets': {unknown} are not GPU targets with a compile section")
     return found
 
 
 def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Each alternative of experiments/assumptions.yaml, with the rows of this run it affects."""
-    found = {}
-    for assumption, alternative in variants():
-        rows = [row for row in assumption["affects"] if row in row_ids]
-        found[variant_id(assumption, alternative)] = {
+    return {
+        variant_id(assumption, alternative): {
             "settings": resolved(assumption, alternative["settings"]),
-            "rows": rows,
+            "rows": [row for row in assumption["affects"] if row in row_ids],
         }
-    return found
+        for assumption, alternative in variants()
+    }
 
 
 def earlier_targets(current: str, exists: Callable[[str], bool], results: Path) -> list[str]:
     """Targets other than this run's whose pages exist: the entry page keeps linking them."""
-    found = []
-    for verdicts in sorted(results.glob("*/verdicts.json")):
-        name = verdicts.parent.name
-        paths = [f"results/report/{name}.html", f"results/{name}/verdicts.json", f"results/{name}/evidence.json"]
-        if name != current and all(exists(path) for path in paths):
-            found.append(name)
-    return found
+    names = [verdicts.parent.name for verdicts in sorted(results.glob("*/verdicts.json"))]
+    pages = ("results/report/{}.html", "results/{}/verdicts.json", "results/{}/evidence.json")
+    return [name for name in names if name != current and all(exists(page.format(name)) for page in pages)]
 
 
 def make_plan(
@@ -195,8 +185,7 @@ def make_plan(
         raise DataError(f"{where}: field 'compile': needed for config 'compile_target'")
     refuse_unpinned(target, rows, config["container_runtime"], as_bool(config["allow_unpinned_container"]))
 
-    whatif, sensitivity = as_bool(config["whatif"]), as_bool(config["assumptions"])
-    validation = as_bool(config["validation"])
+    whatif, sensitivity, validation = (as_bool(config[key]) for key in ("whatif", "assumptions", "validation"))
     measured = {run.id: run.target for run in load_measured()} if validation else {}
     found_whatif = whatif_targets(config["frontier_targets"]) if whatif else []
     grid = [compile_target.name, *[name for name in found_whatif if name != compile_target.name]]

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from offload_repro.core.files import REPO_ROOT
-from offload_repro.plan.inputs import PACKAGE_DIR, with_generated
+from offload_repro.plan.inputs import PACKAGE_DIR
 
 # Lowest first. A folder is named by its path below the package; a module at the package's root
 # by its file name. Folders on one floor import nothing of each other.
@@ -109,8 +109,7 @@ def entry(label: str, text: str) -> list[str]:
 
 def package_lines() -> list[str]:
     folders = modules_by_folder()
-    unplaced = sorted(set(folders) - {folder for floor in FLOORS for folder in floor})
-    if unplaced:
+    if unplaced := sorted(set(folders) - {folder for floor in FLOORS for folder in floor}):
         raise KeyError(f"{', '.join(unplaced)}: on no floor of {__name__}.FLOORS")
     shared = "; ".join(" and ".join(f"{folder}/" for folder in floor) for floor in FLOORS if len(floor) > 1)
     lines = entry(
@@ -142,7 +141,3 @@ def layout_block() -> str:
             text = f"{text} {', '.join(names)}"
         lines += entry(path, text)
     return "\n".join(["```", *lines, "```"])
-
-
-def readme_with_layout(readme: str) -> str:
-    return with_generated(readme, "layout", layout_block())
