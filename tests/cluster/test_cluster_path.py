@@ -15,15 +15,14 @@ import pytest
 import yaml
 from test_slurm_commands import sbatch_line
 
-from conftest import FIXTURES
+from conftest import RESULTS
 from offload_repro.cluster import preflight_checks, slurm
 from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.files import write_json
 from offload_repro.core.process import run_supervised
+from offload_repro.core.results import read_result
 from offload_repro.produce.measured import runner
-
-RESULTS = FIXTURES / "results"
 
 
 def test_a_target_extends_another_and_overrides_only_what_it_names():
@@ -50,15 +49,6 @@ def test_two_processes_share_the_one_process_global_batch(rows):
     odd = type(two)(two.name, two.kind, two.launcher, {**two.spec, "scale": {**two.scale, "devices": 3}})
     with pytest.raises(ValueError, match="global batch of 2, which does not split evenly over 3 devices"):
         maxtext_args.target_overrides(rows["llama-baseline"], odd)
-
-
-def test_a_multi_task_job_runs_its_runner_once_and_srun_starts_the_ranks():
-    cpu_line = sbatch_line(slurm.job_resources(load_target("cpu-slurm-2")))
-    assert "--ntasks-per-node=2" in cpu_line and "--cpus-per-task=1" in cpu_line
-    gpu = slurm.job_resources(load_target("gb200-nvl72"))
-    assert gpu["mpi"] == "srun" and gpu["tasks_per_node"] == 4  # the plugin then wraps no srun around it
-    line = sbatch_line(gpu)
-    assert "--ntasks-per-node=4" in line and "--nodes=32" in line and "--gres=gpu:4" in line
 
 
 def test_the_preflight_job_spans_two_nodes_with_all_their_gpus():
@@ -99,16 +89,11 @@ def test_a_sigterm_to_the_runner_stops_the_process_as_the_clusters_doing(tmp_pat
 
 
 def test_a_ranks_own_exception_is_the_rows_message(tmp_path):
+    ended = {"state": "ended", "log": str(tmp_path / "r.log")}
+    bad_shape = {"type": "ValueError", "message": "bad shape"}
     ranks = [
-        {"task": 0, "host": "n1", "state": "ended", "exit_status": 0, "exception": None, "log": str(tmp_path / "r0")},
-        {
-            "task": 1,
-            "host": "n2",
-            "state": "ended",
-            "exit_status": 1,
-            "exception": {"type": "ValueError", "message": "bad shape"},
-            "log": str(tmp_path / "r1.log"),
-        },
+        ended | {"task": 0, "host": "n1", "exit_status": 0, "exception": None},
+        ended | {"task": 1, "host": "n2", "exit_status": 1, "exception": bad_shape},
     ]
     record, message = runner.row_failure(1, None, "", tmp_path / "train.log", ranks, 0, 10)
     assert message == "rank 1 on n2: ValueError: bad shape"
@@ -116,10 +101,7 @@ def test_a_ranks_own_exception_is_the_rows_message(tmp_path):
 
 
 def test_a_rank_killed_outright_is_named_from_sruns_line(tmp_path):
-    ranks = [
-        {"task": 0, "state": "joined", "log": str(tmp_path / "r0.log")},
-        {"task": 1, "state": "joined", "log": str(tmp_path / "r1.log")},
-    ]
+    ranks = [{"task": task, "state": "joined", "log": str(tmp_path / f"r{task}.log")} for task in (0, 1)]
     srun_log = "srun: error: node7: task 1: Killed\nsrun: error: node7: task 0: Terminated\n"
     record, message = runner.row_failure(-9, None, srun_log, tmp_path / "train.log", ranks, 0, 10)
     assert message == "rank 1 on node7: killed by SIGKILL; rank 0 on node7: killed by SIGTERM"
@@ -151,9 +133,8 @@ def test_gpus_are_counted_and_named_against_the_target():
     assert preflight_checks.check_gpus(GB200_NODE, target).status == "ok"
     three_h100 = {**GB200_NODE, "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559}] * 3}
     finding = preflight_checks.check_gpus(three_h100, target)
-    assert finding.status == "fail" and "has 3 x ['NVIDIA H100 80GB HBM3']; the target wants 4 x NVIDIA GB200" in (
-        finding.detail
-    )
+    said = "has 3 x ['NVIDIA H100 80GB HBM3']; the target wants 4 x NVIDIA GB200"
+    assert finding.status == "fail" and said in finding.detail
     assert preflight_checks.check_gpus({**GB200_NODE, "gpus": None}, target).status == "fail"
 
 
@@ -208,14 +189,8 @@ def test_a_local_gpu_target_needs_a_gpu_limit(tmp_path):
 
 
 def test_the_row_record_schema_keeps_ranks_and_interruptions(tmp_path):
-    from offload_repro.core.results import read_result
-
     run = read_result(RESULTS / "cpu" / "runs" / "llama-qkv-offload-lhs.json", "run")
-    with_ranks = {
-        **run,
-        "ended_by": "own failure",
-        "ranks": [{"task": 0, "state": "never joined", "log": "x.log"}],
-        "interruptions": [{"reason": "ended without a record", "slurm_job_id": "4"}],
-    }
-    write_json(tmp_path / "r.json", with_ranks)
+    ranks = [{"task": 0, "state": "never joined", "log": "x.log"}]
+    interruptions = [{"reason": "ended without a record", "slurm_job_id": "4"}]
+    write_json(tmp_path / "r.json", run | {"ended_by": "own failure", "ranks": ranks, "interruptions": interruptions})
     assert read_result(tmp_path / "r.json", "run")["ranks"][0]["state"] == "never joined"

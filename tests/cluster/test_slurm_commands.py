@@ -46,10 +46,14 @@ def pinned(monkeypatch):
 
 @pytest.mark.parametrize("target_name", ["gb200-nvl72", "vr-nvl144"])
 def test_submit_line_asks_for_whole_nodes_and_their_gpus(target_name):
-    target = load_target(target_name)
-    line = sbatch_line(slurm.job_resources(target))
-    for option in ("--nodes=32", "--gres=gpu:4", "--ntasks-per-gpu=1", "--cpus-per-gpu=16", "--exclusive", "-t 60"):
+    """A job of several tasks is marked `mpi`: the plugin then wraps no srun around the runner, which
+    runs once and starts the ranks with its own srun."""
+    resources = slurm.job_resources(load_target(target_name))
+    assert resources["mpi"] == "srun" and resources["tasks_per_node"] == 4
+    line = sbatch_line(resources)
+    for option in ("--nodes=32", "--gres=gpu:4", "--ntasks-per-node=4", "--ntasks-per-gpu=1", "--cpus-per-gpu=16"):
         assert option in line
+    assert "--exclusive" in line and "-t 60" in line
 
 
 @pytest.mark.parametrize("target_name", ["gb200-nvl72", "vr-nvl144"])
@@ -89,22 +93,28 @@ def test_gpu_run_refuses_an_image_without_digest(tables, tmp_path):
         launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=False)
 
 
-def test_an_unpinned_image_whose_digest_cannot_be_resolved_runs_by_tag_and_records_why(tables, tmp_path, skopeo):
-    row = next(row for row in load_rows(tables) if row.family == "llama")
-    why = "pinging container registry ghcr.io: dial tcp: no route to host"
-    skopeo(f"echo '{why}' >&2; exit 1")
-    _, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=True)
+UNREACHABLE = "pinging container registry ghcr.io: dial tcp: no route to host"
+
+
+@pytest.mark.parametrize(
+    ("skopeo_body", "why"),
+    [
+        (f"echo '{UNREACHABLE}' >&2; exit 1", f"skopeo inspect failed: {UNREACHABLE}"),
+        (None, "skopeo is not installed (it resolves tags to digests)"),  # no skopeo on PATH
+    ],
+)
+def test_an_unpinned_image_whose_digest_is_unknown_runs_by_tag_and_records_why(
+    rows, tmp_path, skopeo, monkeypatch, skopeo_body, why
+):
+    if skopeo_body is None:
+        monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no skopeo, wherever this runs
+    else:
+        skopeo(skopeo_body)
+    row, gb200 = rows["llama-baseline"], load_target("gb200-nvl72")
+    _, _, container = launch_command(row, gb200, tmp_path, "python", "pyxis", allow_unpinned=True)
     assert container["digest"] is None and container["image"] == "nvcr.io#nvidia/jax:25.01-maxtext-py3"
     assert container["digest_at_run_time"] is None
-    assert container["digest_error"] == f"nvcr.io/nvidia/jax:25.01-maxtext-py3: skopeo inspect failed: {why}"
-
-
-def test_without_skopeo_an_unpinned_image_runs_by_tag_and_records_that(tables, tmp_path, monkeypatch):
-    row = next(row for row in load_rows(tables) if row.family == "llama")
-    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no skopeo, wherever this runs
-    _, _, container = launch_command(row, load_target("gb200-nvl72"), tmp_path, "python", "pyxis", allow_unpinned=True)
-    assert container["image"] == "nvcr.io#nvidia/jax:25.01-maxtext-py3" and container["digest_at_run_time"] is None
-    assert "skopeo is not installed" in container["digest_error"]
+    assert container["digest_error"] == f"nvcr.io/nvidia/jax:25.01-maxtext-py3: {why}"
 
 
 def test_an_unpinned_image_runs_by_the_digest_its_tag_has_at_run_time(tables, tmp_path, skopeo):
@@ -132,10 +142,5 @@ def test_cpu_slurm_rows_start_one_process_per_task(tables, tmp_path):
 def test_cpu_rows_run_locally_inside_their_job(tables, tmp_path):
     prefix, env, container = launch_command(load_rows(tables)[0], load_target("cpu"), tmp_path, "py", "pyxis", False)
     assert prefix == ["py"] and env == {} and container is None
-    assert slurm.job_resources(load_target("cpu")) == {
-        "nodes": 1,
-        "tasks": 1,
-        "cpus_per_task": 2,
-        "mem_mb": 6000,
-        "runtime": 30,
-    }
+    one_task = {"nodes": 1, "tasks": 1, "cpus_per_task": 2, "mem_mb": 6000, "runtime": 30}
+    assert slurm.job_resources(load_target("cpu")) == one_task

@@ -28,21 +28,16 @@ def judged_limit(target) -> int:
 
 
 @pytest.mark.parametrize("path", GPU_RUNS, ids=[p.stem for p in GPU_RUNS])
-def test_the_limit_a_row_is_judged_against_is_the_one_jax_gave_the_run(path, h200):
+def test_each_real_run_fit_exactly_when_its_program_was_within_the_limit_jax_gave_it(path, h200):
     """JAX takes its share of the memory free once CUDA's context is made, so the real limit sits a
-    little under the share of the description's memory: within 1%, and never above it."""
+    little under the share of the description's memory: within 1%, and never above it. The program
+    the GPU compiled (its memory analysis, as the run recorded it) fits that limit where the run
+    trained, and exceeds it where the run stopped out of memory."""
     run = read_result(path, "run")
     real = run["runtime_memory"]["bytes_limit"]
     assert run["provenance"]["device_kind"] == "NVIDIA H200"
     assert real <= judged_limit(h200) <= 1.01 * real
     assert judged_limit(h200) < gpu.capacity_bytes(h200)  # the GPU's memory is not the limit
-
-
-@pytest.mark.parametrize("path", GPU_RUNS, ids=[p.stem for p in GPU_RUNS])
-def test_each_real_run_fit_exactly_when_its_program_was_within_the_limit(path, h200):
-    """The program the GPU compiled (its memory analysis, as the run recorded it) fits the judged
-    limit where the run trained, and exceeds it where the run stopped out of memory."""
-    run = read_result(path, "run")
     used = memory.device_bytes(run["compiled_memory"])
     assert run["status"] in ("ok", "oom")
     assert (used <= judged_limit(h200)) is (run["status"] == "ok"), memory.gib(used)

@@ -23,26 +23,19 @@ EXCERPT = """
 """
 
 
-def test_host_buffers_are_counted_with_their_bytes():
+def test_host_buffers_are_counted_with_their_bytes_and_async_pairs_by_kind():
     summary = summarize_hlo(EXCERPT)
     assert summary["host_buffers"] == 3  # the device-memory AllocateBuffer is not a host buffer
     assert summary["host_buffer_bytes"] == 126 * 576 * 1024**2  # 70.875 GiB
     assert summary["host_write_instructions"] == 2
     assert summary["host_read_instructions"] == 1
-
-
-def test_async_pairs_by_kind():
-    summary = summarize_hlo(EXCERPT)
     assert summary["async_pairs"] == {"all-gather-start": 1, "fusion-start": 2}
     assert summary["async_pairs_total"] == 3
 
 
-def test_array_bytes():
+def test_a_shapes_bytes_are_all_its_arrays_and_its_device_bytes_those_not_in_host_memory():
     assert array_bytes("bf16", parse_dims("2,8192,128,128")) == 512 * 1024**2
     assert array_bytes("f32", parse_dims("")) == 4
-
-
-def test_a_shapes_bytes_are_all_its_arrays_and_its_device_bytes_those_not_in_host_memory():
     shape = "(bf16[126,2,8192]{2,1,0:S(5)}, f32[2,8192]{1,0}, s32[], token[])"
     assert shape_bytes(shape) == 2 * 126 * 2 * 8192 + 4 * 2 * 8192 + 4  # a token has no bytes
     assert device_shape_bytes(shape) == 4 * 2 * 8192 + 4

@@ -34,13 +34,8 @@ CONFIGS = textwrap.dedent(
         overrides = compile_overrides(rows[row_id], load_target("gb200-nvl72"))
         overrides["base_output_directory"] = sys.argv[1]
         config = pyconfig.initialize(["aot", str(base_config()), *maxtext_args.as_arguments(overrides)])
-        total, weights, attention = maxtext_utils.calculate_tflops_training_per_device(config, log=False)
-        found[row_id] = {
-            "components": model_flops.components(config),
-            "total": total,
-            "weights": weights,
-            "attention": attention,
-        }
+        parts = maxtext_utils.calculate_tflops_training_per_device(config, log=False)
+        found[row_id] = dict(zip(("total", "weights", "attention"), parts), components=model_flops.components(config))
     print(json.dumps(found))
     """
 )
@@ -51,14 +46,8 @@ def split(tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("model-flops")
     tables = [str(REPO / "experiments/rows/llama3.1-405b.yaml"), str(REPO / "experiments/rows/deepseek-v3-671b.yaml")]
     env = os.environ | {"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO / "workflow")}
-    done = subprocess.run(
-        [sys.executable, "-c", CONFIGS, str(work / "output"), *tables, *ROWS],
-        env=env,
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    command = [sys.executable, "-c", CONFIGS, str(work / "output"), *tables, *ROWS]
+    done = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -6,12 +6,10 @@ import json
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import RESULTS
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.observers import run_observations
 from offload_repro.produce.measured.repeats import aggregate
-
-RESULTS = FIXTURES / "results"
 
 
 def repeat(step: float | None, tflops: float | None, tokens: float | None, wall: float) -> dict:
@@ -60,13 +58,8 @@ def test_a_failed_repeat_is_kept_but_not_counted():
 def test_one_repeat_has_no_width():
     result = aggregate([THREE[0]])
     assert result["tflops_per_device"] == 2746.3
-    assert result["spread"]["tflops_per_device"] == {
-        "median": 2746.3,
-        "low": 2746.3,
-        "high": 2746.3,
-        "relative": 0,
-        "n": 1,
-    }
+    one = {"median": 2746.3, "low": 2746.3, "high": 2746.3, "relative": 0, "n": 1}
+    assert result["spread"]["tflops_per_device"] == one
 
 
 def test_a_run_with_repeats_is_a_valid_run_file_and_observations_carry_the_spread(tmp_path):

@@ -33,14 +33,8 @@ def test_a_run_is_classified_ok_oom_or_error(returncode, exception, log, steps_d
 
 
 def step(n: int, seconds: float, loss: float) -> dict:
-    return {
-        "step": float(n),
-        metrics.STEP_TIME: seconds,
-        metrics.TFLOPS: 1.0 / seconds,
-        metrics.TOKENS: 100.0 / seconds,
-        metrics.LOSS: loss,
-        "perf/per_device_tflops": 1.0,
-    }
+    timing = {metrics.STEP_TIME: seconds, metrics.TFLOPS: 1.0 / seconds, metrics.TOKENS: 100.0 / seconds}
+    return {"step": float(n), **timing, metrics.LOSS: loss, "perf/per_device_tflops": 1.0}
 
 
 def test_summary_takes_medians_after_warmup(tmp_path):

@@ -6,9 +6,10 @@ import gzip
 import random
 import re
 
+import numpy as np
 import pytest
 
-from conftest import FIXTURES, program_of
+from conftest import RESULTS, program_of
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import load_target
 from offload_repro.core.results import read_result, write_result
@@ -19,8 +20,6 @@ from offload_repro.produce.compiled.compiled_row import compile_result, compile_
 from offload_repro.produce.whatif import capacity_frontier
 from offload_repro.produce.whatif.transfer_budget import budget_line
 from workflow_copy import copy_workflow, snakemake
-
-RESULTS = FIXTURES / "results"
 
 
 def policy(policy_id):
@@ -57,16 +56,8 @@ def measured(gib_at, capacity=GB200_GIB, calls=None):
 
 def interpolated(known):
     """Device GiB between the compiled points, linear (what the real points lie close to)."""
-
-    def gib_at(micro_batch):
-        if micro_batch in known:
-            return known[micro_batch]
-        below = max(b for b in known if b < micro_batch)
-        above = min(b for b in known if b > micro_batch)
-        share = (micro_batch - below) / (above - below)
-        return known[below] + share * (known[above] - known[below])
-
-    return gib_at
+    batches = sorted(known)
+    return lambda micro_batch: float(np.interp(micro_batch, batches, [known[b] for b in batches]))
 
 
 @pytest.mark.parametrize(
@@ -165,8 +156,7 @@ def test_a_result_from_a_cached_program_is_the_result_compiling_gave(rows, row_i
         row = variant_row(row, dispatch, next(a for a in dispatch["alternatives"] if a["id"] == "capacity-1.0"))
     result = compile_result(row, load_target("gb200-nvl72"), program_of(compiled), None, True)
     fields = ("memory", "device_bytes", "host_bytes", "fits", "margin_gib", "xla_memory_warnings", "maxtext_overrides")
-    for field in fields:
-        assert result[field] == compiled[field], field
+    assert {field: result[field] for field in fields} == {field: compiled[field] for field in fields}
     assert result["program"]["cached"] is True
 
 
@@ -175,18 +165,16 @@ def test_a_row_whose_program_is_cached_is_not_compiled_again(rows, tmp_path, mon
     compiled = read_result(RESULTS / "compiled/gb200-nvl72/deepseek-device-mb8.json", "compile")
     cache = tmp_path / "programs"
     key = program_cache.program_key(row, gb200)
-    write_result(
-        cache / f"{key}.json", "program", program_of(compiled) | {"key": key, "compiled_as": "deepseek-device-mb8"}
-    )
+    entry = program_of(compiled) | {"key": key, "compiled_as": "deepseek-device-mb8"}
+    write_result(cache / f"{key}.json", "program", entry)
     program_cache.hlo_path(cache / f"{key}.json").write_bytes(gzip.compress(b"HloModule stand_in"))
 
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled although the program is in the cache")
 
     monkeypatch.setattr(program_cache, "compile_program", no_compile)
-    point = capacity_frontier.compile_point(
-        capacity_frontier.policy_row(policy("deepseek-device"), rows, 8), gb200, cache
-    )
+    mb8 = capacity_frontier.policy_row(policy("deepseek-device"), rows, 8)
+    point = capacity_frontier.compile_point(mb8, gb200, cache)
     assert point["cached"] and point["compiled_as"] == "deepseek-device-mb8" and point["fits"] is False
     assert point["device_gib"] == pytest.approx(295.15, abs=0.01)
 
@@ -231,10 +219,9 @@ def test_transfer_budget_arithmetic(rows):
 
 def test_a_target_added_as_one_file_enters_the_grid_and_the_frontier(tmp_path, rows):
     directory = copy_workflow(tmp_path)
-    original = (directory / "experiments/targets/vr-nvl144.yaml").read_text()
-    (directory / "experiments/targets/rubin-copy.yaml").write_text(
-        original.replace("name: vr-nvl144", "name: rubin-copy")
-    )
+    targets = directory / "experiments/targets"
+    original = (targets / "vr-nvl144.yaml").read_text()
+    (targets / "rubin-copy.yaml").write_text(original.replace("name: vr-nvl144", "name: rubin-copy"))
     done = snakemake(directory, "-n", "--config", "whatif=True", 'frontier_targets=["gb200-nvl72","rubin-copy"]')
     plan = done.stdout + done.stderr
     assert done.returncode == 0, plan[-3000:]

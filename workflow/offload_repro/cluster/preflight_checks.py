@@ -61,11 +61,8 @@ def keys_by_row(rows: list[Row], target: Target) -> dict[str, list[str]]:
 def largest_host_bytes(compiled_files: list[Path]) -> tuple[str, int] | None:
     """(row, bytes) of the row whose compiled program holds the most pinned host memory per device."""
     results = [read_result(path, "compile") for path in compiled_files]
-    found = [(result["host_bytes"], result["row"]) for result in results if result.get("host_bytes")]
-    if not found:
-        return None
-    host_bytes, row = max(found)
-    return row, host_bytes
+    found = [(result["row"], result["host_bytes"]) for result in results if result.get("host_bytes")]
+    return max(found, key=lambda item: (item[1], item[0]), default=None)
 
 
 def check_container(container: dict[str, Any] | None, host: str, python: str) -> Finding:
@@ -143,10 +140,8 @@ def check_distributed(outputs: list[dict[str, Any]], nodes: int, tasks: int) -> 
     if len(outputs) != tasks or any(o["process_count"] != tasks or o["sum"] != expected_sum for o in outputs):
         return Finding("distributed", "fail", f"{len(outputs)} of {tasks} processes reported: {outputs}")
     where = f"{nodes} nodes ({', '.join(hosts)})" if nodes > 1 else f"1 node ({hosts[0]}; the target has one)"
-    backend = outputs[0]["backend"]
-    return Finding(
-        "distributed", "ok", f"{tasks} processes on {where} joined and summed to {expected_sum:g} on {backend}"
-    )
+    joined = f"{tasks} processes on {where} joined and summed to {expected_sum:g} on {outputs[0]['backend']}"
+    return Finding("distributed", "ok", joined)
 
 
 class StepFailed(RuntimeError):

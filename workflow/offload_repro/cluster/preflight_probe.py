@@ -37,17 +37,10 @@ def gpus() -> list[dict[str, Any]] | None:
     """The node's GPUs as nvidia-smi lists them; None where there is no nvidia-smi."""
     if shutil.which("nvidia-smi") is None:
         return None
-    done = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    found = []
-    for line in done.stdout.strip().splitlines():
-        name, memory_mib = (part.strip() for part in line.rsplit(",", 1))
-        found.append({"name": name, "memory_mib": int(memory_mib)})
-    return found
+    query = ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"]
+    done = subprocess.run(query, capture_output=True, text=True, timeout=60)
+    lines = (line.rsplit(",", 1) for line in done.stdout.strip().splitlines())
+    return [{"name": name.strip(), "memory_mib": int(memory_mib)} for name, memory_mib in lines]
 
 
 def memory_limits() -> dict[str, int | None]:

@@ -180,12 +180,8 @@ def interpreter(image: str | None, runtime: str, work_dir: Path, python: str) ->
     if image is None:
         return [python]
     if runtime == "pyxis":
-        return [
-            f"--container-image={image}",
-            f"--container-mounts={REPO_ROOT}:{REPO_ROOT}",
-            f"--container-workdir={work_dir}",
-            "python3",
-        ]
+        mounts = f"--container-mounts={REPO_ROOT}:{REPO_ROOT}"
+        return [f"--container-image={image}", mounts, f"--container-workdir={work_dir}", "python3"]
     return ["apptainer", "exec", "--nv", "--bind", str(REPO_ROOT), "--pwd", str(work_dir), image, "python3"]
 
 

@@ -71,17 +71,9 @@ def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str])
     func, in_shard, out_shard, static_argnums, donate_argnums = maxtext_utils.get_functional_train_with_signature(
         train.train_step, data_sharding, input_shardings, model, config, params_shardings
     )
+    rules = logical_axis_rules(config.logical_axis_rules)
     compiled = train_compile.jit_and_compile(
-        func,
-        shaped_args,
-        shaped_kwargs,
-        mesh,
-        in_shard,
-        out_shard,
-        static_argnums,
-        donate_argnums,
-        config,
-        logical_axis_rules(config.logical_axis_rules),
+        func, shaped_args, shaped_kwargs, mesh, in_shard, out_shard, static_argnums, donate_argnums, config, rules
     )
     model_tflops, _, _ = maxtext_utils.calculate_tflops_training_per_device(config, log=False)
     return compiled, {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,6 @@ def compiled_evidence(
     work_dir: Path,
     programs: Path | None = None,
     python: str = sys.executable,
-    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     launcher: Launcher = run_subprocess,
     latency_profile: Path | None = None,
 ) -> dict[str, Any]:
@@ -112,27 +112,16 @@ def compiled_evidence(
     computed once, here, and handed to the program's key, its compile and the result.
     `latency_profile`: the profile its scheduler is guided by (produce/predicted/model_profile.py)."""
     overrides = compile_overrides(row, target)
-
-    def compiled_with(flags: tuple[str, ...]) -> tuple[dict[str, Any], Path | None, bool]:
-        return program_for(
-            row,
-            target,
-            work_dir,
-            programs,
-            python,
-            flags,
-            launcher,
-            overrides=overrides,
-            latency_profile=latency_profile,
-        )
-
-    program, program_file, cached = compiled_with(compile_only_flags)
+    compiled_with = partial(
+        program_for, row, target, work_dir, programs, python, overrides=overrides, latency_profile=latency_profile
+    )
+    program, program_file, cached = compiled_with(COMPILE_ONLY_FLAGS, launcher)
     fallback = None
-    if compile_only_flags != DEFAULT_AUTOTUNING and NO_DEFAULT_CONFIG.search(program["message"] or ""):
+    if NO_DEFAULT_CONFIG.search(program["message"] or ""):
         # the one failure autotuning itself avoids: compile again at XLA's default level, and say so
         said = " ".join(line.strip() for line in program["message"].splitlines()[:2])  # the count and an example
         fallback = {"compile_only_flags": list(DEFAULT_AUTOTUNING), "why": said[:WHY_LENGTH]}
-        program, program_file, cached = compiled_with(DEFAULT_AUTOTUNING)
+        program, program_file, cached = compiled_with(DEFAULT_AUTOTUNING, launcher)
     result = compile_result(row, target, program, program_file, cached, overrides)
     if fallback:
         result["autotuning_fallback"] = fallback
@@ -144,17 +133,14 @@ def compile_row(
     target: Target,
     out_json: Path,
     work_dir: Path,
-    python: str = sys.executable,
-    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     programs: Path | None = None,
     variant: dict[str, Any] | None = None,
     launcher: Launcher = run_subprocess,
     latency_profile: Path | None = None,
 ) -> dict[str, Any]:
     """Compile the row (or take its program from the cache `programs`) and write its result;
-    `variant`: the alternative to an assumption the row is compiled under, recorded with it;
-    `launcher`: how the compile's process starts; `latency_profile`: as `compiled_evidence`."""
-    result = compiled_evidence(row, target, work_dir, programs, python, compile_only_flags, launcher, latency_profile)
+    `variant`: the alternative to an assumption the row is compiled under, recorded with it."""
+    result = compiled_evidence(row, target, work_dir, programs, launcher=launcher, latency_profile=latency_profile)
     if variant is not None:
         result["variant"] = variant
     return write_result(out_json, "compile", result)

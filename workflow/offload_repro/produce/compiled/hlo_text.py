@@ -49,11 +49,8 @@ def shape_bytes(shape: str) -> int:
 
 def device_shape_bytes(shape: str) -> int:
     """Bytes of the arrays of a shape that live in device memory (not in host memory)."""
-    return sum(
-        array_bytes(dtype, parse_dims(dims))
-        for dtype, dims, layout in ARRAY.findall(shape)
-        if HOST_MEMORY not in layout
-    )
+    arrays = ARRAY.findall(shape)
+    return sum(array_bytes(dtype, parse_dims(dims)) for dtype, dims, layout in arrays if HOST_MEMORY not in layout)
 
 
 @dataclass
@@ -96,20 +93,17 @@ def balanced(text: str, start: int) -> int:
 
 
 def _split_top(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
-    for char in text:
+    """`text` split at the commas outside any brackets."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
         if char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    if current:
-        parts.append("".join(current))
-    return parts
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
 
 
 def parse_instruction(line: str) -> Instruction | None:
@@ -159,13 +153,9 @@ def entry_name(computations: dict[str, Computation]) -> str:
 
 def called(instruction: Instruction) -> list[tuple[str, str]]:
     """(how, computation) for each computation the instruction calls."""
-    found = []
-    for how, names in CALLED.findall(instruction.attributes):
-        for name in names.split(","):
-            name = name.strip().lstrip("%")
-            if name and re.fullmatch(r"[\w.\-]+", name):
-                found.append((how, name))
-    return found
+    calls = CALLED.findall(instruction.attributes)
+    names = [(how, name.strip().lstrip("%")) for how, listed in calls for name in listed.split(",")]
+    return [(how, name) for how, name in names if re.fullmatch(r"[\w.\-]+", name)]
 
 
 def trip_count(instruction: Instruction) -> int | None:

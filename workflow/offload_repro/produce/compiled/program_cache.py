@@ -25,7 +25,7 @@ from typing import Any
 from offload_repro.core import gpu, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.failure import Failure, failure_of
-from offload_repro.core.files import REPO_ROOT, read_json, write_atomically
+from offload_repro.core.files import REPO_ROOT, checkout_relative, read_json, write_atomically
 from offload_repro.core.maxtext_args import RAGGED_DOT_VARIABLE
 from offload_repro.core.maxtext_configs import base_config
 from offload_repro.core.process import Launcher, fresh_work_dir, package_environment, run_subprocess
@@ -133,9 +133,9 @@ def compile_program(
     python: str = sys.executable,
     compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
     launcher: Launcher = run_subprocess,
-    machine_code: bool = False,
     overrides: dict[str, Any] | None = None,
     latency_profile: Path | None = None,
+    machine_code: bool = False,
 ) -> dict[str, Any]:
     """Run `offload_repro.produce.compiled.aot_compile` in a process of its own (started by `launcher`) with the
     row's XLA_FLAGS; what XLA gave.
@@ -168,20 +168,17 @@ def compile_program(
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     stats = read_json(stats_file) if stats_file.exists() else {}
     exception = stats.get("exception")
-    compile_log = str(log_file.relative_to(REPO_ROOT) if log_file.is_relative_to(REPO_ROOT) else log_file)
+    compile_log = checkout_relative(log_file)
     cause = None
     matched = profile_matched(log_text) if latency_profile is not None else None
     if returncode != 0 or not stats or exception:
         cause = failure_of(returncode, log_text, compile_log, exception)
     elif matched is not None and not matched["found"]:
-        cause = Failure(
+        said = (
             f"XLA found none of this program's instructions in the latency profile {latency_profile}: the"
-            " profile names each program by the fingerprint XLA gives it before scheduling, and names another",
-            "profile_guided_latency_estimator.cc",
-            returncode,
-            None,
-            compile_log,
+            " profile names each program by the fingerprint XLA gives it before scheduling, and names another"
         )
+        cause = Failure(said, "profile_guided_latency_estimator.cc", returncode, None, compile_log)
     return {
         "key": key,
         "target": target.name,
@@ -248,30 +245,20 @@ def program_for(
     row: Row,
     target: Target,
     work_dir: Path,
-    programs: Path | None = None,
-    python: str = sys.executable,
-    compile_only_flags: tuple[str, ...] = COMPILE_ONLY_FLAGS,
-    launcher: Launcher = run_subprocess,
-    overrides: dict[str, Any] | None = None,
+    programs: Path | None,
+    python: str,
+    compile_only_flags: tuple[str, ...],
+    launcher: Launcher,
+    overrides: dict[str, Any],
     latency_profile: Path | None = None,
 ) -> tuple[dict[str, Any], Path | None, bool]:
     """(program, its cache file or None, whether it came from the cache). Without `programs` the
-    row is always compiled and nothing is stored; `launcher` starts the compile; `overrides`: the
-    row's `compile_overrides`, computed here where the caller does not hand them down."""
-    overrides = compile_overrides(row, target) if overrides is None else overrides
+    row is always compiled and nothing is stored; `overrides`: the row's `compile_overrides`."""
     key = program_key(row, target, compile_only_flags, overrides, latency_profile)
     if programs is not None and (found := cached_program(row, target, programs, key)):
         return *found, True
     program = compile_program(
-        row,
-        target,
-        work_dir,
-        key,
-        python,
-        compile_only_flags,
-        launcher,
-        overrides=overrides,
-        latency_profile=latency_profile,
+        row, target, work_dir, key, python, compile_only_flags, launcher, overrides, latency_profile
     )
     if programs is None or program["status"] != "ok":
         return program, None, False  # a failed compile is not kept: a rerun tries it again

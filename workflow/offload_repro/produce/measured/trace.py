@@ -49,11 +49,8 @@ def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) ->
 
 def summarize(events: list[dict[str, Any]], steps: int = 1) -> dict[str, Any]:
     """Seconds per step of host copies, compute, and copy time hidden under compute (GPU only)."""
-    names = {
-        e["pid"]: e.get("args", {}).get("name", "")
-        for e in events
-        if e.get("ph") == "M" and e.get("name") == "process_name"
-    }
+    processes = [e for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]
+    names = {e["pid"]: e.get("args", {}).get("name", "") for e in processes}
     device_pids = {pid for pid, name in names.items() if DEVICE_PROCESS.search(name)}
     copies, compute = [], []
     for event in events:

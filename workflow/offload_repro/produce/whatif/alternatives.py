@@ -38,45 +38,35 @@ def summary(result: dict[str, Any], file: str | None) -> dict[str, Any]:
 
 
 def gather(target: Target, default_files: list[Path], variant_files: list[Path]) -> dict[str, Any]:
-    default = {}
-    for path in default_files:
-        result = read_result(path, "compile")
-        default[result["row"]] = summary(result, str(path))
+    defaults = [(read_result(path, "compile"), str(path)) for path in default_files]
+    default = {result["row"]: summary(result, path) for result, path in defaults}
     by_variant: dict[str, dict[str, Any]] = {}
     for path in variant_files:
         result = read_result(path, "compile")
         base = result["row"].split("@")[0]
         by_variant.setdefault(result["variant"]["id"], {})[base] = summary(result, str(path))
-    table = []
-    for entry in load_assumptions().values():
-        if not entry.get("alternatives"):
-            continue
-        table.append(
-            {
-                "id": entry["id"],
-                "sentence": entry["sentence"],
-                "default": entry["default"],
-                "affects": entry["affects"],
-                "default_results": {r: default.get(r) for r in entry["affects"]},
-                "alternatives": [
-                    {
-                        "id": alternative["id"],
-                        "settings": alternative["settings"],
-                        "why": alternative["why"],
-                        "citation": alternative.get("citation"),
-                        "results": by_variant.get(variant_id(entry, alternative), {}),
-                    }
-                    for alternative in entry["alternatives"]
-                ],
-            }
-        )
-    return {
-        "target": target.name,
-        "status": "ok",
-        "message": None,
-        "assumptions": table,
-        "variants": len(variants()),
-    }
+    table = [
+        {
+            "id": entry["id"],
+            "sentence": entry["sentence"],
+            "default": entry["default"],
+            "affects": entry["affects"],
+            "default_results": {r: default.get(r) for r in entry["affects"]},
+            "alternatives": [
+                {
+                    "id": alternative["id"],
+                    "settings": alternative["settings"],
+                    "why": alternative["why"],
+                    "citation": alternative.get("citation"),
+                    "results": by_variant.get(variant_id(entry, alternative), {}),
+                }
+                for alternative in entry["alternatives"]
+            ],
+        }
+        for entry in load_assumptions().values()
+        if entry.get("alternatives")
+    ]
+    return {"target": target.name, "status": "ok", "message": None, "assumptions": table, "variants": len(variants())}
 
 
 def speed_error(prediction_file: str | Path | None) -> dict[str, Any] | None:

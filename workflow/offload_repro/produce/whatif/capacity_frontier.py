@@ -163,19 +163,16 @@ def write_frontier(policy_id: str, rows: list[Row], target: Target, out_json: Pa
         lambda micro_batch: compile_point(policy_row(policy, by_id, micro_batch), target, programs),
         lambda micro_batch: cached_point(policy_row(policy, by_id, micro_batch), target, programs),
     )
-    return write_result(
-        out_json,
-        "frontier",
-        {
-            "target": target.name,
-            "policy": policy["id"],
-            "row": policy["row"],
-            "label": policy["label"],
-            "published": policy["published"],
-            "status": "error" if error else "ok",
-            "message": error,
-            "search": data["micro_batches"],
-            "points": points,
-            "largest_fitting_micro_batch": largest,
-        },
-    )
+    record = {
+        "target": target.name,
+        "policy": policy["id"],
+        "row": policy["row"],
+        "label": policy["label"],
+        "published": policy["published"],
+        "status": "error" if error else "ok",
+        "message": error,
+        "search": data["micro_batches"],
+        "points": points,
+        "largest_fitting_micro_batch": largest,
+    }
+    return write_result(out_json, "frontier", record)

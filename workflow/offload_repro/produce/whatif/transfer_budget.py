@@ -44,14 +44,13 @@ def budget_line(row: Row, compiled: dict[str, Any], target: Target, source: Targ
     copy_s = 2 * host / (bandwidth * GB) if bandwidth else None
     published = row.published["tflops_per_device"]
     model_tflops = compiled.get("model_tflops_per_device_per_step")
-    achieved = None
-    if published and peak(target, row.dtype) and peak(source, row.dtype):
-        achieved = published * peak(target, row.dtype) / peak(source, row.dtype)
+    target_peak, source_peak = peak(target, row.dtype), peak(source, row.dtype)
+    achieved = published * target_peak / source_peak if published and target_peak and source_peak else None
     step_s = model_tflops / achieved if model_tflops and achieved else None
     why = None
     if not published:
         why = "the source publishes no throughput for this row"
-    elif not peak(target, row.dtype):
+    elif not target_peak:
         why = f"no peak dense {row.dtype} throughput in experiments/targets/{target.name}.yaml"
     return {
         "row": row.id,
@@ -88,14 +87,12 @@ def write_budget(rows: list[Row], compile_files: list[Path], out_json: Path) -> 
                     "model_tflops_per_step": result.get("model_tflops_per_device_per_step"),
                 }
             )
-    return write_result(
-        out_json,
-        "budget",
-        {
-            "status": "ok",
-            "message": None if recompute else "XLA gave no cost analysis for these compiles",
-            "assumptions": ASSUMPTIONS,
-            "transfers": lines,
-            "recompute": recompute,
-        },
-    )
+    message = None if recompute else "XLA gave no cost analysis for these compiles"
+    record = {
+        "status": "ok",
+        "message": message,
+        "assumptions": ASSUMPTIONS,
+        "transfers": lines,
+        "recompute": recompute,
+    }
+    return write_result(out_json, "budget", record)
