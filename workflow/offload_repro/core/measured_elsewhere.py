@@ -175,10 +175,10 @@ def _mesh(
                     f"{path}: {where}, {field_of(key)}: {value!r}, but MaxText's mesh_axes {axes} have no axis"
                     f" '{name}', so MaxText ignores it"
                 )
-    mesh: dict[str, int] = {}
+    sizes = {"ici": gpus_per_node, "dcn": nodes}
     spans: dict[str, list[tuple[str, int]]] = {}
     for prefix, group, unit in GROUPS:
-        size = gpus_per_node if prefix == "ici" else nodes
+        size = sizes[prefix]
         # an axis with no setting of its own (MaxText's attn_dp, say) is 1
         keys = [key for name in names if (key := f"{prefix}_{name}_parallelism") in defaults]
         values: list[tuple[str, int]] = []
@@ -204,12 +204,10 @@ def _mesh(
                     f" {unit} are not a whole multiple of the other {group} axes' product {others}"
                 )
             values = [(key, size // others if value == -1 else value) for key, value in values]
-        mesh.update(values)
         spans[group] = values
     total = math.prod(value for values in spans.values() for _, value in values)
     for prefix, group, unit in GROUPS:
-        size = gpus_per_node if prefix == "ici" else nodes
-        product = math.prod(value for _, value in spans[group])
+        size, product = sizes[prefix], math.prod(value for _, value in spans[group])
         if product != size:
             axes_text = " x ".join(f"{key} {value}" for key, value in spans[group] if value != 1) or "every axis 1"
             devices = gpus_per_node * nodes
@@ -218,7 +216,7 @@ def _mesh(
                 f"{path}: {where}, field 'maxtext': {spanned}its {group} axes ({axes_text}) span {product},"
                 f" not the run's {size} {unit}"
             )
-    return mesh
+    return dict(pair for values in spans.values() for pair in values)
 
 
 def _resolved(settings: dict[str, Any], mesh: dict[str, int], model: str) -> dict[str, Any]:

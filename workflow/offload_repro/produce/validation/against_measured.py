@@ -62,12 +62,8 @@ class Measured:
             )
         except ValueError:
             return None
-        peak = self.peak_flops(speed)
+        peak = peak_flops(self.target, self.run.precision, speed)
         return None if peak and rate > peak else rate
-
-    def peak_flops(self, speed: dict[str, Any]) -> float | None:
-        """The dense peak of this run's GPU at its precision (the target file's)."""
-        return peak_flops(self.target, self.run.precision, speed)
 
 
 def read_measured(
@@ -193,9 +189,7 @@ def calibrated_pairs(
         rate = calibrating.calibrate(central, speed, free)
         if rate is None:
             continue
-        for predicted in group:
-            if predicted is calibrating:
-                continue
+        for predicted in (entry for entry in group if entry is not calibrating):
             step = predicted.step_s(rate, central, speed, free)
             pairs.append(
                 {
@@ -298,7 +292,7 @@ def fitted_rates(
     where the source's calibration carries none)."""
     found = []
     for group, calibrating in sorted(smallest.items()):
-        rate, peak = fitted[group][0], calibrating.peak_flops(speed)
+        rate, peak = fitted[group][0], peak_flops(calibrating.target, calibrating.run.precision, speed)
         source = carried.get(calibrating.run.id)
         found.append(
             {
@@ -308,9 +302,8 @@ def fitted_rates(
                 "calibrated_on": calibrating.run.id,
                 "effective_tflops": rate / 1e12 if rate else None,
                 "share_of_peak": rate / peak if rate and peak else None,
-                "carried": {key: source[key] for key in ("calibrated_on", "calibration_precision", "share_of_peak")}
-                if source
-                else None,
+                "carried": source
+                and {key: source[key] for key in ("calibrated_on", "calibration_precision", "share_of_peak")},
             }
         )
     return found
@@ -331,10 +324,8 @@ def where_off(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id = {row["run"]: row for row in rows if row["status"] == "ok"}
     worst: dict[tuple[str, str], dict[str, Any]] = {}
     for row in by_id.values():
-        key = (row["target"], row["precision"])
-        if row["smallest"]["error"] is not None and abs(row["smallest"]["error"]) > abs(
-            worst.get(key, {}).get("smallest", {}).get("error") or 0
-        ):
+        key, off = (row["target"], row["precision"]), row["smallest"]["error"]
+        if off and abs(off) > abs(worst[key]["smallest"]["error"] if key in worst else 0):
             worst[key] = row
     found = []
     for (target, precision), row in sorted(worst.items()):
@@ -365,14 +356,10 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
     """What a run's line says of the run itself, predicted or not."""
     return {
         "run": run.id,
-        "source": run.source,
-        "target": run.target,
-        "kind": run.kind,
-        "family": run.family,
-        "model": run.model,
-        "precision": run.precision,
-        "gpus": run.gpus,
-        "nodes": run.nodes,
+        **{
+            key: getattr(run, key)
+            for key in ("source", "target", "kind", "family", "model", "precision", "gpus", "nodes")
+        },
         "measured_step_s": run.step_seconds,
         "citation": run.citation,
     }
@@ -380,17 +367,17 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
 
 def run_line(
     entry: Measured,
-    calibrating: Measured,
-    fitted: list[float | None],
+    smallest: dict[tuple[str, str], Measured],
+    fitted_of: dict[tuple[str, str], list[float | None]],
     pairs_of: dict[str, dict[str, list[dict[str, Any]]]],
     across: dict[str, Any] | None,
     speed: dict[str, Any],
 ) -> dict[str, Any]:
-    """A predicted run: its step under calibration (a) (`calibrating`, and the rates it fits at every
-    setting: `fitted`) at every setting and by every model of the ablation, its errors under (b) and
-    (c), and its step's terms at the central setting. (Its error from runs of its own model, which
-    predicted bands take, is real_hardware_errors' over every pair.)"""
-    run = entry.run
+    """A predicted run: its step under calibration (a) (its group's smallest run, and the rates that
+    run fits at every setting) at every setting and by every model of the ablation, its errors under
+    (b) and (c), and its step's terms at the central setting. (Its error from runs of its own model,
+    which predicted bands take, is real_hardware_errors' over every pair.)"""
+    run, calibrating, fitted = entry.run, smallest[entry.group], fitted_of[entry.group]
     own = {name: [p for p in pairs["smallest"] if p["predicted"] == run.id] for name, pairs in pairs_of.items()}
     every = [p for p in pairs_of[MODELS[-1][0]]["every_run"] if p["predicted"] == run.id]
     steps = band(entry, fitted, speed)
@@ -465,8 +452,7 @@ def profile_guided(
     measured, failed = read_measured(runs, profiled, speed)
     if not measured:
         return None
-    chosen = (MODELS[0], MODELS[-1])  # the simplest model and the full one
-    pairs_of = {name: by_calibration(measured, speed, free) for name, free in chosen}
+    pairs_of = {name: by_calibration(measured, speed, free) for name, free in (MODELS[0], MODELS[-1])}
     return {
         "errors": errors_by_model(pairs_of, measured),
         "matched": {
@@ -502,14 +488,7 @@ def validate_model(
         group: [entry.calibrate(setting, speed) for setting in settings(speed)] for group, entry in smallest.items()
     }
     rows = [
-        run_line(
-            measured[run.id],
-            smallest[measured[run.id].group],
-            fitted[measured[run.id].group],
-            pairs_of,
-            carried.get(run.id),
-            speed,
-        )
+        run_line(measured[run.id], smallest, fitted, pairs_of, carried.get(run.id), speed)
         if run.id in measured
         else {**identity(run), **failed[run.id]}
         for run in runs
