@@ -24,13 +24,8 @@ from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.predicted import hlo_schedule, model_profile
 from offload_repro.produce.predicted.step_model import Event
 from offload_repro.produce.predicted.target_rates import link_efficiency, peak_flops, settings
-from offload_repro.produce.validation import run_profiles
-from offload_repro.produce.validation.against_measured import (
-    Measured,
-    calibrated_pairs,
-    fitted_rates,
-    smallest_of,
-)
+from offload_repro.produce.validation import against_measured
+from offload_repro.produce.validation.against_measured import Measured, calibrated_pairs, fitted_rates, smallest_of
 from report_page import rendered_page, visible_text
 from workflow_copy import copy_workflow, snakemake
 
@@ -238,10 +233,8 @@ def test_a_compile_here_folds_dcn_into_ici_and_records_what_it_changes():
     assert not any(flag.startswith("--xla_gpu_pgle_profile_file_or_directory_path") for flag in row.xla_flags)
     # planned within the memory the run's allocator had: its environment's share, not the target's
     assert run.environment["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.94" and row.allocator_memory_fraction == 0.94
-    assert {(s["setting"], s["becomes"]) for s in compiled.substitutions} >= {
-        ("attention", "cudnn_flash_jax"),
-        ("hardware", "gpu"),
-    }
+    substituted = {(s["setting"], s["becomes"]) for s in compiled.substitutions}
+    assert substituted >= {("attention", "cudnn_flash_jax"), ("hardware", "gpu")}
 
 
 def test_a_new_file_of_runs_enters_the_validation_stage_by_itself(tmp_path, monkeypatch):
@@ -275,12 +268,8 @@ def synthetic(run_id: str, gpus: int, step_s: float, flops: float, collective_by
     published = load_measured()[0]  # its settings, but for those given here, are alike in every run
     assert (published.target, published.precision, published.family) == ("h100-sxm", "bfloat16", "llama")
     run = replace(published, id=run_id, gpus=gpus, nodes=gpus // 8, maxtext={}, xla_flags=[], step_seconds=step_s)
-    events = {
-        "main": [
-            Event("compute", flops=int(flops)),
-            Event("transfer", channel="collective", bytes=collective_bytes, what="all-gather", key="ag"),
-        ]
-    }
+    collective = Event("transfer", channel="collective", bytes=collective_bytes, what="all-gather", key="ag")
+    events = {"main": [Event("compute", flops=int(flops)), collective]}
     program = {
         "events": events,
         "ideal_events": events,
@@ -320,7 +309,7 @@ def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shar
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
     large = synthetic("a-512gpu", 512, step_s=11.0, flops=5e15, collective_bytes=int(90e9))
     measured = {m.run.id: m for m in (large, small)}
-    monkeypatch.setattr(run_profiles, "read_measured", lambda runs, compiled, speed, keep_parsed: (measured, {}))
+    monkeypatch.setattr(against_measured, "read_measured", lambda runs, compiled, speed, keep_parsed: (measured, {}))
     text = (FIXTURES / "latency_profile.hlo").read_text()
     computations = hlo_text.parse(text)
     parsed = {
@@ -331,13 +320,10 @@ def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shar
     for entry in measured.values():  # both runs' programs are one, as read with keep_parsed
         entry.program.update(parsed)
     out = tmp_path / "profile.pbtxt"
-    compiled = {run_id: {} for run_id in measured}
-    record = run_profiles.write_run_profiles([m.run for m in measured.values()], compiled, out, speed)
+    record = against_measured.write_run_profiles([m.run for m in measured.values()], {}, out, speed)
     rate = small.calibrate(settings(speed)[0], speed)
-    assert {run_id: entry["fitted_on"] for run_id, entry in record.items()} == {
-        "a-64gpu": "a-64gpu",
-        "a-512gpu": "a-64gpu",
-    }
+    fitted_on = {run_id: entry["fitted_on"] for run_id, entry in record.items()}
+    assert fitted_on == {"a-64gpu": "a-64gpu", "a-512gpu": "a-64gpu"}
     assert all(entry["rate_tflops"] == pytest.approx(rate / 1e12) for entry in record.values())
     entries = [line for line in out.read_text().splitlines() if line.startswith("costs")]
     assert len(entries) == record["a-64gpu"]["entries"] == len(set(entries))  # one program: its entries once

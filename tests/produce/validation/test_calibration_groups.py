@@ -50,9 +50,8 @@ def test_two_files_of_one_gpu_calibrate_as_one_group(program):
     precision: one rate per GPU and precision, not one per file."""
     runs = load_measured()
     elsewhere = replace(runs[0], id="another-cluster", target="h100-1")
-    h100_sxm, h100_1 = load_target("h100-sxm"), load_target("h100-1")
-    first = against_measured.Measured(runs[0], h100_sxm, program)
-    second = against_measured.Measured(elsewhere, h100_1, program)
+    first = against_measured.Measured(runs[0], load_target("h100-sxm"), program)
+    second = against_measured.Measured(elsewhere, load_target("h100-1"), program)
     assert first.group == second.group == ("NVIDIA H100", runs[0].precision)
     grouped = against_measured.groups({"a": first, "b": second})
     assert list(grouped.values()) == [[first, second]]

@@ -9,24 +9,28 @@ Calibrated as a user would, with no parameter per run: one compute rate per GPU 
   hardware) carried to the runs' GPU by the targets' cited peaks and bandwidths.
 Beside the full model, the simpler models of its ablation (leave_one_out.MODELS), each calibrated
 the same ways, so that each term shows what it earns on real hardware; the simplest, counted FLOPs
-over one rate, is the model to beat.
+over one rate, is the model to beat. The same calibration (a) costs the runs' programs for the
+latency profile they are compiled again with (write_run_profiles).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import DataError, Target
 from offload_repro.core.error_band import widened
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, target_for
-from offload_repro.produce.predicted import step_model
+from offload_repro.produce.predicted import model_profile, step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
 from offload_repro.produce.predicted.prediction import network_shape, read_program
 from offload_repro.produce.predicted.target_rates import Setting, peak_flops, rates, replayed, settings
 
 CALIBRATIONS = ("smallest", "every_run", "across_hardware")
 SIMPLE = MODELS[0][0]  # counted FLOPs over one rate
+# a run's fields its line carries under their own names
+RUN_FIELDS = ("source", "target", "kind", "family", "model", "precision", "gpus", "nodes")
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,7 @@ def real_hardware_errors(
     precision (calibration (b) within one model: the source's claims compare settings of one model),
     with that pair; None for a kind no such pair measures."""
     by_run = {run["run"]: run for run in runs}
-    found: dict[str, dict[str, Any] | None] = {}
+    found: dict[str, dict[str, Any] | None] = dict.fromkeys(kinds)
     for name, kind in kinds.items():
         mine = [
             pair
@@ -121,7 +125,6 @@ def real_hardware_errors(
             and by_run[pair["predicted"]]["model"] == by_run[pair["calibrated_on"]]["model"]
         ]
         if not mine:
-            found[name] = None
             continue
         worst = max(mine, key=lambda pair: abs(throughput_error(pair["error"])))
         found[name] = {
@@ -356,10 +359,7 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
     """What a run's line says of the run itself, predicted or not."""
     return {
         "run": run.id,
-        **{
-            key: getattr(run, key)
-            for key in ("source", "target", "kind", "family", "model", "precision", "gpus", "nodes")
-        },
+        **{key: getattr(run, key) for key in RUN_FIELDS},
         "measured_step_s": run.step_seconds,
         "citation": run.citation,
     }
@@ -383,8 +383,7 @@ def run_line(
     steps = band(entry, fitted, speed)
     # the calibrating run's predicted step is its measured one by construction: (a) tests nothing there
     calibrates = calibrating is entry
-    central = fitted[0]
-    at = rates(entry.target, central, settings(speed)[0], run.precision, speed) if central else None
+    at = rates(entry.target, fitted[0], settings(speed)[0], run.precision, speed) if fitted[0] else None
     return {
         **identity(run),
         "status": "ok",
@@ -423,15 +422,13 @@ def untested(entry: Measured, calibrates: bool, every: list[dict[str, Any]]) -> 
 
 def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """How the runs were compiled here, and the flags of theirs this XLA no longer knows."""
-    dropped = {
-        flag
-        for result in compiled.values()
-        for flag in (result.get("measured_elsewhere") or {}).get("dropped_unknown_flags", [])
-    }
+    dropped: set[str] = set()
     # a run file's own substitutions, each with the runs it applied to
     own: dict[tuple[str, str, str], dict[str, Any]] = {}
     for run_id, result in sorted(compiled.items()):
-        for rule in (result.get("measured_elsewhere") or {}).get("substitutions", []):
+        record = result.get("measured_elsewhere") or {}
+        dropped.update(record.get("dropped_unknown_flags", []))
+        for rule in record.get("substitutions", []):
             if rule.get("stated_in", VALIDATION_FILE) != VALIDATION_FILE:
                 key = (rule["stated_in"], rule["setting"], str(rule["value"]))
                 own.setdefault(key, {**rule, "runs": []})["runs"].append(run_id)
@@ -442,11 +439,40 @@ def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any
     }
 
 
+def write_run_profiles(
+    runs: list[MeasuredRun], compiled: dict[str, dict[str, Any]], out: Path, speed: dict[str, Any]
+) -> dict[str, Any]:
+    """A latency profile of every run's program that compiled and fits, written whole to `out`; per run,
+    what its entries were costed at (or why it has none). The runs' timed steps were scheduled by a
+    profile recorded on their cluster (PGLE), which is not published: this one is the model's costs of
+    each program (produce/predicted/model_profile.py), compute at the rate calibration (a) fits at the
+    central setting. One file serves every run: each entry is named by its program's fingerprint."""
+    measured, _ = read_measured(runs, compiled, speed, keep_parsed=True)
+    central = settings(speed)[0]
+    record: dict[str, Any] = {}
+    written: dict[str, str] = {}  # fingerprint -> its entries: runs that share a program share them
+    for entries in groups(measured).values():
+        calibrating = smallest_of(entries)
+        rate = calibrating.calibrate(central, speed)
+        for entry in sorted(entries, key=lambda e: (e.run.gpus, e.run.id)):
+            if rate is None:
+                record[entry.run.id] = {"skipped": f"no rate within the peak reaches {calibrating.run.id}"}
+                continue
+            program = entry.program
+            text = written.setdefault(
+                program["fingerprint"],
+                model_profile.costed(program, rates(entry.target, rate, central, entry.run.precision, speed)),
+            )
+            record[entry.run.id] = model_profile.entry_record(program, text, rate, calibrating.run.id)
+    model_profile.write_file(out, record, list(written.values()))
+    return record
+
+
 def profile_guided(
     runs: list[MeasuredRun], profiled: dict[str, dict[str, Any]], speed: dict[str, Any]
 ) -> dict[str, Any] | None:
     """The same runs, each compiled again with a profile of the model's own costs of its program
-    (produce/validation/run_profiles.py), as the runs were scheduled with a profile recorded on the
+    (write_run_profiles), as the runs were scheduled with a profile recorded on the
     cluster: the full model's and the simple model's errors under calibrations (a) and (b), and what
     XLA found of each program in the profile."""
     measured, failed = read_measured(runs, profiled, speed)

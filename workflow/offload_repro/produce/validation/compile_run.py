@@ -2,9 +2,9 @@
 one cache of compiled programs, and its compiled evidence with every way the compile differs from
 what ran (flags this XLA no longer knows, settings this build substitutes, compile-only flags).
 
-Which flags this XLA knows is asked of XLA itself, which names every flag of XLA_FLAGS it does not
-know at once and stops ("Unknown flags in XLA_FLAGS: ..."): a published run's flag that a later XLA
-removed is dropped from its compile and recorded, never silently."""
+Which flags this XLA knows is asked of XLA itself, which names every unknown flag of XLA_FLAGS at
+once and stops ("Unknown flags in XLA_FLAGS: ..."): a published run's flag that a later XLA removed
+is dropped from its compile and recorded, never silently."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def compile_measured(
 ) -> dict[str, Any]:
     """Compile the run (or take its program from the cache `programs`) and write its result;
     `latency_profile`: a profile of the model's costs its scheduler takes in place of the run's own
-    recorded one (produce/validation/run_profiles.py)."""
+    recorded one (against_measured.write_run_profiles)."""
     validation = load_validation()
     target = target_for(run)
     unknown = unknown_flags(run.xla_flags, python)
