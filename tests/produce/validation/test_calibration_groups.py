@@ -35,12 +35,14 @@ def program() -> dict:
     }
 
 
-def validated(monkeypatch, program: dict, runs: list, source: dict | None = None, target: str | None = None) -> dict:
-    """The runs validated against the model, each replayed on `program`; with `source`, carried from it (c)."""
+def validated(monkeypatch, program: dict, runs: list) -> dict:
+    """The runs validated against the model, each replayed on `program`, and carried (c) from the source's
+    GB200 prediction kept in tests/fixtures, as the workflow always carries it."""
     monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
     compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in runs}
-    calibration_target = load_target(target) if target else None
-    return against_measured.validate_model(runs, compiled, load_speed(), load_validation(), source, calibration_target)
+    source = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    speed, gb200 = load_speed(), load_target("gb200-nvl72")
+    return against_measured.validate_model(runs, compiled, speed, load_validation(), source, gb200)
 
 
 def test_two_files_of_one_gpu_calibrate_as_one_group(program):
@@ -48,18 +50,18 @@ def test_two_files_of_one_gpu_calibrate_as_one_group(program):
     precision: one rate per GPU and precision, not one per file."""
     runs = load_measured()
     elsewhere = replace(runs[0], id="another-cluster", target="h100-1")
-    h100_sxm, h100_1 = load_target("h100-sxm"), load_target("h100-1")
-    first = against_measured.Measured(runs[0], h100_sxm, program)
-    second = against_measured.Measured(elsewhere, h100_1, program)
+    first = against_measured.Measured(runs[0], load_target("h100-sxm"), program)
+    second = against_measured.Measured(elsewhere, load_target("h100-1"), program)
     assert first.group == second.group == ("NVIDIA H100", runs[0].precision)
     grouped = against_measured.groups({"a": first, "b": second})
     assert list(grouped.values()) == [[first, second]]
 
 
-def test_no_run_is_said_to_be_predicted_by_its_own_calibration(program, monkeypatch):
+def test_a_calibrating_run_is_not_said_predicted_and_a_lone_run_carries_a_band(program, monkeypatch):
     """The run that calibrates (a) predicts its own step by construction: its error is not a result
-    (never "+0.0%"), and the page reads why; a run alone on its GPU and precision says that nothing
-    but (c) predicts it."""
+    (never "+0.0%"), and the page reads why. A run alone on its GPU and precision says that nothing but
+    (c) predicts it: the source's GB200 calibration carried by peaks, whose band is widened by the
+    error such a carry was measured to have (experiments/validation.yaml), never left bare."""
     runs = load_measured()
     lone = min(runs, key=lambda run: run.gpus)
     result = validated(monkeypatch, program, [*runs, replace(lone, id="lone-run", target="h200-8")])  # one H200 run
@@ -75,18 +77,7 @@ def test_no_run_is_said_to_be_predicted_by_its_own_calibration(program, monkeypa
     assert f"the only run of {lone.precision} on NVIDIA H200" in by_run["lone-run"]["untested"]
     assert by_run["lone-run"]["every_run"]["pairs"] == 0
     assert by_run["lone-run"]["every_run"]["mean_abs"] is None
-
-
-def test_a_run_no_run_of_its_gpu_tests_is_predicted_across_hardware_with_that_carrys_error(program, monkeypatch):
-    """A run alone on its GPU and precision has only (c) to predict it: the source's GB200
-    calibration carried by peaks (the GB200 prediction kept in tests/fixtures), whose band is widened
-    by the error such a carry was measured to have (experiments/validation.yaml), never left bare."""
-    runs = load_measured()
-    lone = replace(min(runs, key=lambda run: run.gpus), id="lone-run", target="h200-8")
-    source = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
-    result = validated(monkeypatch, program, [*runs, lone], source, "gb200-nvl72")
-    line = next(line for line in result["runs"] if line["run"] == "lone-run")
-    carried = line["across_hardware"]
+    carried = by_run["lone-run"]["across_hardware"]
     error = load_validation()["calibrations"]["across_hardware"]["recorded_error"]["largest_abs"]
     steps = [step for step in carried["step_s"] if step]
     assert carried["band"] == {"error": error, "low_s": min(steps) / (1 + error), "high_s": max(steps) / (1 - error)}

@@ -9,7 +9,7 @@ from offload_repro.core.measured_elsewhere import load_measured
 from offload_repro.core.published import load_speed
 from offload_repro.core.results import read_by_row
 from offload_repro.produce.predicted.model_profile import entry_line
-from offload_repro.produce.validation.run_profiles import write_run_profiles
+from offload_repro.produce.validation.against_measured import write_run_profiles
 
 PARENTS = (arguments.OUT, arguments.RUNS_COMPILED)
 

@@ -175,21 +175,19 @@ def _mesh(
                     f"{path}: {where}, {field_of(key)}: {value!r}, but MaxText's mesh_axes {axes} have no axis"
                     f" '{name}', so MaxText ignores it"
                 )
-    mesh: dict[str, int] = {}
+    sizes = {"ici": gpus_per_node, "dcn": nodes}
     spans: dict[str, list[tuple[str, int]]] = {}
     for prefix, group, unit in GROUPS:
-        size = gpus_per_node if prefix == "ici" else nodes
+        size = sizes[prefix]
         # an axis with no setting of its own (MaxText's attn_dp, say) is 1
         keys = [key for name in names if (key := f"{prefix}_{name}_parallelism") in defaults]
-        values: list[tuple[str, int]] = []
-        for key in keys:
-            value = settings.get(key, defaults[key])
+        values = [(key, settings.get(key, defaults[key])) for key in keys]
+        for key, value in values:
             if isinstance(value, bool) or not isinstance(value, int) or (value < 1 and value != -1):
                 raise DataError(
                     f"{path}: {where}, {field_of(key)}: {value!r} is not a size MaxText takes: a whole number"
                     " of devices, at least 1, or -1 for what the group's other axes leave"
                 )
-            values.append((key, value))
         unspecified = list(dict.fromkeys(key for key, value in values if value == -1))
         if len(unspecified) > 1:
             raise DataError(
@@ -204,12 +202,10 @@ def _mesh(
                     f" {unit} are not a whole multiple of the other {group} axes' product {others}"
                 )
             values = [(key, size // others if value == -1 else value) for key, value in values]
-        mesh.update(values)
         spans[group] = values
     total = math.prod(value for values in spans.values() for _, value in values)
     for prefix, group, unit in GROUPS:
-        size = gpus_per_node if prefix == "ici" else nodes
-        product = math.prod(value for _, value in spans[group])
+        size, product = sizes[prefix], math.prod(value for _, value in spans[group])
         if product != size:
             axes_text = " x ".join(f"{key} {value}" for key, value in spans[group] if value != 1) or "every axis 1"
             devices = gpus_per_node * nodes
@@ -218,19 +214,7 @@ def _mesh(
                 f"{path}: {where}, field 'maxtext': {spanned}its {group} axes ({axes_text}) span {product},"
                 f" not the run's {size} {unit}"
             )
-    return mesh
-
-
-def _resolved(settings: dict[str, Any], mesh: dict[str, int], model: str) -> dict[str, Any]:
-    """The run's settings with each mesh axis at the size MaxText gives it: a -1 replaced by it, and
-    every axis not 1 written out (so a compile here, whose topology is one slice, and any reader of
-    the settings see the mesh that ran without resolving MaxText's defaults again)."""
-    defaults = model_config(model)
-    settings = dict(settings)
-    for key, value in mesh.items():
-        if key in settings or value != 1 or defaults[key] != value:
-            settings[key] = value
-    return settings
+    return dict(pair for values in spans.values() for pair in values)
 
 
 FLAG = re.compile(r"--xla_[a-z0-9_]+")
@@ -378,8 +362,11 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
                 f"{path}: {where}, field 'maxtext.per_device_batch_size'{source}: x {entry['gpus']} GPUs is a batch"
                 f" of {batch:g} sequences, not a whole number (MaxText would truncate it to {int(batch)})"
             )
-        mesh = _mesh(path, where, settings, own, model, data["gpus_per_node"], entry["nodes"])
-        settings = _resolved(settings, mesh, model)
+        # each mesh axis at the size MaxText gives it, a -1 resolved and every axis not 1 written out: a compile
+        # here (one slice) and any reader of the settings see the mesh that ran without MaxText's defaults
+        for key, value in _mesh(path, where, settings, own, model, data["gpus_per_node"], entry["nodes"]).items():
+            if key in settings or value != 1 or model_config(model)[key] != value:
+                settings[key] = value
         runs.append(
             MeasuredRun(
                 id=entry["id"],

@@ -9,24 +9,28 @@ Calibrated as a user would, with no parameter per run: one compute rate per GPU 
   hardware) carried to the runs' GPU by the targets' cited peaks and bandwidths.
 Beside the full model, the simpler models of its ablation (leave_one_out.MODELS), each calibrated
 the same ways, so that each term shows what it earns on real hardware; the simplest, counted FLOPs
-over one rate, is the model to beat.
+over one rate, is the model to beat. The same calibration (a) costs the runs' programs for the
+latency profile they are compiled again with (write_run_profiles).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import DataError, Target
 from offload_repro.core.error_band import widened
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, target_for
-from offload_repro.produce.predicted import step_model
+from offload_repro.produce.predicted import model_profile, step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
 from offload_repro.produce.predicted.prediction import network_shape, read_program
 from offload_repro.produce.predicted.target_rates import Setting, peak_flops, rates, replayed, settings
 
 CALIBRATIONS = ("smallest", "every_run", "across_hardware")
 SIMPLE = MODELS[0][0]  # counted FLOPs over one rate
+# a run's fields its line carries under their own names
+RUN_FIELDS = ("source", "target", "kind", "family", "model", "precision", "gpus", "nodes")
 
 
 @dataclass(frozen=True)
@@ -62,12 +66,8 @@ class Measured:
             )
         except ValueError:
             return None
-        peak = self.peak_flops(speed)
+        peak = peak_flops(self.target, self.run.precision, speed)
         return None if peak and rate > peak else rate
-
-    def peak_flops(self, speed: dict[str, Any]) -> float | None:
-        """The dense peak of this run's GPU at its precision (the target file's)."""
-        return peak_flops(self.target, self.run.precision, speed)
 
 
 def read_measured(
@@ -116,7 +116,7 @@ def real_hardware_errors(
     precision (calibration (b) within one model: the source's claims compare settings of one model),
     with that pair; None for a kind no such pair measures."""
     by_run = {run["run"]: run for run in runs}
-    found: dict[str, dict[str, Any] | None] = {}
+    found: dict[str, dict[str, Any] | None] = dict.fromkeys(kinds)
     for name, kind in kinds.items():
         mine = [
             pair
@@ -125,7 +125,6 @@ def real_hardware_errors(
             and by_run[pair["predicted"]]["model"] == by_run[pair["calibrated_on"]]["model"]
         ]
         if not mine:
-            found[name] = None
             continue
         worst = max(mine, key=lambda pair: abs(throughput_error(pair["error"])))
         found[name] = {
@@ -193,9 +192,7 @@ def calibrated_pairs(
         rate = calibrating.calibrate(central, speed, free)
         if rate is None:
             continue
-        for predicted in group:
-            if predicted is calibrating:
-                continue
+        for predicted in (entry for entry in group if entry is not calibrating):
             step = predicted.step_s(rate, central, speed, free)
             pairs.append(
                 {
@@ -298,7 +295,7 @@ def fitted_rates(
     where the source's calibration carries none)."""
     found = []
     for group, calibrating in sorted(smallest.items()):
-        rate, peak = fitted[group][0], calibrating.peak_flops(speed)
+        rate, peak = fitted[group][0], peak_flops(calibrating.target, calibrating.run.precision, speed)
         source = carried.get(calibrating.run.id)
         found.append(
             {
@@ -308,9 +305,8 @@ def fitted_rates(
                 "calibrated_on": calibrating.run.id,
                 "effective_tflops": rate / 1e12 if rate else None,
                 "share_of_peak": rate / peak if rate and peak else None,
-                "carried": {key: source[key] for key in ("calibrated_on", "calibration_precision", "share_of_peak")}
-                if source
-                else None,
+                "carried": source
+                and {key: source[key] for key in ("calibrated_on", "calibration_precision", "share_of_peak")},
             }
         )
     return found
@@ -331,10 +327,8 @@ def where_off(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id = {row["run"]: row for row in rows if row["status"] == "ok"}
     worst: dict[tuple[str, str], dict[str, Any]] = {}
     for row in by_id.values():
-        key = (row["target"], row["precision"])
-        if row["smallest"]["error"] is not None and abs(row["smallest"]["error"]) > abs(
-            worst.get(key, {}).get("smallest", {}).get("error") or 0
-        ):
+        key, off = (row["target"], row["precision"]), row["smallest"]["error"]
+        if off and abs(off) > abs(worst[key]["smallest"]["error"] if key in worst else 0):
             worst[key] = row
     found = []
     for (target, precision), row in sorted(worst.items()):
@@ -365,14 +359,7 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
     """What a run's line says of the run itself, predicted or not."""
     return {
         "run": run.id,
-        "source": run.source,
-        "target": run.target,
-        "kind": run.kind,
-        "family": run.family,
-        "model": run.model,
-        "precision": run.precision,
-        "gpus": run.gpus,
-        "nodes": run.nodes,
+        **{key: getattr(run, key) for key in RUN_FIELDS},
         "measured_step_s": run.step_seconds,
         "citation": run.citation,
     }
@@ -380,24 +367,23 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
 
 def run_line(
     entry: Measured,
-    calibrating: Measured,
-    fitted: list[float | None],
+    smallest: dict[tuple[str, str], Measured],
+    fitted_of: dict[tuple[str, str], list[float | None]],
     pairs_of: dict[str, dict[str, list[dict[str, Any]]]],
     across: dict[str, Any] | None,
     speed: dict[str, Any],
 ) -> dict[str, Any]:
-    """A predicted run: its step under calibration (a) (`calibrating`, and the rates it fits at every
-    setting: `fitted`) at every setting and by every model of the ablation, its errors under (b) and
-    (c), and its step's terms at the central setting. (Its error from runs of its own model, which
-    predicted bands take, is real_hardware_errors' over every pair.)"""
-    run = entry.run
+    """A predicted run: its step under calibration (a) (its group's smallest run, and the rates that
+    run fits at every setting) at every setting and by every model of the ablation, its errors under
+    (b) and (c), and its step's terms at the central setting. (Its error from runs of its own model,
+    which predicted bands take, is real_hardware_errors' over every pair.)"""
+    run, calibrating, fitted = entry.run, smallest[entry.group], fitted_of[entry.group]
     own = {name: [p for p in pairs["smallest"] if p["predicted"] == run.id] for name, pairs in pairs_of.items()}
     every = [p for p in pairs_of[MODELS[-1][0]]["every_run"] if p["predicted"] == run.id]
     steps = band(entry, fitted, speed)
     # the calibrating run's predicted step is its measured one by construction: (a) tests nothing there
     calibrates = calibrating is entry
-    central = fitted[0]
-    at = rates(entry.target, central, settings(speed)[0], run.precision, speed) if central else None
+    at = rates(entry.target, fitted[0], settings(speed)[0], run.precision, speed) if fitted[0] else None
     return {
         **identity(run),
         "status": "ok",
@@ -436,15 +422,13 @@ def untested(entry: Measured, calibrates: bool, every: list[dict[str, Any]]) -> 
 
 def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """How the runs were compiled here, and the flags of theirs this XLA no longer knows."""
-    dropped = {
-        flag
-        for result in compiled.values()
-        for flag in (result.get("measured_elsewhere") or {}).get("dropped_unknown_flags", [])
-    }
+    dropped: set[str] = set()
     # a run file's own substitutions, each with the runs it applied to
     own: dict[tuple[str, str, str], dict[str, Any]] = {}
     for run_id, result in sorted(compiled.items()):
-        for rule in (result.get("measured_elsewhere") or {}).get("substitutions", []):
+        record = result.get("measured_elsewhere") or {}
+        dropped.update(record.get("dropped_unknown_flags", []))
+        for rule in record.get("substitutions", []):
             if rule.get("stated_in", VALIDATION_FILE) != VALIDATION_FILE:
                 key = (rule["stated_in"], rule["setting"], str(rule["value"]))
                 own.setdefault(key, {**rule, "runs": []})["runs"].append(run_id)
@@ -455,18 +439,46 @@ def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any
     }
 
 
+def write_run_profiles(
+    runs: list[MeasuredRun], compiled: dict[str, dict[str, Any]], out: Path, speed: dict[str, Any]
+) -> dict[str, Any]:
+    """A latency profile of every run's program that compiled and fits, written whole to `out`; per run,
+    what its entries were costed at (or why it has none). The runs' timed steps were scheduled by a
+    profile recorded on their cluster (PGLE), which is not published: this one is the model's costs of
+    each program (produce/predicted/model_profile.py), compute at the rate calibration (a) fits at the
+    central setting. One file serves every run: each entry is named by its program's fingerprint."""
+    measured, _ = read_measured(runs, compiled, speed, keep_parsed=True)
+    central = settings(speed)[0]
+    record: dict[str, Any] = {}
+    written: dict[str, str] = {}  # fingerprint -> its entries: runs that share a program share them
+    for entries in groups(measured).values():
+        calibrating = smallest_of(entries)
+        rate = calibrating.calibrate(central, speed)
+        for entry in sorted(entries, key=lambda e: (e.run.gpus, e.run.id)):
+            if rate is None:
+                record[entry.run.id] = {"skipped": f"no rate within the peak reaches {calibrating.run.id}"}
+                continue
+            program = entry.program
+            text = written.setdefault(
+                program["fingerprint"],
+                model_profile.costed(program, rates(entry.target, rate, central, entry.run.precision, speed)),
+            )
+            record[entry.run.id] = model_profile.entry_record(program, text, rate, calibrating.run.id)
+    model_profile.write_file(out, record, list(written.values()))
+    return record
+
+
 def profile_guided(
     runs: list[MeasuredRun], profiled: dict[str, dict[str, Any]], speed: dict[str, Any]
 ) -> dict[str, Any] | None:
     """The same runs, each compiled again with a profile of the model's own costs of its program
-    (produce/validation/run_profiles.py), as the runs were scheduled with a profile recorded on the
+    (write_run_profiles), as the runs were scheduled with a profile recorded on the
     cluster: the full model's and the simple model's errors under calibrations (a) and (b), and what
     XLA found of each program in the profile."""
     measured, failed = read_measured(runs, profiled, speed)
     if not measured:
         return None
-    chosen = (MODELS[0], MODELS[-1])  # the simplest model and the full one
-    pairs_of = {name: by_calibration(measured, speed, free) for name, free in chosen}
+    pairs_of = {name: by_calibration(measured, speed, free) for name, free in (MODELS[0], MODELS[-1])}
     return {
         "errors": errors_by_model(pairs_of, measured),
         "matched": {
@@ -502,14 +514,7 @@ def validate_model(
         group: [entry.calibrate(setting, speed) for setting in settings(speed)] for group, entry in smallest.items()
     }
     rows = [
-        run_line(
-            measured[run.id],
-            smallest[measured[run.id].group],
-            fitted[measured[run.id].group],
-            pairs_of,
-            carried.get(run.id),
-            speed,
-        )
+        run_line(measured[run.id], smallest, fitted, pairs_of, carried.get(run.id), speed)
         if run.id in measured
         else {**identity(run), **failed[run.id]}
         for run in runs
