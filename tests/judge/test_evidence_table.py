@@ -104,7 +104,7 @@ def test_the_probe_is_a_series_over_transfer_sizes():
     assert table[(None, "measured", "link_limit_gb_s", None)].value == 64.0
 
 
-def test_the_table_is_one_typed_file(tmp_path):
+def test_the_table_is_one_typed_file_and_not_itself_evidence(tmp_path):
     paths = [RUN, *COMPILED, RESULTS / "analytic.json", PROBE]
     evidence = build(paths, "cpu", tmp_path / "evidence.json")
     assert {source["kind"] for source in evidence["sources"]} == {"run", "compile", "analytic", "probe"}
@@ -112,6 +112,8 @@ def test_the_table_is_one_typed_file(tmp_path):
     fields = "row target evidence metric value unit status source at message low high n policy"
     assert list(columns.columns) == fields.split()
     assert set(columns["evidence"]) == {"measured", "compiled", "analytic"}
+    again, sources, _ = observe_files([tmp_path / "evidence.json"])  # tables and verdicts are not evidence
+    assert again == [] and sources == []
 
 
 def test_a_damaged_file_stops_the_table_naming_it(tmp_path):
@@ -123,9 +125,3 @@ def test_a_damaged_file_stops_the_table_naming_it(tmp_path):
     wrong.write_text(json.dumps(RUN_RESULT | {"status": "finished"}))
     with pytest.raises(ResultError, match=r"wrong\.json: field 'status': 'finished' is not one of"):
         observe_files([wrong])
-
-
-def test_tables_and_verdicts_are_not_evidence(tmp_path):
-    evidence = build([RUN], "cpu", tmp_path / "evidence.json")
-    again, sources, _ = observe_files([tmp_path / "evidence.json"])
-    assert again == [] and sources == [] and evidence["observations"]
