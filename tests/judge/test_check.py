@@ -21,7 +21,7 @@ from offload_repro.judge.evidence_views import EvidenceView, views
 from offload_repro.judge.observers import predicted_observations
 from offload_repro.judge.prediction_verdicts import larger_error, predictions, real_hardware_error
 from offload_repro.judge.spread import tolerance_text
-from offload_repro.judge.verdicts import check_claims, judge_one, overall
+from offload_repro.judge.verdicts import VERDICTS, check_claims, judge_one, overall
 from offload_repro.produce.analytic_bytes import write_accounting
 from offload_repro.produce.validation.against_measured import (
     real_hardware_errors,
@@ -325,6 +325,8 @@ def test_a_view_reads_each_predicted_row_from_the_result_file_its_observations_n
 
 
 def test_the_summary_names_the_strongest_deciding_judgement(claim_by_id, analytic_views):
+    """70.9 GiB is judged by what each evidence measures: the analytic count of the bytes offloaded
+    (offloaded_gib, test_llama_accounting_passes_from_maxtext_configs) and the compiled program's host memory."""
     claim = claim_by_id["llama-qkv-host-gib"]
     compiled = full_scale({"llama-qkv-offload-lhs": ok(host_gib=70.875)}, kind="compiled")
     result = check_claims([claim], [*analytic_views, compiled], QUALIFYING)["claims"][0]
@@ -398,13 +400,11 @@ def test_orderings_note_overlapping_spreads(claim_by_id):
 
 
 def test_views_keep_the_spread_of_repeated_values_and_the_summary_shows_it(claim_by_id):
-    def obs(row, value, **spread):
-        return observation(row, "tflops_per_device", value, **spread)
-
     observations = [
-        obs("llama-qkv-offload-lhs", 2746.3, low=2590.0, high=2905.0, n=3),
-        obs("llama-baseline", 2669.0, low=2669.0, high=2669.0, n=1),  # one repeat: no spread to show
-        obs("llama-qkv-offload-nolhs", 2569.0),  # a table written before repeats
+        observation("llama-qkv-offload-lhs", "tflops_per_device", 2746.3, low=2590.0, high=2905.0, n=3),
+        # one repeat: no spread to show
+        observation("llama-baseline", "tflops_per_device", 2669.0, low=2669.0, high=2669.0, n=1),
+        observation("llama-qkv-offload-nolhs", "tflops_per_device", 2569.0),  # a table written before repeats
     ]
     (view,) = views(observations, {"gb200-nvl72": load_target("gb200-nvl72")})
     assert view.spreads == {"llama-qkv-offload-lhs": repeated(2590.0, 2905.0)}
@@ -451,12 +451,9 @@ def test_the_recorded_error_on_real_gpus_is_what_the_validation_stage_computes()
     kinds = load_validation()["kinds"]
     computed = real_hardware_errors(VALIDATION["pairs"]["every_run"], VALIDATION["runs"], kinds)
     assert computed == VALIDATION["real_hardware_error"]
-    for name, kind in kinds.items():
-        recorded, found = kind["recorded_error"], computed[name]
-        assert (recorded is None) == (found is None), name
-        if found:
-            assert round(found["throughput_error"], 4) == recorded["throughput_error"]
-            assert found["pairs"] == recorded["pairs"]
+    assert unrecorded(computed, kinds, "experiments/validation.yaml") == []  # recorded as computed, to four decimals
+    recorded = {name: kind["recorded_error"] for name, kind in kinds.items() if kind["recorded_error"]}
+    assert all(computed[name]["pairs"] == error["pairs"] for name, error in recorded.items())
     worst = computed["llama"]["worst"]
     assert worst["step_error"] == pytest.approx(-0.1777, abs=1e-4)
     assert worst["throughput_error"] == pytest.approx(0.2160, abs=1e-4)
@@ -489,13 +486,7 @@ def test_the_counts_are_the_sources_claims_and_this_reproductions_own_checks_are
     }
     results = check_claims(claims, [], {})  # no evidence: every claim and check not comparable
     assert results["counts"]["not-comparable"] == len(claims) - len(checks)
-    assert results["check_counts"] == {
-        "pass": 0,
-        "fail": 0,
-        "inconclusive": 0,
-        "not-comparable": len(checks),
-        "error": 0,
-    }
+    assert results["check_counts"] == dict.fromkeys(VERDICTS, 0) | {"not-comparable": len(checks)}
     assert results["counts_by_evidence"] == {}  # no evidence decided anything
 
 

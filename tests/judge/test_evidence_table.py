@@ -65,6 +65,9 @@ def test_a_compile_gives_memory_fit_mechanism_and_program(compiles):
     assert compiles[(*key, "host_buffers", None)].value == 3
     assert len(compiles[(*key, "hlo_sha256", None)].value) == 64
     assert compiles[(*key, "capacity_gib", None)].value == pytest.approx(184.3, abs=0.05)
+    # one that does not fit is an outcome, with a negative margin
+    assert compiles[("deepseek-device-mb8", "compiled", "outcome", None)].value == "oom"
+    assert compiles[("deepseek-device-mb8", "compiled", "margin_gib", None)].value < 0
 
 
 def test_a_compile_says_within_what_memory_xla_planned_it(compiles):
@@ -74,11 +77,6 @@ def test_a_compile_says_within_what_memory_xla_planned_it(compiles):
     assert compiles[(*key, "allocator_share", None)].value == 0.92
     assert compiles[(*key, "allocator_limit_gib", None)].value == pytest.approx(0.92 * 184.31, abs=0.01)
     assert ("llama-qkv-offload-lhs", "compiled", "allocator_share", None) not in compiles
-
-
-def test_a_compile_that_does_not_fit_is_an_outcome_with_a_negative_margin(compiles):
-    assert compiles[("deepseek-device-mb8", "compiled", "outcome", None)].value == "oom"
-    assert compiles[("deepseek-device-mb8", "compiled", "margin_gib", None)].value < 0
 
 
 def test_xla_warnings_arrive_with_their_meaning(compiles):
@@ -106,7 +104,7 @@ def test_the_probe_is_a_series_over_transfer_sizes():
     assert table[(None, "measured", "link_limit_gb_s", None)].value == 64.0
 
 
-def test_the_table_is_one_typed_file(tmp_path):
+def test_the_table_is_one_typed_file_and_not_itself_evidence(tmp_path):
     paths = [RUN, *COMPILED, RESULTS / "analytic.json", PROBE]
     evidence = build(paths, "cpu", tmp_path / "evidence.json")
     assert {source["kind"] for source in evidence["sources"]} == {"run", "compile", "analytic", "probe"}
@@ -114,6 +112,8 @@ def test_the_table_is_one_typed_file(tmp_path):
     fields = "row target evidence metric value unit status source at message low high n policy"
     assert list(columns.columns) == fields.split()
     assert set(columns["evidence"]) == {"measured", "compiled", "analytic"}
+    again, sources, _ = observe_files([tmp_path / "evidence.json"])  # tables and verdicts are not evidence
+    assert again == [] and sources == []
 
 
 def test_a_damaged_file_stops_the_table_naming_it(tmp_path):
@@ -125,9 +125,3 @@ def test_a_damaged_file_stops_the_table_naming_it(tmp_path):
     wrong.write_text(json.dumps(RUN_RESULT | {"status": "finished"}))
     with pytest.raises(ResultError, match=r"wrong\.json: field 'status': 'finished' is not one of"):
         observe_files([wrong])
-
-
-def test_tables_and_verdicts_are_not_evidence(tmp_path):
-    evidence = build([RUN], "cpu", tmp_path / "evidence.json")
-    again, sources, _ = observe_files([tmp_path / "evidence.json"])
-    assert again == [] and sources == [] and evidence["observations"]

@@ -3,10 +3,7 @@ placement policies) a claim is about, as one evidence kind observed them, pass o
 
 A function takes the claim, the rule of its `judged_by` that names the evidence kind (which may
 set its own tolerance) and the observed rows ({row: {metric: value}}), and returns the judgement:
-its verdict and what was observed. A check of a metric reads that metric of every row first; a
-row without it makes the judgement a fail where the row ran out of memory (a result that
-contradicts a claim needing a number), not comparable where only its compiled program does not
-fit (a prediction has no step time for it), and an error otherwise.
+its verdict and what was observed (`reads_metric`: what a row without the check's metric makes it).
 """
 
 from __future__ import annotations
@@ -199,17 +196,9 @@ def slowest(claim: Record, rule: Record, observed_rows: Rows, values: Record) ->
     return _chosen(min, claim, values)
 
 
-# Every type the claims schema (workflow/schemas/claims.schema.yaml) allows, in its order.
+# Every type the claims schema (workflow/schemas/claims.schema.yaml) allows, in its order, by its function's name.
 CHECKS: dict[str, Check] = {
-    "value": value,
-    "ratio": ratio,
-    "greater": greater,
-    "fastest": fastest,
-    "slowest": slowest,
-    "outcome": outcome,
-    "equal": equal,
-    "distinct": distinct,
-    "between": between,
+    check.__name__: check for check in (value, ratio, greater, fastest, slowest, outcome, equal, distinct, between)
 }
 
 

@@ -19,16 +19,14 @@ from offload_repro.core.results import read_any, write_result
 from offload_repro.judge import metric_names, observers
 from offload_repro.judge.result_kinds import RESULT_KINDS
 
-SOURCE_FIELDS = ("row", "target", "status", "message", "failure")
+SOURCE_FIELDS = ("row", "target", "status", "message", "failure", "provenance")
 
 
 class UnknownMetric(ValueError):
     pass
 
 
-def observe_files(
-    paths: list[str | Path],
-) -> tuple[list[Observation], list[dict[str, Any]], list[dict[str, Any]]]:
+def observe_files(paths: list[str | Path]) -> tuple[list[Observation], list[dict[str, Any]], list[dict[str, Any]]]:
     """(observations, sources, details) of the result files."""
     observations: list[Observation] = []
     sources: list[dict[str, Any]] = []
@@ -43,16 +41,8 @@ def observe_files(
         if unknown:
             raise UnknownMetric(f"{path}: metrics {unknown} are not named in offload_repro/judge/metric_names.py")
         observations += found
-        sources.append(
-            {
-                "file": str(path),
-                "kind": kind.name,
-                "evidence": kind.evidence,
-                **{name: result.get(name) for name in SOURCE_FIELDS},
-                "provenance": result.get("provenance"),
-                "assumptions": result.get("assumptions", []),
-            }
-        )
+        copied = {name: result.get(name) for name in SOURCE_FIELDS} | {"assumptions": result.get("assumptions", [])}
+        sources.append({"file": str(path), "kind": kind.name, "evidence": kind.evidence, **copied})
         if kind.details:
             fields = {name: result[name] for name in kind.details if name in result}
             details.append({"kind": kind.name, "target": result.get("target"), "file": str(path), "fields": fields})
@@ -77,13 +67,10 @@ def first_source(sources: list[dict[str, Any]], kind: str, **where: Any) -> dict
 
 def build(paths: list[str | Path], target: str, out_json: str | Path) -> dict[str, Any]:
     observations, sources, details = observe_files(paths)
-    return write_result(
-        out_json,
-        "evidence",
-        {
-            "target": target,
-            "observations": [o.record() for o in observations],
-            "sources": sources,
-            "details": details,
-        },
-    )
+    table = {
+        "target": target,
+        "observations": [o.record() for o in observations],
+        "sources": sources,
+        "details": details,
+    }
+    return write_result(out_json, "evidence", table)

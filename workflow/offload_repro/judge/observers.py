@@ -240,8 +240,7 @@ def clone_observations(seen: Observer, clones: dict[str, Any] | None, limit: dic
         seen.add("remat_pass", "off" if limit["met"] is None else "on")
         seen.add("remat_limit_met", limit["met"])
         for name in ("limit", "reached"):
-            value = limit[f"{name}_bytes"]
-            seen.add(f"remat_{name}_gib", memory.gib(value) if value is not None else None, "GiB")
+            seen.add(f"remat_{name}_gib", memory.gib(limit[f"{name}_bytes"]), "GiB")  # gib(None) is None
 
 
 def across_hardware_error(result: dict[str, Any]) -> tuple[float, str] | None:
@@ -261,12 +260,10 @@ def across_hardware_error(result: dict[str, Any]) -> tuple[float, str] | None:
 
 
 def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
-    """Per row: the predicted throughput at its default calibration with its lowest and highest over
-    the settings of the stated uncertainties (the verdicts read every calibration at every setting,
-    and the leave-one-out errors, from the result itself: judge/prediction_verdicts.py), the
-    published throughput it was compared with, what that derives from and whether a speedup implies
-    it, the prediction over it, the FLOPs, bytes and collectives that make the step, and its terms;
-    per offload row, its predicted gain."""
+    """Per row: the predicted throughput at its default calibration, lowest to highest over the stated
+    uncertainties (the verdicts read every calibration and the leave-one-out errors from the result
+    itself: judge/prediction_verdicts.py), the published throughput it is compared with and what the
+    step is made of; per offload row, its predicted gain."""
     found: list[Observation] = []
     across = across_hardware_error(result)
     for row in result["rows"]:

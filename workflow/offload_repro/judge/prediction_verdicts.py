@@ -41,9 +41,7 @@ LEVEL_ORDER = {"low": 0, "central": 1, "high": 2}  # the links' efficiency level
 
 @dataclass(frozen=True)
 class Predicted:
-    """One row's prediction as its result file records it: its throughput under each calibration of
-    its model at each setting (central first), those settings, and the leave-one-out errors of its
-    published throughput by the row whose calibration predicted it."""
+    """One row's prediction as its result file records it (above); `loo_errors` by the calibration row."""
 
     by_calibration: dict[str, list[float | None]] = field(default_factory=dict)
     settings: list[Setting] = field(default_factory=list)

@@ -40,14 +40,7 @@ PREDICTED_DETAILS = (
 )
 # The validation stage's error tables, where the model is off, its calibrations, the rates the runs
 # fit and how the runs were compiled.
-VALIDATION_DETAILS = (
-    "errors",
-    "where_off",
-    "calibrations",
-    "fitted_rates",
-    "compile",
-    "profile_guided",
-)
+VALIDATION_DETAILS = ("errors", "where_off", "calibrations", "fitted_rates", "compile", "profile_guided")
 
 
 RESULT_KINDS = {

@@ -167,14 +167,7 @@ def robustness(
     # robust nor dependent: it is left out
     compiled_claims = [c for c in varied if default[c["id"]][0] != "not-comparable"]
     found = {
-        c["id"]: {
-            "robust": True,
-            "by": varied_by(c),
-            "default": default[c["id"]][0],
-            "under": [],
-            "depends_on": [],
-            "untested": [],
-        }
+        c["id"]: dict(robust=True, by=varied_by(c), default=default[c["id"]][0], under=[], depends_on=[], untested=[])
         for c in compiled_claims
     }
     for entry in sensitivity["assumptions"]:
