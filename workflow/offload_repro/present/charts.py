@@ -117,13 +117,10 @@ def memory(
                     records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
     data = _labelled(records, labels, ["source", "memory", "gib"])
     capacity = _points(observations, "compiled", names.ALLOCATOR_LIMIT_GIB)["value"]
-    bars = _bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
-    layers = [bars]
-    purpose = (
-        "Which rows fit the GPU, and how close the compiled programs come to the published memory"
-        if with_published
-        else "Which rows fit the GPU"
-    ) + "; analytic bars count the saved or offloaded activations only."
+    layers = [_bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])]
+    purpose = "Which rows fit the GPU"
+    purpose += ", and how close the compiled programs come to the published memory" if with_published else ""
+    purpose += "; analytic bars count the saved or offloaded activations only."
     if len(capacity):
         limit = data["limit_gib"] = float(capacity.iloc[0])
         layers.append(
@@ -230,12 +227,8 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
     chosen = observations[(observations["metric"] == "frontier_device_gib") & observations["at"].notna()]
     if chosen.empty:
         return None
-    data = pd.DataFrame(
-        [
-            {"target": o.target, "policy": o.policy, "micro_batch": int(o.at), "gib": o.value}
-            for o in chosen.itertuples()
-        ]
-    )
+    data = chosen[["target", "policy", "at", "value"]].rename(columns={"at": "micro_batch", "value": "gib"})
+    data = data.astype({"micro_batch": int})
     capacity = observations[(observations["metric"] == names.ALLOCATOR_LIMIT_GIB) & observations["at"].isna()]
     data = data.merge(
         capacity.groupby("target")["value"].first().rename("limit_gib").reset_index(), on="target", how="left"
@@ -317,13 +310,7 @@ def predicted_throughput(
     points = base.mark_point(filled=True, size=60).encode(
         x=alt.X("tflops:Q", title="TFLOPs/s/device", scale=alt.Scale(zero=False)),
         color=alt.Color("source:N", scale=colours(data["source"]), title="evidence"),
-        tooltip=[
-            "row",
-            "source",
-            alt.Tooltip("tflops:Q", format=",.0f"),
-            alt.Tooltip("low:Q", format=",.0f"),
-            alt.Tooltip("high:Q", format=",.0f"),
-        ],
+        tooltip=["row", "source", *(alt.Tooltip(f"{field}:Q", format=",.0f") for field in ("tflops", "low", "high"))],
     )
     band = (
         base.transform_filter(alt.datum.source == "predicted")
