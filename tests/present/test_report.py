@@ -16,7 +16,7 @@ from offload_repro.core.data import load_target
 from offload_repro.core.observation import Observer
 from offload_repro.core.results import read_result, write_result
 from offload_repro.present.pages import render_index
-from offload_repro.present.target_command import snakemake_command
+from offload_repro.present.rerun import snakemake_command
 from offload_repro.present.text import claim_tolerance, claim_value, fmt, points, settings_text, spread_text
 from offload_repro.produce.measured import trace
 from report_page import (

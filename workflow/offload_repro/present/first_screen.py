@@ -11,7 +11,7 @@ from typing import Any
 from offload_repro.core import optional_stages
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import Target, load_target
-from offload_repro.present.target_command import snakemake_command
+from offload_repro.present.rerun import snakemake_command
 
 # How each kind of evidence reached its verdicts, in a few words ({compiled_on}, {target}: machines).
 HOW = {
