@@ -72,10 +72,8 @@ def rendered_dom(page: Path, timeout: float = 120, width: int | None = None) -> 
 def rendered_charts(dom: str) -> dict[str, str]:
     """{chart id: data-rendered state} for each chart figure after vega-embed ran."""
     charts = {}
-    for figure in re.finditer(r"<figure[^>]*>", dom):
-        tag = figure.group(0)
-        chart_id = re.search(r'id="chart-([\w-]+)"', tag)
-        if chart_id:
+    for tag in re.findall(r"<figure[^>]*>", dom):
+        if chart_id := re.search(r'id="chart-([\w-]+)"', tag):
             state = re.search(r'data-rendered="(\w+)"', tag)
             charts[chart_id.group(1)] = state.group(1) if state else "no"
     return charts

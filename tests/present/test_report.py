@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, require
+from conftest import CLAIMS, RESULTS, require
 from offload_repro.cli import main
 from offload_repro.core import provenance
 from offload_repro.core.data import load_target
 from offload_repro.core.observation import Observer
 from offload_repro.core.results import read_result, write_result
 from offload_repro.present.pages import render_index
-from offload_repro.present.target_command import snakemake_command
-from offload_repro.present.text import claim_tolerance, claim_value, fmt, points, spread_text
+from offload_repro.present.rerun import snakemake_command
+from offload_repro.present.text import claim_tolerance, claim_value, fmt, points, settings_text, spread_text
 from offload_repro.produce.measured import trace
 from report_page import (
     build_report,
@@ -28,9 +28,6 @@ from report_page import (
     visible_text,
     with_appendix,
 )
-
-RESULTS = FIXTURES / "results"
-CLAIMS = REPO / "experiments" / "claims.yaml"
 
 
 def fixture_copy(name: str, work: Path, **changes) -> Path:
@@ -91,12 +88,20 @@ def render_index_of(page: Path, out: Path, verdicts: list[Path] | None = None) -
     render_index([page] * len(verdicts), verdicts, out / "index.html")
 
 
-def test_every_claim_is_one_line_with_its_verdict_and_strongest_evidence(built):
+def test_every_claim_is_one_line_read_whole_with_its_verdict_and_strongest_evidence(built):
+    """Its statement whole, and a prediction's value never under "observed", any other never under "predicted"."""
     _, html, verdicts = built
+    header = re.search(r'<table class="claims">\s*<thead>(.*?)</thead>', html, re.S).group(1)
+    heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th>(.*?)</th>", header, re.S)]
+    observed, predicted = heads.index("observed"), heads.index("predicted")
     for claim in verdicts["claims"]:
         found = re.search(rf'<tr id="claim-{claim["id"]}" data-verdict="{claim["verdict"]}">(.*?)</tr>', html, re.S)
         assert found, claim["id"]
         assert f'class="ev ev-{claim["summary"]["evidence"]}"' in found.group(1)
+        assert f"<summary>{claim['statement']}</summary>".replace("'", "&#39;") in found.group(1)  # whole, not cut
+        values = re.findall(r"\n        <td[^>]*>(.*?)</td>", found.group(1), re.S)
+        empty = observed if claim["summary"]["evidence"] == "predicted" else predicted
+        assert values[empty].strip() == "—"
     host = line(html, "claim-llama-qkv-host-gib")
     assert "70.88" in host and "-0.025" in host  # observed and deviation on the line itself
 
@@ -171,8 +176,7 @@ def test_cpu_throughput_is_never_drawn_on_the_published_gb200_axis(built):
 
 
 def test_entry_page_marks_stale_targets(built, tmp_path):
-    page, _, _ = built
-    verdicts = read_result(page.parent / "verdicts.json", "verdicts")
+    page, _, verdicts = built
     old = dict(verdicts, built_from=dict(verdicts["built_from"], project_commit="0123abc"))
     old_path = tmp_path / "old-verdicts.json"
     old_path.write_text(json.dumps(old))
@@ -192,8 +196,7 @@ def repeated_evidence(path: Path) -> None:
     }
     observations = []
     for row, (value, low, high, n) in spreads.items():
-        result = {"status": "ok", "message": None}
-        seen = Observer(result, f"runs/{row}.json", "measured", row, "gb200-nvl72")
+        seen = Observer({"status": "ok", "message": None}, f"runs/{row}.json", "measured", row, "gb200-nvl72")
         seen.status_line()
         spread = {"median": value, "low": low, "high": high, "relative": (high - low) / value, "n": n}
         seen.add("tflops_per_device", value, "TFLOPs/s/device", spread=spread)
@@ -223,11 +226,20 @@ def test_observed_values_show_the_spread_of_their_repeats(tmp_path, tables):
     assert raw_placeholders(html) == []
 
 
-def test_number_formatting():
+def test_values_read_as_words():
+    """Numbers, spreads of repeats, a claim's value and tolerance, an assumption's settings (the
+    scheduler's cost model too), as the pages write them."""
     assert fmt(None) == "—" and fmt(2669) == "2,669" and fmt(908.2) == "908.2"
     assert fmt(70.875) == "70.88" and fmt(0.0123456) == "0.01235" and fmt("fits") == "fits"
     assert spread_text({"low": 2700.0, "high": 2760.0, "n": 3}) == " (2,700\u20132,760, 3 repeats)"
     assert spread_text({"low": 2746.0, "high": 2746.0, "n": 1}) == spread_text(None) == ""
+    assert claim_value(0.029, "fraction") == "+2.9%" and claim_value(2669, "TFLOPs/s/device") == "2,669"
+    assert claim_tolerance({"absolute": 0.01}, "fraction") == "±1 pp" and points(-0.0393) == "-3.9 pp"
+    assert settings_text({"row": {"max_target_length": 2048}, "maxtext": {"capacity_factor": 1.25}}) == (
+        "max_target_length 2048; MaxText capacity_factor 1.25"
+    )
+    assert settings_text({"latency_profile": "step-model"}) == "latency profile step-model"
+    assert settings_text({"latency_profile": "none"}) == "latency profile none"
 
 
 @pytest.mark.browser
@@ -288,21 +300,6 @@ def test_the_page_opens_with_a_summary_of_the_verdicts_and_links_its_appendix(bu
     assert 'id="rerun"' in summary and "--forcerun report" in summary
 
 
-def test_a_claim_is_read_whole_and_a_prediction_never_sits_under_observed(built):
-    _, html, verdicts = built
-    header = re.search(r'<table class="claims">\s*<thead>(.*?)</thead>', html, re.S).group(1)
-    heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th>(.*?)</th>", header, re.S)]
-    observed, predicted = heads.index("observed"), heads.index("predicted")
-    for claim in verdicts["claims"]:
-        claim_line = line(html, f"claim-{claim['id']}")
-        assert f"<summary>{claim['statement']}</summary>".replace("'", "&#39;") in claim_line  # whole, not cut
-        values = re.findall(r"\n        <td[^>]*>(.*?)</td>", claim_line, re.S)
-        empty = observed if claim["summary"]["evidence"] == "predicted" else predicted
-        assert values[empty].strip() == "—"
-    assert claim_value(0.029, "fraction") == "+2.9%" and claim_value(2669, "TFLOPs/s/device") == "2,669"
-    assert claim_tolerance({"absolute": 0.01}, "fraction") == "±1 pp" and points(-0.0393) == "-3.9 pp"
-
-
 def test_a_chart_legend_lists_only_the_evidence_it_draws(built):
     html = with_appendix(built[0])
     spec = chart_spec(html, "memory")
@@ -317,18 +314,10 @@ def test_a_model_with_no_leave_one_out_pair_says_which_of_its_rows_fit_and_which
     real = json.loads((RESULTS / "predicted/gb200-nvl72.json").read_text())
     error = real["model_error"]
     error["families"]["deepseek"] |= {"pairs": [], "mean_abs": None, "largest_abs": None}
-    rows = [
-        r
-        if r["row"] != "deepseek-offload-optimized"
-        else {
-            "row": r["row"],
-            "family": "deepseek",
-            "status": "oom",
-            "message": "out of memory as compiled (5.1 GiB over)",
-            "failure": None,
-        }
-        for r in real["rows"]
-    ]
+    rows = real["rows"]
+    (index,) = [i for i, r in enumerate(rows) if r["row"] == "deepseek-offload-optimized"]
+    oom = {"status": "oom", "message": "out of memory as compiled (5.1 GiB over)", "failure": None}
+    rows[index] = {"row": rows[index]["row"], "family": "deepseek", **oom}
     prediction = fixture_copy("predicted/gb200-nvl72.json", tmp_path, model_error=error, rows=rows)
     page, _, _ = build_page(tmp_path, tables, (prediction,))
     said = re.search(r'<p id="unmeasured-deepseek">(.*?)</p>', with_appendix(page), re.S).group(1)

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO
 from offload_repro.core.data import load_target
-from offload_repro.present.target_command import snakemake_command
+from offload_repro.present.rerun import snakemake_command
 from workflow_copy import copy_workflow, snakemake
 
 BLOCK = re.compile(r"```bash\n(.*?)```", re.S)

@@ -13,22 +13,20 @@ def assumptions_section(sensitivity: dict[str, Any] | None, verdicts: dict[str, 
     if sensitivity is None:
         return None
     changes = verdicts.get("changes_by_alternative", {})
-    entries = []
-    for entry in sensitivity["assumptions"]:
-        entries.append(
-            {
-                **entry,
-                "rows": entry["affects"],
-                "alternatives": [
-                    {**alt, "changes": changes.get(f"{entry['id']}.{alt['id']}", [])} for alt in entry["alternatives"]
-                ],
-            }
-        )
-    robust = [c for c in verdicts["claims"] if c.get("robustness") and c["robustness"]["robust"]]
-    dependent = [c for c in verdicts["claims"] if c.get("robustness") and not c["robustness"]["robust"]]
+    entries = [
+        entry
+        | {
+            "rows": entry["affects"],
+            "alternatives": [
+                alt | {"changes": changes.get(f"{entry['id']}.{alt['id']}", [])} for alt in entry["alternatives"]
+            ],
+        }
+        for entry in sensitivity["assumptions"]
+    ]
+    judged = [c for c in verdicts["claims"] if c.get("robustness")]
     return {
         "entries": entries,
-        "robust": robust,
-        "dependent": dependent,
+        "robust": [c for c in judged if c["robustness"]["robust"]],
+        "dependent": [c for c in judged if not c["robustness"]["robust"]],
         "default_speed_error": sensitivity.get("default_speed_error"),
     }

@@ -2,11 +2,14 @@
 
 No chart sets numbers from different hardware on one axis: published GB200 values appear
 beside measured or compiled ones only when those come from the source's hardware class;
-otherwise a chart is titled with the one machine its numbers come from.
+otherwise a chart is titled with the one machine its numbers come from. The page's charts are
+assembled at the end: which of them a target's page shows, each as a Vega-Lite spec that is safe
+inside a <script> element.
 """
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Iterable
 from typing import Any
@@ -14,7 +17,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from offload_repro.core.data import Row
+from offload_repro.core.data import Row, Target
 from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.judge import metric_names as names
 
@@ -117,13 +120,10 @@ def memory(
                     records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
     data = _labelled(records, labels, ["source", "memory", "gib"])
     capacity = _points(observations, "compiled", names.ALLOCATOR_LIMIT_GIB)["value"]
-    bars = _bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
-    layers = [bars]
-    purpose = (
-        "Which rows fit the GPU, and how close the compiled programs come to the published memory"
-        if with_published
-        else "Which rows fit the GPU"
-    ) + "; analytic bars count the saved or offloaded activations only."
+    layers = [_bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])]
+    purpose = "Which rows fit the GPU"
+    purpose += ", and how close the compiled programs come to the published memory" if with_published else ""
+    purpose += "; analytic bars count the saved or offloaded activations only."
     if len(capacity):
         limit = data["limit_gib"] = float(capacity.iloc[0])
         layers.append(
@@ -230,12 +230,8 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
     chosen = observations[(observations["metric"] == "frontier_device_gib") & observations["at"].notna()]
     if chosen.empty:
         return None
-    data = pd.DataFrame(
-        [
-            {"target": o.target, "policy": o.policy, "micro_batch": int(o.at), "gib": o.value}
-            for o in chosen.itertuples()
-        ]
-    )
+    data = chosen[["target", "policy", "at", "value"]].rename(columns={"at": "micro_batch", "value": "gib"})
+    data = data.astype({"micro_batch": int})
     capacity = observations[(observations["metric"] == names.ALLOCATOR_LIMIT_GIB) & observations["at"].isna()]
     data = data.merge(
         capacity.groupby("target")["value"].first().rename("limit_gib").reset_index(), on="target", how="left"
@@ -317,13 +313,7 @@ def predicted_throughput(
     points = base.mark_point(filled=True, size=60).encode(
         x=alt.X("tflops:Q", title="TFLOPs/s/device", scale=alt.Scale(zero=False)),
         color=alt.Color("source:N", scale=colours(data["source"]), title="evidence"),
-        tooltip=[
-            "row",
-            "source",
-            alt.Tooltip("tflops:Q", format=",.0f"),
-            alt.Tooltip("low:Q", format=",.0f"),
-            alt.Tooltip("high:Q", format=",.0f"),
-        ],
+        tooltip=["row", "source", *(alt.Tooltip(f"{field}:Q", format=",.0f") for field in ("tflops", "low", "high"))],
     )
     band = (
         base.transform_filter(alt.datum.source == "predicted")
@@ -415,3 +405,57 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
         alt.layer(diagonal, points).properties(width=320, height=320),
         alt.layer(zero, errors).properties(width=320, height=320),
     ).properties(title=title)
+
+
+def inline_spec(name: str, chart: alt.TopLevelMixin) -> dict[str, str]:
+    """A chart's Vega-Lite spec, safe inside a <script> element."""
+    return {"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")}
+
+
+def chart_specs(
+    rows: list[Row],
+    observations: pd.DataFrame,
+    target: Target,
+    compiled_on: Target | None,
+    verdicts: dict[str, Any],
+) -> list:
+    labels = {row.id: row for row in rows}
+    same_hardware = "source-hardware" in target.judges
+    built = [("throughput", throughput(rows, observations, labels, target.name, with_published=same_hardware))]
+    if compiled_on is not None:
+        bands = verdict_bands(verdicts)
+        with_published = "source-hardware" in compiled_on.judges
+        built += [
+            ("predicted", predicted_throughput(rows, observations, labels, compiled_on.name, bands)),
+            ("step-terms", step_terms(observations, labels, compiled_on.name)),
+            ("memory", memory(rows, observations, labels, compiled_on.spec["title"], with_published)),
+        ]
+    built += [
+        ("losses", loss_curves(observations, labels)),
+        ("probe", probe(observations)),
+        ("overlap", overlap(observations, labels)),
+    ]
+    return [inline_spec(name, chart) for name, chart in built if chart is not None]
+
+
+# What a reviewer weighs the claims by: the memory compiled against published, the throughput
+# predicted against published, and the throughput measured where this target is the source's
+# hardware. The rest (CPU throughput of scaled-down rows, step terms, losses) are diagnostics.
+MAIN_CHARTS = ("memory", "predicted")
+
+
+def split(specs: list[dict[str, str]], target: Target) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The charts of the target's page and those of its appendix, in their order."""
+    main = set(MAIN_CHARTS) | ({"throughput"} if "source-hardware" in target.judges else set())
+    return [s for s in specs if s["id"] in main], [s for s in specs if s["id"] not in main]
+
+
+def whatif_charts(observations: pd.DataFrame) -> list[dict[str, Any]]:
+    chart = frontier(observations)
+    return [] if chart is None else [inline_spec("frontier", chart)]
+
+
+def measured_chart(measured: dict[str, Any] | None) -> dict[str, str] | None:
+    """The runs measured elsewhere, predicted against measured (present/measured_runs.py's section)."""
+    chart = measured_against_predicted(measured["runs"]) if measured else None
+    return inline_spec("measured-runs", chart) if chart is not None else None

@@ -11,7 +11,7 @@ from typing import Any
 from offload_repro.core import optional_stages
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import Target, load_target
-from offload_repro.present.target_command import snakemake_command
+from offload_repro.present.rerun import snakemake_command
 
 # How each kind of evidence reached its verdicts, in a few words ({compiled_on}, {target}: machines).
 HOW = {
@@ -38,15 +38,9 @@ def machine(target: Target) -> str:
 def held(claims: list[dict[str, Any]], target: Target, compiled_on: Target | None) -> list[dict[str, Any]]:
     """The independent passes per evidence kind that decided them: [{evidence, count, how}]."""
     counts = Counter(claim["summary"]["evidence"] for claim in claims if independent_pass(claim))
+    machines = {"target": machine(target), "compiled_on": machine(compiled_on) if compiled_on else None}
     return [
-        {
-            "evidence": kind,
-            "count": n,
-            "how": HOW.get(kind, "").format(
-                target=machine(target), compiled_on=machine(compiled_on) if compiled_on else None
-            ),
-        }
-        for kind, n in counts.most_common()
+        {"evidence": kind, "count": n, "how": HOW.get(kind, "").format(**machines)} for kind, n in counts.most_common()
     ]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from offload_repro.core.data import load_target
-from offload_repro.present.target_command import snakemake_command
+from offload_repro.present.rerun import snakemake_command
 
 
 def footnotes(verdicts: dict[str, Any]) -> tuple[dict[str, int], list[dict[str, Any]]]:

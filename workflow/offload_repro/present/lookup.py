@@ -36,7 +36,6 @@ class Lookup:
             for o in points.itertuples(index=False)
             if pd.notna(o.n) and o.n > 1
         }
-
         self.bands = {
             (o.row, o.evidence, o.metric): {"low": o.low, "high": o.high}
             for o in points.itertuples(index=False)

@@ -25,15 +25,14 @@ from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.results import read_result
 from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
-from offload_repro.present import chart_specs, measured_runs, text
+from offload_repro.present import charts, measured_runs, text
 from offload_repro.present.assumptions_section import assumptions_section
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
 from offload_repro.present.lookup import Lookup, frame
-from offload_repro.present.rerun import rerun
+from offload_repro.present.rerun import rerun, snakemake_command
 from offload_repro.present.row_tables import tables
 from offload_repro.present.speed_section import speed
-from offload_repro.present.target_command import snakemake_command
 from offload_repro.present.whatif_section import predicted_gains, whatif
 
 TEMPLATE_DIR = REPO_ROOT / "report"
@@ -100,8 +99,8 @@ def render_target(
     compile_source = first_source(sources, "compile") or {}
     run_provenance = next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None)
     compile_provenance = next((s["provenance"] for s in sources if s["kind"] == "compile" and s["provenance"]), None)
-    charts = chart_specs.chart_specs(rows, observations[own], target, compiled_on, verdicts)
-    main_charts, appendix_charts = chart_specs.split(charts, target)
+    specs = charts.chart_specs(rows, observations[own], target, compiled_on, verdicts)
+    main_charts, appendix_charts = charts.split(specs, target)
     context = dict(
         target=target,
         compiled_on=compiled_on,
@@ -114,11 +113,11 @@ def render_target(
         note_numbers=numbers,
         tables=tables(rows, lookup),
         main_charts=main_charts,
-        appendix_charts=appendix_charts + chart_specs.whatif_charts(observations),
+        appendix_charts=appendix_charts + charts.whatif_charts(observations),
         whatif=whatif(rows, observations),
         speed=speed(rows, lookup, observations[own], verdicts, prediction, target.name == verdicts["compile_target"]),
         measured_runs=measured,
-        measured_chart=chart_specs.measured_chart(measured),
+        measured_chart=charts.measured_chart(measured),
         assumptions=assumptions_section(
             read_result(assumptions_path, "assumptions") if assumptions_path else None, verdicts
         ),

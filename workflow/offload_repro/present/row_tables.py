@@ -45,10 +45,7 @@ def row_lines(rows: list[Row], lookup: Lookup) -> list[dict[str, Any]]:
                 "warnings": lookup.all(row.id, "compiled", "xla_memory_warning"),
                 "moe_dispatch": lookup.value(row.id, "compiled", "moe_dispatch"),
             },
-            "analytic": {
-                names.DEVICE_SAVED_GIB: lookup.value(row.id, "analytic", names.DEVICE_SAVED_GIB),
-                names.OFFLOADED_GIB: lookup.value(row.id, "analytic", names.OFFLOADED_GIB),
-            },
+            "analytic": {m: lookup.value(row.id, "analytic", m) for m in (names.DEVICE_SAVED_GIB, names.OFFLOADED_GIB)},
         }
         for row in rows
     ]

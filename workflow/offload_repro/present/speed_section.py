@@ -154,13 +154,8 @@ def speed(
             }
         )
     # the memory each program was planned within: the run's allocator share (one per target, as a rule)
-    planned = {
-        (
-            lookup.value(row.id, "compiled", "allocator_share"),
-            lookup.value(row.id, "compiled", names.ALLOCATOR_LIMIT_GIB),
-        )
-        for row in rows
-    }
+    within = ("allocator_share", names.ALLOCATOR_LIMIT_GIB)
+    planned = {tuple(lookup.value(row.id, "compiled", metric) for metric in within) for row in rows}
     judged = [
         {"claim": claim, "judgement": judgement}
         for claim in verdicts["claims"]
