@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 
@@ -114,9 +115,7 @@ def _network_shares(
     groups = replica_groups(attributes)
     ring = floor = 0.0
     for group in groups or []:
-        members: dict[int, int] = {}
-        for device in group:
-            members[device // devices_per_domain] = members.get(device // devices_per_domain, 0) + 1
+        members = Counter(device // devices_per_domain for device in group)  # per domain
         if len(members) < 2:
             continue  # one domain: NVLink only
         n = len(group)

@@ -82,11 +82,9 @@ DISABLED = "--xla_disable_hlo_passes=rematerialization"
 def limit(warnings: list[str], xla_flags: str = "") -> dict[str, Any]:
     """The pass's limit and whether it was met, from XLA's warning (none: met); `met` is None where
     the compile's flags turned the pass off."""
-    if DISABLED in xla_flags.split():
-        return {"met": None, "limit_bytes": None, "reached_bytes": None, "original_bytes": None}
-    for warning in warnings:
-        missed = MISSED.search(warning)
-        if missed:
+    met = None if DISABLED in xla_flags.split() else True
+    for warning in warnings if met else ():
+        if missed := MISSED.search(warning):
             aimed, reached, original = (int(group) for group in missed.groups())
             return {"met": False, "limit_bytes": aimed, "reached_bytes": reached, "original_bytes": original}
-    return {"met": True, "limit_bytes": None, "reached_bytes": None, "original_bytes": None}
+    return {"met": met, "limit_bytes": None, "reached_bytes": None, "original_bytes": None}
