@@ -6,16 +6,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import CLAIMS, COMPILED, FIXTURES, PREDICTED, REPO, RESULTS, TABLES
+from conftest import CLAIMS, COMPILED, FIXTURES, PREDICTED, REPO, RESULTS, TABLES, run_python
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.published import load_speed, published_throughputs
@@ -52,9 +49,8 @@ WHATIF = ("gb300-nvl72", "vr-nvl144")  # GPU targets nobody has published a run 
 ROWS = {row.id: row for row in load_rows(TABLES)}
 
 
-def traffic(computations: dict, network: tuple[int, int, int] | None = None) -> dict:
-    """What a program moves per step, read from its schedule (`network`: GPUs per NVLink domain,
-    network channels, NICs per GPU)."""
+def traffic(computations: dict, network: hlo_schedule.Network = None) -> dict:
+    """What a program moves per step, read from its schedule."""
     return step_traffic.transfers(computations, hlo_schedule.schedule(computations, network))
 
 
@@ -85,12 +81,9 @@ SCAN_PROGRAM = textwrap.dedent(
 def test_flops_of_a_compiled_scan_are_the_hand_count_with_its_trip_count(tmp_path):
     """33 layers of a [64,256] x [256,256] matmul in a scan, then one more outside it, compiled for
     GB200 with no GPU: XLA's own cost analysis would count the loop body once."""
-    script, hlo = tmp_path / "scan.py", tmp_path / "scan.hlo"
-    script.write_text(SCAN_PROGRAM)
-    env = os.environ | {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(COMPILE_ONLY_FLAGS)}
-    description = REPO / "envs/gpu-targets/NVIDIA_GB200.txtpb"
-    done = subprocess.run([sys.executable, str(script), str(description), str(hlo)], env=env, capture_output=True)
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    hlo, description = tmp_path / "scan.hlo", REPO / "envs/gpu-targets/NVIDIA_GB200.txtpb"
+    done = run_python(SCAN_PROGRAM, str(description), str(hlo), env={"XLA_FLAGS": " ".join(COMPILE_ONLY_FLAGS)})
+    assert done.returncode == 0, done.stderr[-3000:]
     computations = hlo_text.parse(hlo.read_text())
     flops, unknown = hlo_flops.count_flops(computations)
     one_matmul = 2 * 64 * 256 * 256
@@ -135,8 +128,8 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
     computations = hlo_text.parse(HOST_COPIES)
     buffer = 2 * 1024 * 1024
 
-    def crossing(network: tuple[int, int, int]) -> tuple[int, int]:
-        """(ring, floor) bytes per NIC on `network`: (GPUs per NVLink domain, channels, NICs per GPU)."""
+    def crossing(network: hlo_schedule.Network) -> tuple[int, int]:
+        """(ring, floor) bytes per NIC on `network`."""
         gathered = traffic(computations, network)["collectives"]["all-gather"]
         return gathered["network_ring_bytes"], gathered["network_floor_bytes"]
 
@@ -240,16 +233,11 @@ def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
         "events": events,
         "ideal_events": events,
         "entry": "main",
-        "clones": {kind: xla_clones.Clones().record() for kind in xla_clones.KINDS},
+        "clones": xla_clones.count({}, {}),  # none, and no transfers: what an empty program gives
         "rematerialization": xla_clones.limit([]),
         "flops": Flops(total=int(model_flops), gemm=int(model_flops)),
         "unknown_loops": [],
-        "transfers": {
-            "host_bytes": {"to_host": 0, "from_host": 0},
-            "collectives": {},
-            "host_copies": [],
-            "memory_bytes": 0,
-        },
+        "transfers": step_traffic.transfers({}, {}),
         "model_flops": model_flops,
         "computations": {},
     }
