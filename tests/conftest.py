@@ -38,9 +38,9 @@ def require(program: str) -> None:
         pytest.skip(message)
 
 
-def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -c code args` in the checkout, with the package on the path and JAX on the CPU."""
-    env = {"PYTHONPATH": str(REPO / "workflow"), "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu"}
+def run_python(code: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -c code args` in the checkout, with the package on the path, JAX on the CPU and `env`."""
+    env = {"PYTHONPATH": str(REPO / "workflow"), "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu"} | (env or {})
     command = [sys.executable, "-c", code, *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
 

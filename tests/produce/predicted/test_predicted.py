@@ -6,16 +6,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import CLAIMS, COMPILED, FIXTURES, PREDICTED, REPO, RESULTS, TABLES
+from conftest import CLAIMS, COMPILED, FIXTURES, PREDICTED, REPO, RESULTS, TABLES, run_python
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.published import load_speed, published_throughputs
@@ -52,9 +49,8 @@ WHATIF = ("gb300-nvl72", "vr-nvl144")  # GPU targets nobody has published a run 
 ROWS = {row.id: row for row in load_rows(TABLES)}
 
 
-def traffic(computations: dict, network: tuple[int, int, int] | None = None) -> dict:
-    """What a program moves per step, read from its schedule (`network`: GPUs per NVLink domain,
-    network channels, NICs per GPU)."""
+def traffic(computations: dict, network: hlo_schedule.Network = None) -> dict:
+    """What a program moves per step, read from its schedule."""
     return step_traffic.transfers(computations, hlo_schedule.schedule(computations, network))
 
 
@@ -85,12 +81,9 @@ SCAN_PROGRAM = textwrap.dedent(
 def test_flops_of_a_compiled_scan_are_the_hand_count_with_its_trip_count(tmp_path):
     """33 layers of a [64,256] x [256,256] matmul in a scan, then one more outside it, compiled for
     GB200 with no GPU: XLA's own cost analysis would count the loop body once."""
-    script, hlo = tmp_path / "scan.py", tmp_path / "scan.hlo"
-    script.write_text(SCAN_PROGRAM)
-    env = os.environ | {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(COMPILE_ONLY_FLAGS)}
-    description = REPO / "envs/gpu-targets/NVIDIA_GB200.txtpb"
-    done = subprocess.run([sys.executable, str(script), str(description), str(hlo)], env=env, capture_output=True)
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    hlo, description = tmp_path / "scan.hlo", REPO / "envs/gpu-targets/NVIDIA_GB200.txtpb"
+    done = run_python(SCAN_PROGRAM, str(description), str(hlo), env={"XLA_FLAGS": " ".join(COMPILE_ONLY_FLAGS)})
+    assert done.returncode == 0, done.stderr[-3000:]
     computations = hlo_text.parse(hlo.read_text())
     flops, unknown = hlo_flops.count_flops(computations)
     one_matmul = 2 * 64 * 256 * 256
@@ -101,12 +94,11 @@ def test_flops_of_a_compiled_scan_are_the_hand_count_with_its_trip_count(tmp_pat
 
 
 # A scheduled program by hand: an async copy to the host around a GEMM, and an all-gather.
-HOST_COPIES = (FIXTURES / "host_copies.hlo").read_text()
+HOST_COPIES = hlo_text.parse((FIXTURES / "host_copies.hlo").read_text())
 
 
 def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedule():
-    computations = hlo_text.parse(HOST_COPIES)
-    moved = traffic(computations)
+    moved = traffic(HOST_COPIES)
     assert moved["host_bytes"] == {"to_host": 2 * 1024, "from_host": 0}  # the update, not the host buffer
     (copy,) = moved["host_copies"]  # the wrapped dynamic-update-slice is the copy itself, not a second one
     assert copy["asynchronous"] and copy["direction"] == "to_host"
@@ -124,7 +116,7 @@ def test_host_copies_collectives_and_what_a_copy_spans_are_read_from_the_schedul
             "groups": [8],
         }
     }
-    flops, _ = hlo_flops.count_flops(computations)
+    flops, _ = hlo_flops.count_flops(HOST_COPIES)
     assert flops.rematted == flops.total == 2 * 1024**3
 
 
@@ -132,12 +124,11 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
     """8 devices, 4 per domain, gathering a 2 MiB buffer: a ring's crossing carries the bus bytes
     (7/8 of it) over the NICs of the smaller side (4 of them here, fewer channels than 16); the
     floor sends only the other domain's half, over the 4 NICs that receive it."""
-    computations = hlo_text.parse(HOST_COPIES)
     buffer = 2 * 1024 * 1024
 
-    def crossing(network: tuple[int, int, int]) -> tuple[int, int]:
-        """(ring, floor) bytes per NIC on `network`: (GPUs per NVLink domain, channels, NICs per GPU)."""
-        gathered = traffic(computations, network)["collectives"]["all-gather"]
+    def crossing(network: hlo_schedule.Network) -> tuple[int, int]:
+        """(ring, floor) bytes per NIC on `network`."""
+        gathered = traffic(HOST_COPIES, network)["collectives"]["all-gather"]
         return gathered["network_ring_bytes"], gathered["network_floor_bytes"]
 
     assert crossing((4, 16, 1)) == (int(buffer * 7 / 8 / 4), int(buffer * 4 / 8 / 4))
@@ -159,15 +150,15 @@ def test_the_traffic_between_nvlink_domains_is_a_ring_and_a_hierarchical_floor()
 # Collectives copied from the compiled GB200 programs (tests/fixtures/README.md): each with the
 # instructions that define its operands, in its layer scan (126 layers), under the while loop that
 # runs it. Hand counts: bf16, 128 devices.
-LHS_LAYER = (FIXTURES / "collectives_lhs.hlo").read_text()
-NOLHS_LAYER = (FIXTURES / "collectives_nolhs.hlo").read_text()
+LHS_LAYER = hlo_text.parse((FIXTURES / "collectives_lhs.hlo").read_text())
+NOLHS_LAYER = hlo_text.parse((FIXTURES / "collectives_nolhs.hlo").read_text())
 
 
 def test_a_combined_reduce_scatter_moves_every_operand_of_every_layer():
     """llama-qkv-offload-lhs: one `reduce-scatter-start` per layer takes five gradients (the MLP
     input [16384,53248] and four attention projections); an `all-gather-start` in the same layer
     gathers one [128,53248] shard into [16384,53248]."""
-    moved = traffic(hlo_text.parse(LHS_LAYER))["collectives"]
+    moved = traffic(LHS_LAYER)["collectives"]
     gradients = 2 * (16384 * 53248 + 2 * 16384 * 128 * 8 + 2 * 16384 * 128 * 128)
     assert moved["reduce-scatter"]["bytes"] == 126 * gradients
     assert moved["reduce-scatter"]["bus_bytes"] == 126 * int(gradients * 127 / 128)
@@ -182,7 +173,7 @@ def test_a_synchronous_reduce_scatter_moves_its_operands_not_its_shard():
     """Without LHS the same gradients are reduce-scattered synchronously: its shape is only the
     result shard ([128,53248] twice here), its operands two [16384,53248] gradients. DeepSeek's
     expert gate gradient, likewise: a [1024,4096,8] operand, an [8,4096,8] result."""
-    moved = traffic(hlo_text.parse(NOLHS_LAYER))["collectives"]
+    moved = traffic(NOLHS_LAYER)["collectives"]
     assert moved["reduce-scatter"]["bytes"] == 126 * 2 * 2 * 16384 * 53248
     # a plain `reduce-scatter` is what XLA leaves synchronous: all 126, with all their bytes
     assert moved["reduce-scatter"]["synchronous"] == moved["reduce-scatter"]["count"] == 126
@@ -240,16 +231,11 @@ def program(events: dict[str, list[Event]], model_flops: float = 1e16) -> dict:
         "events": events,
         "ideal_events": events,
         "entry": "main",
-        "clones": {kind: xla_clones.Clones().record() for kind in xla_clones.KINDS},
+        "clones": xla_clones.count({}, {}),  # none, and no transfers: what an empty program gives
         "rematerialization": xla_clones.limit([]),
         "flops": Flops(total=int(model_flops), gemm=int(model_flops)),
         "unknown_loops": [],
-        "transfers": {
-            "host_bytes": {"to_host": 0, "from_host": 0},
-            "collectives": {},
-            "host_copies": [],
-            "memory_bytes": 0,
-        },
+        "transfers": step_traffic.transfers({}, {}),
         "model_flops": model_flops,
         "computations": {},
     }
@@ -840,10 +826,9 @@ def test_the_ideal_overlap_starts_each_transfer_when_ready_and_awaits_it_at_firs
     synchronous combined reduce-scatter. As scheduled it stops the compute stream; in the ideal
     overlap it starts in place and is awaited where its result is first read (here: nowhere in the
     body, so at its end)."""
-    computations = hlo_text.parse(NOLHS_LAYER)
-    body = next(name for name in computations if name.startswith("region_10"))
-    scheduled = hlo_schedule.schedule(computations)[body]
-    ideal = hlo_schedule.schedule(computations, ideal=True)[body]
+    body = next(name for name in NOLHS_LAYER if name.startswith("region_10"))
+    scheduled = hlo_schedule.schedule(NOLHS_LAYER)[body]
+    ideal = hlo_schedule.schedule(NOLHS_LAYER, ideal=True)[body]
     assert [e.kind for e in scheduled] == ["compute", "compute", "transfer"]
     assert [e.kind for e in ideal] == ["compute", "compute", "start", "done"]
     assert ideal[2].bytes == scheduled[2].bytes and ideal[3].key == ideal[2].key

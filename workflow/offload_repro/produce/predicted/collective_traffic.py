@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 
@@ -93,12 +94,6 @@ def replica_groups(attributes: str) -> list[list[int]] | None:
     return None
 
 
-def group_size(attributes: str) -> int:
-    """Devices in each replica group (the largest; 2 where XLA prints none)."""
-    groups = replica_groups(attributes)
-    return max((len(group) for group in groups), default=2) if groups else 2
-
-
 @cache
 def _network_shares(
     attributes: str, kind: str, devices_per_domain: int, channels: int, nics_per_gpu: int = 1
@@ -114,9 +109,7 @@ def _network_shares(
     groups = replica_groups(attributes)
     ring = floor = 0.0
     for group in groups or []:
-        members: dict[int, int] = {}
-        for device in group:
-            members[device // devices_per_domain] = members.get(device // devices_per_domain, 0) + 1
+        members = Counter(device // devices_per_domain for device in group)  # per domain
         if len(members) < 2:
             continue  # one domain: NVLink only
         n = len(group)
@@ -147,7 +140,7 @@ def collective(
     kind = kind_of(op)
     if kind is None:
         return None
-    group = group_size(attributes)
+    group = max(map(len, replica_groups(attributes) or []), default=2)  # the largest; 2 where XLA prints none
     operands = sum(shape_bytes(shape) for shape in operand_shapes)
     size = operands * group if kind == "all-gather" else operands  # nccl-tests' S: an all-gather's result
     ring = floor = 0.0

@@ -41,11 +41,8 @@ UNSPENT_LABELS = ("/dispatch/", "/combine/")  # MaxText's dense MoE dispatch; th
 def executions(computations: dict[str, Computation]) -> tuple[dict[str, int], list[str]]:
     """How many times each computation runs per step, and the while loops of unknown trip count
     (counted once, and said so)."""
-    runs: dict[str, int] = defaultdict(int)
+    runs: dict[str, int] = defaultdict(int, {c.name: 1 for c in computations.values() if c.entry})
     unknown: list[str] = []
-    for computation in computations.values():
-        if computation.entry:
-            runs[computation.name] = 1
     for computation in reversed(list(computations.values())):  # callers are printed after their callees
         count = runs.get(computation.name, 0)
         if not count:

@@ -28,6 +28,10 @@ from offload_repro.produce.compiled.hlo_text import (
 from offload_repro.produce.predicted import collective_traffic, memory_traffic
 from offload_repro.produce.predicted.hlo_flops import FusedFlops, flops_of, fused_flops
 
+# Where the devices span NVLink domains: (devices per domain, NICs a ring's crossings spread over,
+# NICs per GPU); None for one domain.
+type Network = tuple[int, int, int] | None
+
 
 @dataclass(frozen=True)
 class Event:
@@ -72,21 +76,16 @@ def _host_side(computation: Computation, instruction: Instruction) -> str | None
 
 def _copy_bytes(computation: Computation, instruction: Instruction, side: str) -> int:
     if side == "to_host":  # the update written into the host buffer: the largest device operand
-        sizes = [
-            shape_bytes(computation.shapes.get(op, ""))
-            for op in instruction.operands
-            if HOST_MEMORY not in computation.shapes.get(op, "")
-        ]
-        return max(sizes, default=0)
+        shapes = [computation.shapes.get(op, "") for op in instruction.operands]
+        return max((shape_bytes(shape) for shape in shapes if HOST_MEMORY not in shape), default=0)
     arrays = [array_bytes(d, dims) for d, dims, host in instruction.arrays if not host]
     return max(arrays, default=0)  # the slice read back into device memory
 
 
 def _collective(
-    computation: Computation, instruction: Instruction, network: tuple[int, int, int] | None
+    computation: Computation, instruction: Instruction, network: Network
 ) -> collective_traffic.Collective | None:
-    """The collective an instruction is; `network`: (devices per NVLink domain, NICs a ring's
-    crossings spread over, NICs per GPU), None for one domain."""
+    """The collective an instruction is, None where it is none."""
     if collective_traffic.kind_of(instruction.op) is None:
         return None
     if instruction.op.endswith("-start") and instruction.shape.startswith("(("):
@@ -127,7 +126,7 @@ def instruction_events(
     computation: Computation,
     instruction: Instruction,
     memo: dict[str, FusedFlops],
-    network: tuple[int, int, int] | None = None,
+    network: Network = None,
 ) -> list[Event]:
     """What one scheduled instruction is to the step-time model: a loop, a host copy or a
     collective (async start or synchronous), the done an async start waits for, or compute (its
@@ -234,12 +233,9 @@ def ideal_overlap(computation: Computation, timeline: list[list[Event]]) -> list
     return [e for index in range(end + 1) for e in (*starts[index], *dones[index], *stay[index])]
 
 
-def timelines(
-    computations: dict[str, Computation], network: tuple[int, int, int] | None = None
-) -> dict[str, list[list[Event]]]:
+def timelines(computations: dict[str, Computation], network: Network = None) -> dict[str, list[list[Event]]]:
     """Each scheduled computation (the entry and what it runs in sequence), as the events of each of
-    its instructions in order; `network`: (devices per NVLink domain, NICs a ring's crossings spread
-    over, NICs per GPU) where the devices span more than one domain."""
+    its instructions in order."""
     memo: dict[str, FusedFlops] = {}
     sequenced = {c.name for c in computations.values() if c.entry}
     for computation in reversed(list(computations.values())):
@@ -270,7 +266,7 @@ def schedules(
 
 
 def schedule(
-    computations: dict[str, Computation], network: tuple[int, int, int] | None = None, ideal: bool = False
+    computations: dict[str, Computation], network: Network = None, ideal: bool = False
 ) -> dict[str, list[Event]]:
     """The events of each scheduled computation in order (`timelines`); `ideal`: in the ideal overlap."""
     return schedules(computations, timelines(computations, network))[1 if ideal else 0]

@@ -179,8 +179,7 @@ def model_error(
         for calibrated_on, predicted in itertools.permutations(present, 2):
             if calibrated_on not in calibrated:
                 continue
-            rate = calibrated[calibrated_on]
-            at = rates(target, rate, settings(speed)[0], precision, speed).free(*free)
+            at = rates(target, calibrated[calibrated_on], settings(speed)[0], precision, speed).free(*free)
             step = step_model.step_seconds(replayed(programs[predicted], at), programs[predicted]["entry"], at)
             if not step:
                 continue  # nothing of the predicted program is left in this model

@@ -64,14 +64,10 @@ def _written(root: Instruction, computation: Computation) -> int:
     """Bytes a fused computation writes: its result, or the update of an in-place update."""
     if root.op == "dynamic-update-slice" and len(root.operands) > 1:
         return device_shape_bytes(computation.shapes.get(root.operands[1], ""))
-    if root.op == "tuple":
-        by_name = {i.name: i for i in computation.instructions}
-        parts = [by_name.get(operand) for operand in root.operands]
-        return sum(_written(part, computation) for part in parts if part is not None)
-    if root.op in PASS_THROUGH and root.operands:
-        inner = next((i for i in computation.instructions if i.name == root.operands[0]), None)
-        if inner is not None:
-            return _written(inner, computation)
+    by_name = {i.name: i for i in computation.instructions}
+    parts = [by_name[operand] for operand in root.operands if operand in by_name]
+    if root.op == "tuple" or (root.op in PASS_THROUGH and parts):  # what its parts, or what it renames, write
+        return sum(_written(part, computation) for part in parts)
     return device_shape_bytes(root.shape)
 
 

@@ -14,9 +14,8 @@ calibration's share of their own peak.
 from __future__ import annotations
 
 import gzip
-import math
 import re
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +42,8 @@ from offload_repro.produce.predicted.target_rates import (
 SIDES = ("to_host", "from_host")
 
 
-def network_shape(target: Target, speed: dict[str, Any]) -> tuple[int, int, int] | None:
-    """(GPUs per NVLink domain, NICs a ring's crossings spread over, NICs per GPU); None for one domain."""
+def network_shape(target: Target, speed: dict[str, Any]) -> hlo_schedule.Network:
+    """The target's NVLink domains and NICs, as the schedule reads collectives on them."""
     hardware = target.spec["hardware"]
     per_domain, nodes = hardware.get("nvlink_domain_nodes"), hardware.get("nodes")
     if not per_domain or not nodes or nodes <= per_domain or not target.link_gb_s_per_direction("network_link"):
@@ -67,9 +66,7 @@ def placement_kind(row: Row) -> str:
 SCHEDULED_AS = re.compile(r'fingerprint_before_lhs="([0-9a-f]+)"')
 
 
-def read_program(
-    compiled: dict[str, Any], network: tuple[int, int, int] | None, keep_parsed: bool = False
-) -> dict[str, Any]:
+def read_program(compiled: dict[str, Any], network: hlo_schedule.Network, keep_parsed: bool = False) -> dict[str, Any]:
     """What the step-time model needs from the row's compiled program; `keep_parsed`: its parsed
     computations, their instructions' events (`timeline`) and its fingerprint too, for a profile."""
     program_file = (compiled.get("program") or {}).get("file")
@@ -108,19 +105,18 @@ def network(program: dict[str, Any], target: Target, published_step_s: float | N
     """The traffic between NVLink domains per step: per collective kind, the bytes the busiest NIC
     carries at each end of the band (ring, floor), the seconds they take at the cited network
     bandwidth, and the bandwidth the published step time would need to carry them."""
-    collectives = program["transfers"]["collectives"]
-    bandwidth = target.link_gb_s_per_direction("network_link")
-    totals = {
-        end: sum(c.get(f"network_{end}_bytes", 0) for c in collectives.values()) for end in step_model.NETWORK_ENDS
+    ends = step_model.NETWORK_ENDS
+    by_kind = {
+        kind: {end: c.get(f"network_{end}_bytes", 0) for end in ends}
+        for kind, c in program["transfers"]["collectives"].items()
     }
+    totals = {end: sum(kind[end] for kind in by_kind.values()) for end in ends}
+    bandwidth = target.link_gb_s_per_direction("network_link")
     if not bandwidth or not any(totals.values()):
         return None
     return {
         "bytes_per_nic": totals,
-        "by_kind": {
-            kind: {end: c.get(f"network_{end}_bytes", 0) for end in step_model.NETWORK_ENDS}
-            for kind, c in collectives.items()
-        },
+        "by_kind": by_kind,
         "link_gb_s_per_direction": bandwidth,
         "seconds_at_link": {end: total / (bandwidth * GB) for end, total in totals.items()},
         "published_step_s": published_step_s,
@@ -140,10 +136,7 @@ def implied_host_gb_s(program: dict[str, Any], at: step_model.Rates, published: 
     low, high = 1.0, 1e6
     if not predicted(low) <= published <= predicted(high):
         return None
-    for _ in range(48):  # as the calibration: far below any bandwidth's precision
-        middle = math.sqrt(low * high)
-        low, high = (middle, high) if predicted(middle) < published else (low, middle)
-    return math.sqrt(low * high)
+    return step_model.log_bisect(predicted, published, low, high)
 
 
 def copy_summary(copies: list[dict[str, Any]]) -> dict[str, Any]:
@@ -164,15 +157,11 @@ def copy_summary(copies: list[dict[str, Any]]) -> dict[str, Any]:
 def flops_record(program: dict[str, Any]) -> dict[str, Any]:
     flops, model, components = program["flops"], program["model_flops"], program.get("model_components")
     spent = flops.total - flops.unspent
+    counted = asdict(flops)  # every count of hlo_flops.Flops, its total as `counted`
     return {
         "model": model,
-        "counted": flops.total,
-        "gemm": flops.gemm,
-        "attention": flops.attention,
-        "rematted": flops.rematted,
-        "unspent": flops.unspent,
-        "unlabelled_gemm": flops.unlabelled_gemm,
-        "unlabelled_attention": flops.unlabelled_attention,
+        "counted": counted.pop("total"),
+        **counted,
         "recompute": spent - model,
         "recompute_share": (spent - model) / spent if spent else None,
         # MaxText's model FLOPs per component (`model_ffn`, ...): None where the compile did not split them
@@ -316,9 +305,9 @@ def predict_programs(
         calibration, uncalibrated = calibrations(rows, programs, target, speed, published)
         error, ablation, by_precision, ruled_out = error_tables(rows, programs, target, speed, published)
     else:
-        calibration = (source_prediction or {}).get("calibration", {})
-        uncalibrated = (source_prediction or {}).get("uncalibrated", {})
-        error = (source_prediction or {}).get("model_error")
+        source = source_prediction or {}
+        calibration, uncalibrated = source.get("calibration", {}), source.get("uncalibrated", {})
+        error = source.get("model_error")
     refused = {row_id: other_precision(rows[row_id], target, speed, calibration_target) for row_id in programs}
     predicted = [
         predict_row(

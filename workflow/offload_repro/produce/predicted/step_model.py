@@ -19,6 +19,7 @@ channel made free.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from offload_repro.produce.compiled.hlo_text import ELEMENT_BYTES
@@ -142,13 +143,22 @@ def calibrate(
 ) -> float:
     """The effective compute rate (FLOP/s) at which the program's predicted throughput (model
     FLOPs over step time) equals the published one, the transfer rates held; bisection in log space."""
+
+    def achieved(flops_per_s: float) -> float:
+        return model_flops / step_seconds(events, entry, replace(rates, flops_per_s=flops_per_s))
+
     low, high = 1e12, 1e18
     if step_seconds(events, entry, replace(rates, flops_per_s=low)) == 0:
         raise ValueError("the step takes no time at any compute rate: it has nothing to calibrate")
-    if model_flops / step_seconds(events, entry, replace(rates, flops_per_s=high)) < published_flops_per_s:
+    if achieved(high) < published_flops_per_s:
         raise ValueError("the published throughput cannot be reached at any compute rate: transfers alone exceed it")
-    for _ in range(48):  # 1e6 wide in log space: 48 halvings leave a relative width below 1e-13
+    return log_bisect(achieved, published_flops_per_s, low, high)
+
+
+def log_bisect(rising: Callable[[float], float], goal: float, low: float, high: float) -> float:
+    """Where `rising` (increasing in its argument) reaches `goal` between `low` and `high`, bisected in
+    log space: 48 halvings of a range 1e6 wide leave a relative width below 1e-13."""
+    for _ in range(48):
         middle = math.sqrt(low * high)
-        achieved = model_flops / step_seconds(events, entry, replace(rates, flops_per_s=middle))
-        low, high = (middle, high) if achieved < published_flops_per_s else (low, middle)
+        low, high = (middle, high) if rising(middle) < goal else (low, middle)
     return math.sqrt(low * high)

@@ -10,6 +10,18 @@ from offload_repro.produce.compiled.hlo_text import Computation
 from offload_repro.produce.predicted.hlo_flops import executions
 from offload_repro.produce.predicted.hlo_schedule import Event
 
+# Per collective kind, per step: runs, buffer, bus bytes (NVLink), bytes per NIC between NVLink domains
+# at each end of their band, and the runs and buffer XLA left synchronous.
+COLLECTIVE_TOTALS = (
+    "count",
+    "bytes",
+    "bus_bytes",
+    "network_ring_bytes",
+    "network_floor_bytes",
+    "synchronous",
+    "synchronous_bytes",
+)
+
 
 def loop_flops(events: dict[str, list[Event]], name: str) -> int:
     """FLOPs of one run of a scheduled computation, its loops included."""
@@ -20,11 +32,9 @@ def loop_flops(events: dict[str, list[Event]], name: str) -> int:
 
 
 def transfers(computations: dict[str, Computation], events: dict[str, list[Event]]) -> dict[str, Any]:
-    """Bytes per step to the host, back from it, and per collective type (the buffer, the bus bytes
-    on NVLink, the bytes per NIC between NVLink domains at each end of their band, the group
-    sizes, how many run synchronously and their buffers); each host copy with whether it is
-    asynchronous and the FLOPs scheduled between its start and done; the HBM bytes of the compute;
-    from the schedule's events (`hlo_schedule.schedule`), each computation as many times as it runs."""
+    """Bytes per step to the host, back from it, per collective kind (COLLECTIVE_TOTALS and the group
+    sizes) and of HBM; each host copy with whether it is asynchronous and the FLOPs scheduled between
+    its start and done; from the schedule's events, each computation as many times as it runs."""
     runs, _ = executions(computations)
     host = {"to_host": 0, "from_host": 0}
     collectives: dict[str, dict[str, Any]] = {}
@@ -48,18 +58,7 @@ def transfers(computations: dict[str, Computation], events: dict[str, list[Event
                 if copy["asynchronous"]:
                     open_copies[event.key] = copy
             elif event.channel == "collective":
-                entry = collectives.setdefault(
-                    event.what,
-                    {
-                        "count": 0,
-                        "bytes": 0,
-                        "bus_bytes": 0,
-                        "network_ring_bytes": 0,
-                        "network_floor_bytes": 0,
-                        "synchronous": 0,
-                        "synchronous_bytes": 0,
-                    },
-                )
+                entry = collectives.setdefault(event.what, dict.fromkeys(COLLECTIVE_TOTALS, 0))
                 entry["count"] += times
                 entry["bytes"] += event.buffer * times
                 if event.kind == "transfer":  # XLA runs it on the compute stream: nothing hides it

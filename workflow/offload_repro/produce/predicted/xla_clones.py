@@ -17,7 +17,7 @@ limit it aimed at and how far it got.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from offload_repro.produce.compiled.hlo_text import Computation
@@ -40,9 +40,6 @@ class Clones:
     flops: int = 0
     hbm_bytes: int = 0
     collective_bytes: int = 0
-
-    def record(self) -> dict[str, int]:
-        return dict(vars(self))
 
 
 def is_clone(name: str) -> bool:
@@ -73,7 +70,7 @@ def count(computations: dict[str, Computation], timeline: dict[str, list[list[Ev
             clones.flops += times * sum(e.flops for e in events if e.kind == "compute")
             clones.hbm_bytes += times * sum(e.bytes for e in events if e.kind == "compute")
             clones.collective_bytes += times * sum(e.buffer for e in events if e.channel == "collective")
-    return {kind: clones.record() for kind, clones in found.items()}
+    return {kind: asdict(clones) for kind, clones in found.items()}
 
 
 DISABLED = "--xla_disable_hlo_passes=rematerialization"
@@ -82,11 +79,9 @@ DISABLED = "--xla_disable_hlo_passes=rematerialization"
 def limit(warnings: list[str], xla_flags: str = "") -> dict[str, Any]:
     """The pass's limit and whether it was met, from XLA's warning (none: met); `met` is None where
     the compile's flags turned the pass off."""
-    if DISABLED in xla_flags.split():
-        return {"met": None, "limit_bytes": None, "reached_bytes": None, "original_bytes": None}
-    for warning in warnings:
-        missed = MISSED.search(warning)
-        if missed:
+    met = None if DISABLED in xla_flags.split() else True
+    for warning in warnings if met else ():
+        if missed := MISSED.search(warning):
             aimed, reached, original = (int(group) for group in missed.groups())
             return {"met": False, "limit_bytes": aimed, "reached_bytes": reached, "original_bytes": original}
-    return {"met": True, "limit_bytes": None, "reached_bytes": None, "original_bytes": None}
+    return {"met": met, "limit_bytes": None, "reached_bytes": None, "original_bytes": None}
