@@ -355,7 +355,8 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
                 f"{path}: {where}, field 'gpus': {entry['gpus']} is not nodes x gpus_per_node"
                 f" ({entry['nodes']} x {data['gpus_per_node']})"
             )
-        batch = settings.get("per_device_batch_size", model_config(model)["per_device_batch_size"]) * entry["gpus"]
+        maxtext_defaults = model_config(model)
+        batch = settings.get("per_device_batch_size", maxtext_defaults["per_device_batch_size"]) * entry["gpus"]
         if batch != int(batch):
             source = "" if "per_device_batch_size" in own else " (the file's defaults)"
             raise DataError(
@@ -365,7 +366,7 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
         # each mesh axis at the size MaxText gives it, a -1 resolved and every axis not 1 written out: a compile
         # here (one slice) and any reader of the settings see the mesh that ran without MaxText's defaults
         for key, value in _mesh(path, where, settings, own, model, data["gpus_per_node"], entry["nodes"]).items():
-            if key in settings or value != 1 or model_config(model)[key] != value:
+            if key in settings or value != 1 or maxtext_defaults[key] != value:
                 settings[key] = value
         runs.append(
             MeasuredRun(

@@ -13,8 +13,12 @@ def device_bytes(memory: dict[str, int] | None) -> int | None:
     """Per-device peak estimate from XLA's memory analysis: arguments + outputs not aliased + temporaries."""
     if not memory:
         return None
-    total = sum(memory[f"{kind}_size_in_bytes"] for kind in ("argument", "output", "temp"))
-    return total - memory["alias_size_in_bytes"]
+    return (
+        memory["argument_size_in_bytes"]
+        + memory["output_size_in_bytes"]
+        - memory["alias_size_in_bytes"]
+        + memory["temp_size_in_bytes"]
+    )
 
 
 def host_bytes(memory: dict[str, int] | None) -> int | None:

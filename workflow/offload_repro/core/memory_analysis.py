@@ -7,8 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 FIELDS = (
-    *(f"{kind}_size_in_bytes" for kind in ("argument", "output", "alias", "temp", "generated_code")),
-    *(f"host_{kind}_size_in_bytes" for kind in ("argument", "output", "alias", "temp")),
+    "argument_size_in_bytes",
+    "output_size_in_bytes",
+    "alias_size_in_bytes",
+    "temp_size_in_bytes",
+    "generated_code_size_in_bytes",
+    "host_argument_size_in_bytes",
+    "host_output_size_in_bytes",
+    "host_alias_size_in_bytes",
+    "host_temp_size_in_bytes",
 )
 
 

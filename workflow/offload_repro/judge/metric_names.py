@@ -129,8 +129,32 @@ MEASURED_RUN = (
 
 NAMES = frozenset(
     {
-        # each constant above that holds one name (an upper-case string of this module)
-        *(value for key, value in list(globals().items()) if key.isupper() and isinstance(value, str)),
+        DEVICE_GIB,
+        HOST_GIB,
+        OFFLOADED_GIB,
+        DEVICE_SAVED_GIB,
+        MARGIN_GIB,
+        CAPACITY_GIB,
+        HOST_FITS,
+        OUTCOME,
+        STATUS,
+        HLO_SHA256,
+        TFLOPS,
+        STEP_TIME_S,
+        PUBLISHED_TFLOPS,
+        PUBLISHED_SOURCES,
+        PUBLISHED_IMPLIED,
+        PREDICTED_OVER_PUBLISHED,
+        ERROR_AGAINST_MEASURED,
+        ERROR_AGAINST_MEASURED_ROWS,
+        ERROR_AGAINST_MEASURED_MEAN_ABS,
+        ERROR_AGAINST_MEASURED_LARGEST_ABS,
+        CALIBRATED_ON,
+        TFLOPS_ACROSS_HARDWARE,
+        STEP_S_ACROSS_HARDWARE,
+        FAMILY,
+        PLACEMENT_KIND,
+        STEP_S,
         *STEP_TERMS,
         *(collective_gb(kind) for kind in COLLECTIVE_KINDS),
         *COLLECTIVE_RUNS,
@@ -157,6 +181,7 @@ NAMES = frozenset(
         "moe_dispatch",  # how an MoE program routes tokens to its experts, in words
         # the memory XLA planned the program within and it must fit: the run's allocator share of the GPU
         "allocator_share",
+        ALLOCATOR_LIMIT_GIB,
         "host_buffers",
         "expected_host_buffers",
         "host_buffer_gib",
