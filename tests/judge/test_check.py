@@ -267,7 +267,7 @@ def test_a_new_gpu_judges_directions_but_not_absolute_numbers(claim_by_id):
 def test_host_buffers_must_equal_the_analytic_offload_on_every_row(claim_by_id):
     claim = claim_by_id["host-buffers-equal-analytic-offload"]
     rows = {row: ok(host_buffer_gib=1.5, expected_host_buffer_gib=1.5) for row in claim["check"]["rows"]}
-    compiled = EvidenceView("compiled", "h200-1", "H200 compile", judges=("single-gpu",), rows=rows)
+    compiled = EvidenceView("compiled", "h200-1", "H200 compile", judges=("single-device",), rows=rows)
     assert judge(claim, compiled)["verdict"] == "pass"  # hardware: any
     rows["llama-qkv-offload-lhs"] = ok(host_buffer_gib=0.0, expected_host_buffer_gib=70.875)
     failed = judge(claim, compiled)

@@ -27,7 +27,12 @@ def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
     # the default run compiles what it judges: the rows, no alternative (the sensitivity stage's)
     assert plan.variants == {} and plan.variant_files == [] and plan.variant_predictions == []
     assert plan.calibration_source("gb200-nvl72") == []
-    assert plan.page_targets == ["cpu"]
+    # the chip's kept runs build their own page (experiments/device-results/), from those files alone
+    assert plan.page_targets == ["cpu", "tpu-v5e-1"] and plan.device_targets == ["tpu-v5e-1"]
+    kept = plan.evidence_inputs("tpu-v5e-1")
+    assert kept[-2:] == ["experiments/device-results/tpu-v5e-1/probe.json", "results/analytic.json"]
+    assert len(kept) == 7 and all(path.startswith("experiments/device-results/tpu-v5e-1/runs/") for path in kept[:5])
+    assert plan.evidence_inputs("cpu") == [path for paths in plan.evidence_files.values() for path in paths]
 
 
 def test_the_what_if_grid_takes_every_cluster_gpu_target_with_a_compile_section():
@@ -102,3 +107,17 @@ def test_each_alternative_predicts_every_row_from_its_own_compiles_where_it_has_
         f"results/whatif/assumptions/{name}/{row}.json" if row in varied else f"results/compiled/gb200-nvl72/{row}.json"
         for row in plan.row_ids
     ]
+
+
+def test_kept_runs_of_a_target_without_a_file_are_named(monkeypatch, tmp_path):
+    from offload_repro.plan import jobs
+
+    (tmp_path / jobs.DEVICE_RESULTS_DIR / "tpu-v9-1" / "runs").mkdir(parents=True)
+    (tmp_path / jobs.DEVICE_RESULTS_DIR / "tpu-v9-1" / "runs" / "llama-baseline.json").write_text("{}")
+    monkeypatch.setattr(jobs, "REPO_ROOT", tmp_path)
+    with pytest.raises(DataError, match="device-results/tpu-v9-1: kept results of a target with no"):
+        jobs.device_targets("cpu")
+
+
+def test_a_device_targets_own_run_does_not_also_build_its_kept_page():
+    assert "tpu-v5e-1" not in planned(target="tpu-v5e-1").device_targets

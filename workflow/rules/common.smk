@@ -69,7 +69,8 @@ CODE = {command: stage_code(command) for command in COMMANDS}
 wildcard_constraints:
     row="|".join(PLAN.row_ids),
     variant="|".join(re.escape(name) for name in PLAN.variants) or "no-variant",
-    target=TARGET.name,
+    # this run's target, and the targets whose measured runs are kept as data (their pages are built too)
+    target="|".join(re.escape(name) for name in [TARGET.name, *PLAN.device_targets]),
     # the calibration target too: another target's prediction scales from its calibration
     gpu_target="|".join(dict.fromkeys([*PLAN.grid_targets, PLAN.calibration_target])),
     policy="|".join(PLAN.policies),

@@ -4,7 +4,7 @@
 
 rule evidence_table:
     input:
-        results=[path for paths in PLAN.evidence_files.values() for path in paths],
+        results=lambda wildcards: PLAN.evidence_inputs(wildcards.target),
         code=CODE["evidence"],
     output:
         "results/{target}/evidence.json",
@@ -24,7 +24,9 @@ rule check_claims:
         tables=config["tables"],
         evidence="results/{target}/evidence.json",
         claims=CLAIMS_FILE,
-        assumptions=["results/whatif/assumptions.json"] if PLAN.sensitivity else [],
+        assumptions=lambda wildcards: (
+            ["results/whatif/assumptions.json"] if PLAN.sensitivity and wildcards.target == TARGET.name else []
+        ),
         targets=PLAN.target_files,
         code=CODE["check"],
     output:
@@ -35,12 +37,15 @@ rule check_claims:
         CONDA_ENV
     params:
         cli=cli,
-        compile_target=COMPILE_TARGET.name,
+        # a device target's page shows its own chip only: no compile target's programs
+        compile_target=lambda wildcards: (
+            f"--compile-target {COMPILE_TARGET.name}" if wildcards.target == TARGET.name else ""
+        ),
         # with the sensitivity stage: each claim judged by compiled evidence marked robust or not
         assumptions=lambda wildcards, input: (f"--assumptions {input.assumptions}" if input.assumptions else ""),
     shell:
         "{params.cli} check --tables {input.tables:q} --evidence {input.evidence} --claims {input.claims} --out {output}"
-        " --compile-target {params.compile_target} {params.assumptions}"
+        " {params.compile_target} {params.assumptions}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
@@ -49,7 +54,9 @@ rule report:
         tables=config["tables"],
         evidence="results/{target}/evidence.json",
         verdicts="results/{target}/verdicts.json",
-        assumptions=["results/whatif/assumptions.json"] if PLAN.sensitivity else [],
+        assumptions=lambda wildcards: (
+            ["results/whatif/assumptions.json"] if PLAN.sensitivity and wildcards.target == TARGET.name else []
+        ),
         code=CODE["report"],
     output:
         page="results/report/{target}.html",

@@ -285,7 +285,7 @@ def cited_facts(spec: dict[str, Any]) -> list[str]:
     XLA's description of the GPU states them), each link and each other stated fact."""
     hardware = spec.get("hardware") or {}
     facts = [f"peak_dense_tflops.{dtype}" for dtype in hardware.get("peak_dense_tflops") or {}]
-    if (spec.get("compile") or {}).get("description_file"):
+    if (spec.get("compile") or {}).get("description_file") or hardware.get("device_memory_bytes") is not None:
         facts.append("hbm")
     facts += [key for key in (*CITED_LINKS, *CITED_FACTS) if hardware.get(key) is not None]
     return facts

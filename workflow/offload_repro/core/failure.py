@@ -23,6 +23,12 @@ CUT = " […]"
 LOG_LINE = re.compile(r"^([DIWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+(\d+)\s+([^\s\]]+)\] ?(.*)$")
 TRACEBACK = "Traceback (most recent call last):"
 OUT_OF_MEMORY = re.compile(r"RESOURCE_EXHAUSTED|out of memory|CUDA_ERROR_OUT_OF_MEMORY", re.IGNORECASE)
+# XLA:TPU's compile-time refusal, with the two sizes it names, in GiB (it gives v5e's 15.75G):
+# "RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM, the total memory required
+# for HLO temporaries (17.62G) exceeds available HBM (15.75G)."
+HBM_OOM = re.compile(
+    r"(?:RESOURCE_EXHAUSTED|CompileTimeHbmOom)[^\n]*?\(([\d.]+)G\) exceeds available HBM \(([\d.]+)G\)"
+)
 ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*Error: .*|^srun: error: .*")
 # srun's account of a task that failed: "srun: error: <host>: task(s) <ids>: <how it ended>"
 SRUN_TASK = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (.+)")
@@ -151,3 +157,9 @@ def srun_endings(srun_log: str) -> dict[int, tuple[str, int | None]]:
                 for task in range(int(first), int(last or first) + 1):
                     endings.setdefault(task, (host, status))
     return endings
+
+
+def hbm_oom(message: str) -> dict[str, float] | None:
+    """The required and available GiB XLA:TPU named when it refused a program, or None."""
+    found = HBM_OOM.search(message)
+    return {"required_gib": float(found.group(1)), "available_gib": float(found.group(2))} if found else None

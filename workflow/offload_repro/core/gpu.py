@@ -44,12 +44,17 @@ def capacity_bytes_of(text: str) -> int:
 
 
 def capacity_bytes(target: Target) -> int | None:
-    """Device memory per GPU as XLA describes it (None for a target without a GPU description)."""
+    """Device memory per GPU as XLA describes it, a TPU's as its file states it (None for the CPU)."""
+    if target.kind == "tpu":
+        return target.spec["hardware"]["device_memory_bytes"]
     return capacity_bytes_of(description(target)) if description_path(target) else None
 
 
 def memory_bandwidth(target: Target) -> int | None:
-    """Device-memory (HBM) bandwidth, bytes per second, as XLA describes it (None: as capacity_bytes)."""
+    """Device-memory (HBM) bandwidth, bytes per second, as XLA describes it, a TPU's as its file
+    states it (None for the CPU)."""
+    if target.kind == "tpu":
+        return round(target.spec["hardware"]["hbm_bandwidth_gb_s"] * 1e9)
     if description_path(target) is None:
         return None
     return int(_field(description(target), r"memory_bandwidth:\s*(\d+)", "memory_bandwidth").group(1))

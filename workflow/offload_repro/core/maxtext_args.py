@@ -85,3 +85,22 @@ def environment(row: Row, target: Target) -> dict[str, str]:
         env["JAX_PLATFORMS"] = "cpu"
     env.update({key: str(value) for key, value in target.spec.get("environment", {}).items()})
     return env
+
+
+def read_flags(flags: str, target: Target) -> tuple[str, ...]:
+    """The XLA flags a row's program is built with on the target: a TPU reads none of XLA:GPU's."""
+    return tuple(flag for flag in flags.split() if not (target.kind == "tpu" and flag.startswith("--xla_gpu_")))
+
+
+def same_program_rows(rows: list[Row], target: Target) -> dict[str, list[str]]:
+    """Per row, the rows that are one program with it on the target (itself included): the same
+    MaxText settings and the same XLA flags as the target reads them. On a TPU, the rows that differ
+    only by the latency-hiding scheduler and pipelining flags of XLA:GPU are one program."""
+
+    def key(row: Row) -> tuple[str, ...]:
+        return (*as_arguments(target_overrides(row, target)), *sorted(read_flags(xla_flags(row), target)))
+
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for row in rows:
+        groups.setdefault(key(row), []).append(row.id)
+    return {row_id: ids for ids in groups.values() for row_id in ids}

@@ -16,6 +16,9 @@ FIELDS = (
     "host_output_size_in_bytes",
     "host_alias_size_in_bytes",
     "host_temp_size_in_bytes",
+    # XLA's own peak of the scheduled program; on a TPU the one figure that matches a run's peak
+    # (arguments + outputs + temporaries overstates it there: temporaries share the arguments' room).
+    "peak_memory_in_bytes",
 )
 
 

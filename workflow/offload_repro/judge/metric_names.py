@@ -30,6 +30,12 @@ HOST_FITS = "host_fits"
 OUTCOME = "outcome"  # fits | oom
 STATUS = "status"
 HLO_SHA256 = "hlo_sha256"  # the digest of a compiled program's optimized HLO
+# a run's own program, as XLA compiled it where it ran (the run's `compiled_memory`), and the
+# memory XLA:TPU said a program it refused would need (in the runtime's words)
+PROGRAM_DEVICE_GIB = "program_device_gib"
+PROGRAM_HOST_GIB = "program_host_gib"
+REFUSED_NEEDING_GIB = "refused_needing_gib"
+RUNTIME_OVER_PROGRAM = "runtime_over_program"  # a run's peak / its program's compiled peak - 1
 
 # --- speed ---
 TFLOPS = "tflops_per_device"
@@ -139,6 +145,10 @@ NAMES = frozenset(
         OUTCOME,
         STATUS,
         HLO_SHA256,
+        PROGRAM_DEVICE_GIB,
+        PROGRAM_HOST_GIB,
+        REFUSED_NEEDING_GIB,
+        RUNTIME_OVER_PROGRAM,
         TFLOPS,
         STEP_TIME_S,
         PUBLISHED_TFLOPS,

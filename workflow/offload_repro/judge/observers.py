@@ -14,6 +14,7 @@ from typing import Any
 from offload_repro.core import memory
 from offload_repro.core.accounting import compiled_accounting
 from offload_repro.core.error_band import widened
+from offload_repro.core.failure import hbm_oom
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.observation import Observation, Observer
 from offload_repro.judge import metric_names as names
@@ -35,7 +36,8 @@ def run_observations(result: dict[str, Any], source: str) -> list[Observation]:
         ("tokens_per_s_per_device", "tokens/s/device"),
     ):
         seen.add(metric, result.get(metric), unit, spread=spreads.get(metric))
-    peak = (result.get("runtime_memory") or {}).get("peak_bytes_in_use") or result.get("nvml_peak_used_bytes")
+    platform = result["provenance"].get("platform")
+    peak = memory.runtime_peak_bytes(result.get("runtime_memory"), platform) or result.get("nvml_peak_used_bytes")
     seen.add(names.DEVICE_GIB, memory.gib(peak), "GiB")
     seen.add("host_peak_rss_gib", memory.gib(result.get("host_peak_rss_bytes")), "GiB")
     losses = result.get("losses") or []
@@ -50,7 +52,20 @@ def run_observations(result: dict[str, Any], source: str) -> list[Observation]:
     seen.add("copy_hidden_fraction", overlap.get("hidden_fraction"), "fraction")
     seen.add("exposed_copy_s_per_step", overlap.get("exposed_copy_s_per_step"), "s")
     seen.add("wall_time_s", result["provenance"].get("wall_time_s"), "s")
-    return seen.observations
+    # the program that ran, as XLA compiled it on the accelerator: compiled evidence of this target,
+    # beside the run (XLA:CPU's analysis of a scaled-down row says nothing of any accelerator)
+    program = Observer(result, source, "compiled", result["row"], result["target"])
+    if platform in (None, "cpu"):
+        return seen.observations
+    compiled = result.get("compiled_memory")
+    program_peak = memory.program_peak_bytes(compiled, platform)
+    program.add(names.PROGRAM_DEVICE_GIB, memory.gib(program_peak), "GiB")
+    if peak and program_peak and result.get("runtime_memory"):  # the runtime's own counters, not NVML's
+        seen.add(names.RUNTIME_OVER_PROGRAM, peak / program_peak - 1, "fraction")
+    program.add(names.PROGRAM_HOST_GIB, memory.gib(memory.host_bytes(compiled)), "GiB")
+    if refused := hbm_oom(result.get("message") or ""):  # XLA:TPU refuses at compile time, naming the need
+        program.add(names.REFUSED_NEEDING_GIB, refused["required_gib"], "GiB", message=result["message"])
+    return seen.observations + program.observations
 
 
 def warning_meaning(text: str, device: int, host: int) -> str:

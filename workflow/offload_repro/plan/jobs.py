@@ -23,6 +23,8 @@ from offload_repro.core.variants import resolved, schedules_by_profile, variant_
 
 READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
 TARGETS_DIR = "experiments/targets"
+# What a device tier measured, kept as data (produce/measured/device_results.py): <target>/runs/*.json
+DEVICE_RESULTS_DIR = "experiments/device-results"
 
 
 def as_bool(value: Any) -> bool:
@@ -48,7 +50,8 @@ class Plan:
     variants: dict[str, dict[str, Any]]  # variant id -> {settings, rows}: the sensitivity stage's alternatives
     calibration_target: str
     evidence_files: dict[str, list[str]]  # by producer
-    page_targets: list[str]  # this run's target first, then every earlier one whose page exists
+    page_targets: list[str]  # this run's target, the device targets, then every earlier one whose page exists
+    device_targets: list[str]  # targets whose measured runs are kept as data: their pages are built from them
     target_files: list[str]  # every target file: the hardware classes claims are judged by come from them
     sensitivity: bool  # each alternative assumption compiled
     measured_runs: dict[str, str]  # run id -> its target (experiments/measured-elsewhere/), with validation
@@ -56,6 +59,14 @@ class Plan:
     @property
     def row_ids(self) -> list[str]:
         return [row.id for row in self.rows]
+
+    def evidence_inputs(self, target: str) -> list[str]:
+        """The result files a target's evidence table is built from: this run's, or for a target
+        whose runs are kept as data, those runs, its probe and the analytic bytes (none of this
+        run's compiles: a device tier judges outcomes on its own chip, no GB200 number)."""
+        if target == self.target.name:
+            return [path for paths in self.evidence_files.values() for path in paths]
+        return [*kept_results(target), "results/analytic.json"]
 
     @property
     def variant_files(self) -> list[str]:
@@ -160,6 +171,23 @@ def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
     }
 
 
+def kept_results(target: str) -> list[str]:
+    """A device target's kept result files: its runs and, where it was probed, its host link."""
+    kept = REPO_ROOT / DEVICE_RESULTS_DIR / target
+    files = [*sorted(kept.glob("runs/*.json")), *sorted(kept.glob("probe.json"))]
+    return [str(path.relative_to(REPO_ROOT)) for path in files]
+
+
+def device_targets(current: str) -> list[str]:
+    """Every target but this run's whose device tier's runs are kept as data, and that has a target file."""
+    root = REPO_ROOT / DEVICE_RESULTS_DIR
+    found = sorted(path.parent.name for path in root.glob("*/runs") if any(path.glob("*.json")))
+    for name in found:
+        if not (REPO_ROOT / TARGETS_DIR / f"{name}.yaml").exists():
+            raise DataError(f"{DEVICE_RESULTS_DIR}/{name}: kept results of a target with no {TARGETS_DIR}/{name}.yaml")
+    return [name for name in found if name != current]
+
+
 def earlier_targets(current: str, exists: Callable[[str], bool], results: Path) -> list[str]:
     """Targets other than this run's whose pages exist: the entry page keeps linking them."""
     names = [verdicts.parent.name for verdicts in sorted(results.glob("*/verdicts.json"))]
@@ -193,6 +221,7 @@ def make_plan(
     if slurm_gpu and target.name not in grid:
         grid.append(target.name)
     policies = [policy["id"] for policy in read_yaml(REPO_ROOT / "experiments/frontier.yaml")["policies"]]
+    kept = device_targets(target.name)
     speed = read_yaml(REPO_ROOT / "experiments/speed.yaml")
 
     evidence = {
@@ -224,7 +253,12 @@ def make_plan(
         variants=variants_of(row_ids) if sensitivity else {},
         calibration_target=speed["calibration"]["target"],
         evidence_files=evidence,
-        page_targets=[target.name, *earlier_targets(target.name, exists, results)],
+        page_targets=[
+            target.name,
+            *kept,
+            *[name for name in earlier_targets(target.name, exists, results) if name not in kept],
+        ],
+        device_targets=kept,
         target_files=sorted(f"{TARGETS_DIR}/{path.name}" for path in (REPO_ROOT / TARGETS_DIR).glob("*.yaml")),
         sensitivity=sensitivity,
         measured_runs=measured,

@@ -25,7 +25,7 @@ from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.results import read_result
 from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
-from offload_repro.present import charts, measured_runs, text
+from offload_repro.present import charts, device_section, measured_runs, text
 from offload_repro.present.assumptions_section import assumptions_section
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
@@ -112,6 +112,7 @@ def render_target(
         notes=notes,
         note_numbers=numbers,
         tables=tables(rows, lookup),
+        device=device_section.section(rows, lookup, target),
         main_charts=main_charts,
         appendix_charts=appendix_charts + charts.whatif_charts(observations),
         whatif=whatif(rows, observations),

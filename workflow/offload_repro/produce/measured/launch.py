@@ -31,8 +31,9 @@ def device_memory_stats() -> dict[str, Any] | None:
     stats = jax.local_devices()[0].memory_stats()
     if not stats:  # XLA:CPU reports none
         return None
-    keep = ("peak_bytes_in_use", "bytes_in_use", "bytes_limit", "largest_alloc_size")
-    return {key: int(stats[key]) for key in keep if key in stats}
+    # Every counter the runtime keeps: on a TPU the step's temporaries are in peak_bytes_reserved,
+    # not in peak_bytes_in_use (which holds the weights and optimizer state there).
+    return {key: int(value) for key, value in sorted(stats.items()) if isinstance(value, int)}
 
 
 def cuda_packages(distributions: Iterable[metadata.Distribution] | None = None) -> dict[str, str]:

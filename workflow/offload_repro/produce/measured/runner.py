@@ -174,10 +174,17 @@ def time_limit_message(target: Target, limit: slurm.TimeLimit | None, wall_s: fl
 
 
 def launch_once(
-    row: Row, target: Target, work_dir: Path, python: str, container_runtime: str, allow_unpinned: bool
+    row: Row,
+    target: Target,
+    work_dir: Path,
+    python: str,
+    container_runtime: str,
+    allow_unpinned: bool,
+    may_trace: bool = True,
 ) -> dict[str, Any]:
     """One training run of the row in `work_dir`: how it ended and what it measured (SLURM's
-    ranks start through srun)."""
+    ranks start through srun). `may_trace`: whether this run may be profiled (only one of a row's
+    repeats is, so that the profiler's cost stays out of the others' step times)."""
     metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"
     overrides = maxtext_args.target_overrides(row, target)
     overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
@@ -187,7 +194,7 @@ def launch_once(
     command = [*prefix, "-m", "offload_repro.produce.measured.launch", str(stats_file), "--", *arguments]
     env = maxtext_args.environment(row, target) | rank_env
     trace_dir = work_dir / "trace"
-    traced = bool(target.spec.get("trace_offload_rows")) and bool(row.tensors("offload"))
+    traced = may_trace and bool(target.spec.get("trace_offload_rows")) and bool(row.tensors("offload"))
     if traced:
         env[TRACE_DIR_VARIABLE] = str(trace_dir)
 
@@ -259,7 +266,7 @@ def run_row(
     try:
         for repeat in range(1, target.repeats + 1):
             repeat_dir = work_dir if target.repeats == 1 else fresh_work_dir(work_dir / f"repeat-{repeat}")
-            runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned))
+            runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned, repeat == 1))
             if runs[-1]["status"] != "ok":
                 break
     except Interrupted as interruption:  # when there was time to say why, the next attempt reads it

@@ -1,0 +1,60 @@
+"""The tpu-v5e-1 page, built from the chip's kept runs alone, as the main job builds it on a machine
+with no TPU: the outcome claims judged by what the chip measured, and the three comparisons."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import REPO
+from offload_repro.cli import main
+
+KEPT = REPO / "experiments" / "device-results" / "tpu-v5e-1"
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory, tables):
+    work = tmp_path_factory.mktemp("tpu-page")
+    analytic = work / "analytic.json"
+    assert main(["analytic", "--tables", *tables, "--out", str(analytic)]) == 0
+    evidence, verdicts, html = work / "evidence.json", work / "verdicts.json", work / "tpu-v5e-1.html"
+    kept = [*sorted((KEPT / "runs").glob("*.json")), KEPT / "probe.json", analytic]
+    assert main(["evidence", "--target", "tpu-v5e-1", "--out", str(evidence), *map(str, kept)]) == 0
+    claims = str(REPO / "experiments" / "claims.yaml")
+    assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
+    report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
+    assert main([*report, "--out", str(html)]) == 0
+    return json.loads(verdicts.read_text()), html.read_text()
+
+
+def test_the_capacity_contrast_is_judged_by_what_the_chip_measured(page):
+    verdicts, _ = page
+    by_id = {claim["id"]: claim for claim in verdicts["claims"]}
+    for claim_id in ("deepseek-device-save-fits-mb2", "deepseek-device-save-oom-mb8", "deepseek-offload-fits-mb8"):
+        assert by_id[claim_id]["verdict"] == "pass"
+        assert (
+            by_id[claim_id]["summary"]["evidence"] == "measured" and by_id[claim_id]["summary"]["target"] == "tpu-v5e-1"
+        )
+    # no GB200 number, absolute or relative, is judged by a scaled chip
+    judged = [claim for claim in verdicts["claims"] if claim["kind"] in ("value", "relation")]
+    assert len(judged) == 15 and {claim["verdict"] for claim in judged} == {"not-comparable"}
+
+
+def test_memory_step_and_capacity_are_each_a_table_and_memory_and_step_a_chart(page):
+    _, html = page
+    section = html[html.index('<section id="device">') : html.index('<section id="tables">')]
+    assert [h for h in re.findall(r'<h3 id="(device-[a-z]+)">', section)] == [
+        "device-memory",
+        "device-step",
+        "device-capacity",
+    ]
+    assert 'id="chart-device-memory"' in section and 'id="chart-device-step"' in section
+    refused = section[section.index('id="device-deepseek-device-mb8"') :]
+    assert "refused, needing 17.62" in refused[: refused.index("</tr>")]
+    baseline = section[section.index('id="device-llama-baseline"') :]
+    assert "+0.4%" in baseline[: baseline.index("</tr>")]  # 10.46 GiB measured, 10.42 compiled
+    # rows that are one program here say so; rows the chip did not run say so
+    plain = section[section.index('id="device-deepseek-offload-plain"') :]
+    assert "one program here with deepseek-offload-optimized" in plain and "not run on the chip" in plain

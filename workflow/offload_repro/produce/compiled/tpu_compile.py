@@ -1,0 +1,86 @@
+"""Compile MaxText's real train step for a TPU topology, without running it, several rows in one process.
+
+Used as `python -m offload_repro.produce.compiled.tpu_compile OUT_JSON TOPOLOGY ARGS_JSON`, where
+ARGS_JSON maps a name to a row's MaxText `key=value` list. MaxText's `train_compile` (abstract
+state, sharding, remat policies, `jit_and_compile`) is used unchanged with `compile_topology`;
+libtpu compiles for the named topology (v5e-1) whether or not a TPU is attached: on the chip it
+takes seconds, on a CPU-only machine minutes. Every program is compiled in this one process, so
+MaxText is imported once.
+
+What XLA:TPU says when a program does not fit is kept in its own words: it refuses at compile
+time ("CompileTimeHbmOom ... required for HLO temporaries (16.43G) exceeds available HBM
+(15.75G)"), so on a TPU an out-of-memory row is decided by the compiler, and the figures it
+names are kept as numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core.failure import hbm_oom
+from offload_repro.core.files import write_json
+from offload_repro.core.grouped_matmul import install_from
+from offload_repro.core.memory_analysis import memory_analysis_dict
+
+
+def compile_one(topology: str, maxtext_argv: list[str]) -> dict[str, Any]:
+    import jax
+    from flax.core.spmd import logical_axis_rules
+    from maxtext.configs import pyconfig
+    from maxtext.trainers.pre_train import train, train_compile
+    from maxtext.utils import maxtext_utils, sharding
+
+    started = time.monotonic()
+    jax.config.update("jax_default_prng_impl", "unsafe_rbg")  # as train_compile.main does
+    try:
+        argv = ["aot", *maxtext_argv, f"compile_topology={topology}", "compile_topology_num_slices=1"]
+        config = pyconfig.initialize(argv)
+        train_compile.validate_config(config)
+        mesh = train_compile.get_topology_mesh(config)
+        shaped_args, shaped_kwargs, state_shardings, _, model = train_compile.get_shaped_inputs(mesh, config)
+        params_shardings, state_shardings = sharding.maybe_update_params_sharding_with_opt(config, state_shardings)
+        input_shardings = sharding.build_zero1_input_state_mesh_shardings(config, state_shardings, params_shardings)
+        data_sharding = sharding.get_input_data_sharding(config, mesh)
+        func, in_shard, out_shard, static, donate = maxtext_utils.get_functional_train_with_signature(
+            train.train_step, data_sharding, input_shardings, model, config, params_shardings
+        )
+        rules = logical_axis_rules(config.logical_axis_rules)
+        compiled = train_compile.jit_and_compile(
+            func, shaped_args, shaped_kwargs, mesh, in_shard, out_shard, static, donate, config, rules
+        )
+        record: dict[str, Any] = {
+            "status": "ok",
+            "message": None,
+            "memory": memory_analysis_dict(compiled.memory_analysis()),
+        }
+    except Exception as err:  # the compiler's refusal is the result; anything else is an error
+        message = f"{type(err).__name__}: {err}"[-4000:]
+        oom = hbm_oom(message)
+        record = {"status": "oom" if oom else "error", "message": message, "memory": None, "hbm_oom": oom}
+    record["compile_seconds"] = round(time.monotonic() - started, 2)
+    return record
+
+
+def main(out_json: str, topology: str, arguments_json: str) -> int:
+    import maxtext
+
+    base = str(Path(maxtext.__file__).parent / "configs" / "base.yml")
+    programs = json.loads(Path(arguments_json).read_text(encoding="utf-8"))
+    results = {}
+    for name, maxtext_argv in programs.items():
+        results[name] = compile_one(topology, [base, *maxtext_argv])
+        print(f"tpu_compile: {name}: {results[name]['status']} in {results[name]['compile_seconds']} s", flush=True)
+    write_json(out_json, {"topology": topology, "programs": results})
+    return 0 if all(r["status"] != "error" for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit("usage: python -m offload_repro.produce.compiled.tpu_compile OUT_JSON TOPOLOGY ARGS_JSON")
+    install_from(os.environ)  # the rows' grouped matmul, as their runs have it
+    sys.exit(main(*sys.argv[1:]))
