@@ -3,6 +3,7 @@ is written into the file and how a TPU compile's outcome is read."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from conftest import REPO
 from offload_repro.core.data import DataError, load_target
 from offload_repro.core.maxtext_args import environment, same_program_rows, target_overrides
-from offload_repro.produce.compiled.derive_scale import apply, tpu_outcome
+from offload_repro.produce.compiled.derive_scale import apply, choose, tpu_outcome
 
 REFUSAL = (
     "JaxRuntimeError: RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM, the total memory"
@@ -73,3 +74,18 @@ def test_a_derivations_choice_is_written_into_its_family_block(tmp_path):
     assert apply(derivation, tmp_path).endswith("is 16, as derived")
     with pytest.raises(ValueError, match="chose no value"):
         apply(derivation | {"chosen": None}, tmp_path)
+
+
+def test_the_kept_derivation_chose_the_depth_the_chip_ran_and_agrees_with_its_compiles():
+    kept = REPO / "experiments" / "device-results" / "tpu-v5e-1"
+    derivation = json.loads((kept / "derivation.json").read_text())
+    assert (
+        derivation["chosen"] == 12 == load_target("tpu-v5e-1").scale["families"]["deepseek"]["base_num_decoder_layers"]
+    )
+    assert choose(derivation["candidates"])["value"] == 12
+    twelve = next(c for c in derivation["candidates"] if c["value"] == 12)
+    for row in ("deepseek-device-mb2", "deepseek-offload-optimized"):  # compiled without the chip, and on it
+        run = json.loads((kept / "runs" / f"{row}.json").read_text())
+        assert twelve["device_gib"][row] == round(run["compiled_memory"]["peak_memory_in_bytes"] / 1024**3, 2)
+    refused = json.loads((kept / "runs" / "deepseek-device-mb8.json").read_text())
+    assert f"({twelve['device_gib']['deepseek-device-mb8']}G) exceeds available HBM" in refused["message"]
