@@ -160,9 +160,16 @@ def test_outcomes_and_an_oom_where_a_number_was_expected(claim_by_id):
     assert judge(oom_claim, full_scale(oom_row))["verdict"] == "pass"
     fits_claim = claim_by_id["deepseek-device-save-fits-mb2"]
     compiled = next(rule for rule in fits_claim["judged_by"] if rule["evidence"] == "compiled")
+    # 0.2% over the limit, where the compiled figure may be 15% low or 5% high: not decided by it
     missed = {"deepseek-device-mb2": ok(outcome="oom", device_gib=169.9, allocator_limit_gib=169.6)}
     judged = judge(fits_claim, full_scale(missed, kind="compiled"), compiled)
-    assert (judged["verdict"], judged["needs_gib"], judged["limit_gib"]) == ("fail", 169.9, 169.6)
+    assert (judged["verdict"], judged["needs_gib"], judged["limit_gib"]) == ("inconclusive", 169.9, 169.6)
+    assert "between 161.81 and 199.88 GiB" in judged["reason"]
+    # decided where the whole range lies on one side: device-save at mb 8 compiled for GB200 needs 316.4
+    far = {"deepseek-device-mb2": ok(outcome="oom", device_gib=316.4, allocator_limit_gib=169.6)}
+    assert judge(fits_claim, full_scale(far, kind="compiled"), compiled)["verdict"] == "fail"
+    room = {"deepseek-device-mb2": ok(outcome="fits", device_gib=144.0, allocator_limit_gib=169.6)}
+    assert judge(fits_claim, full_scale(room, kind="compiled"), compiled)["verdict"] == "pass"  # 144 / 0.85 < 169.6
     speed = claim_by_id["deepseek-optimized-throughput"]
     row = {"deepseek-offload-optimized": {"status": "oom", "message": "RESOURCE_EXHAUSTED", "outcome": "oom"}}
     judgement = judge(speed, full_scale(row))

@@ -38,6 +38,7 @@ def test_unpacked_stack_imports_maxtexts_trainer(packed, tmp_path):
 
     code = (
         "import sys, jax, libtpu, maxtext.trainers.pre_train.train, offload_repro.produce.measured.launch;"
+        "import maxtext.input_pipeline.input_pipeline_interface;"  # what the trainer imports only while it runs
         "print(sys.prefix, jax.__version__, jax.devices()[0].platform)"
     )
     workflow = REPO / "workflow"

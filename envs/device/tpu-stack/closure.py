@@ -18,6 +18,8 @@ LOADED_LATER = ("tiktoken_ext", "safetensors", "libtpu")
 
 ENTRY_MODULES = (
     "maxtext.trainers.pre_train.train",
+    # imported by the trainer only once it sets up its data (ml_collections comes with it)
+    "maxtext.input_pipeline.input_pipeline_interface",
     "maxtext.trainers.pre_train.train_compile",
     "offload_repro.cli",
     "offload_repro.commands.run",

@@ -93,10 +93,28 @@ def outcome(claim: Record, rule: Record, observed_rows: Rows) -> Record:
     seen = observed_rows[subjects(check)[0]]
     observed = seen.get(names.OUTCOME)
     judged = {"verdict": "pass" if observed == check["expect"] else "fail", "observed": observed}
-    if seen.get(names.DEVICE_GIB) is not None and seen.get(names.ALLOCATOR_LIMIT_GIB) is not None:
-        # how far the row is from its outcome: what it needs against what the allocator leaves it
-        judged |= {"needs_gib": seen[names.DEVICE_GIB], "limit_gib": seen[names.ALLOCATOR_LIMIT_GIB]}
+    if seen.get(names.DEVICE_GIB) is None or seen.get(names.ALLOCATOR_LIMIT_GIB) is None:
+        return judged
+    # how far the row is from its outcome: what it needs against what the allocator leaves it
+    needs, limit = seen[names.DEVICE_GIB], seen[names.ALLOCATOR_LIMIT_GIB]
+    judged |= {"needs_gib": needs, "limit_gib": limit}
+    if (tolerance := rule.get("tolerance")) and (undecided := _undecided(needs, limit, tolerance)):
+        judged |= {"verdict": "inconclusive", "reason": undecided, "tolerance": tolerance}
     return judged
+
+
+def _undecided(needs: float, limit: float, tolerance: Record) -> str | None:
+    """Why an outcome read from a figure with a tolerance is not decided by it, or None where it is:
+    a figure up to `below` low and `relative` high puts the true need between needs / (1 + relative)
+    and needs / (1 - below); an outcome is decided only where that whole range is on one side of the limit."""
+    low, high = needs / (1 + tolerance["relative"]), needs / (1 - tolerance.get("below", tolerance["relative"]))
+    if high <= limit or low > limit:
+        return None
+    return (
+        f"needs {needs:.2f} GiB as compiled against a limit of {limit:.2f} GiB; within this evidence's"
+        f" tolerance ({tolerance['reason']}) the need lies between {low:.2f} and {high:.2f} GiB, on both sides"
+        " of the limit, so the compiled figure does not decide whether it fits"
+    )
 
 
 def _against_published(claim: Record, rule: Record, observed: float, values: Record) -> Record:

@@ -28,11 +28,13 @@ def independent_pass(claim: dict[str, Any]) -> bool:
 
 
 def machine(target: Target) -> str:
-    """A target's hardware in three words: '128 NVIDIA GB200 GPUs', or its title if it has no accelerator."""
+    """A target's hardware in three words: '128 NVIDIA GB200 GPUs', '1 Google TPU v5e chip', or its
+    title if it has no accelerator."""
     hardware = target.spec["hardware"]
     if not hardware.get("accelerator"):
         return target.spec["title"]
-    return f"{hardware['devices']} {hardware['accelerator']} GPU{'s' if hardware['devices'] != 1 else ''}"
+    unit = "chip" if target.kind == "tpu" else "GPU"
+    return f"{hardware['devices']} {hardware['accelerator']} {unit}{'s' if hardware['devices'] != 1 else ''}"
 
 
 def held(claims: list[dict[str, Any]], target: Target, compiled_on: Target | None) -> list[dict[str, Any]]:
