@@ -37,3 +37,13 @@ def test_the_locks_resolve_to_exactly_themselves_without_no_deps(tmp_path):
         for match in re.findall(r"^([A-Za-z0-9_.\-]+==[^\s;\\]+)", lock.read_text(), re.M)
     }
     assert {p.lower().replace("_", "-") for p in planned} == pinned
+
+
+def test_the_tpu_lock_is_the_cpu_lock_and_libtpu():
+    def pins(name: str) -> dict[str, str]:
+        text = (REPO / "envs" / name).read_text()
+        return dict(re.findall(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", text, re.M))
+
+    cpu, tpu = pins("requirements.lock"), pins("requirements-tpu.lock")
+    assert {name: version for name, version in tpu.items() if name in cpu} == cpu
+    assert set(tpu) - set(cpu) == {"libtpu"} and tpu["libtpu"] == "0.0.50.1"  # what jax[tpu]==0.12.0.1 asks for
