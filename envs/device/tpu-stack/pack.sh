@@ -63,9 +63,14 @@ strip -s "$tree/site/jaxlib/libjax_common.so"
 version=$(grep -o -E '^libtpu==[^ ]+' envs/requirements-tpu.lock)
 awk -v pin="$version" '$1==pin {on=1; print pin " \\"; next} on && /--hash/ {print; next} {on=0}' \
     envs/requirements-tpu.lock | sed '$ s/ \\$//' > "$work/libtpu.txt"
-python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+.venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_31_x86_64 --require-hashes -r "$work/libtpu.txt" -d "$work/wheel"
-(cd "$work" && unzip -q wheel/libtpu-*.whl 'libtpu/*' 'libtpu-*.dist-info/*' -x 'libtpu/sdk.so' -d "$tree/site")
+.venv/bin/python - "$work"/wheel/libtpu-*.whl "$tree/site" <<'PY'
+import sys, zipfile
+wheel, site = sys.argv[1:]
+with zipfile.ZipFile(wheel) as archive:  # the package and its metadata, less the SDK no row loads
+    archive.extractall(site, [n for n in archive.namelist() if n.startswith("libtpu") and n != "libtpu/sdk.so"])
+PY
 rm -f "$tree"/site/libtpu-*.dist-info/RECORD
 strip -s "$tree/site/libtpu/libtpu.so"
 
