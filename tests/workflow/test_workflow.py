@@ -261,10 +261,13 @@ def test_results_are_readable_by_others_under_umask_022(main_job):
         main_job / "results/cpu/table.csv",
         main_job / "results/cpu/evidence.json",
         main_job / "results/cpu/verdicts.json",
+        # the page of the chip's kept runs (experiments/device-results/tpu-v5e-1/)
+        main_job / "results/tpu-v5e-1/evidence.json",
+        main_job / "results/tpu-v5e-1/verdicts.json",
         *(main_job / "results/report").glob("*.html"),
     ]
-    # 9 runs, 9 compiles, 5 more results, 3 pages: the target's, its appendix, the index
-    assert len(written) == 9 + 9 + 5 + 3
+    # 9 runs, 9 compiles, 7 more results, 5 pages: each target's and its appendix, the index
+    assert len(written) == 9 + 9 + 7 + 5
     assert {oct(stat.S_IMODE(path.stat().st_mode)) for path in written} == {"0o644"}
 
 
@@ -440,6 +443,7 @@ def test_the_main_job_ends_with_the_verdict_counts_and_the_report(main_job):
 def test_the_entry_page_links_every_target(main_job):
     index = (main_job / "results/report/index.html").read_text()
     assert 'href="cpu.html"' in index
+    assert 'href="tpu-v5e-1.html"' in index  # built from the chip's kept runs, with no TPU here
     assert 'id="target-cpu" data-stale="false"' in index
 
 
