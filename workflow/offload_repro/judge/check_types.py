@@ -110,10 +110,11 @@ def _undecided(needs: float, limit: float, tolerance: Record) -> str | None:
     low, high = needs / (1 + tolerance["relative"]), needs / (1 - tolerance.get("below", tolerance["relative"]))
     if high <= limit or low > limit:
         return None
+    below = tolerance.get("below", tolerance["relative"])
     return (
-        f"needs {needs:.2f} GiB as compiled against a limit of {limit:.2f} GiB; within this evidence's"
-        f" tolerance ({tolerance['reason']}) the need lies between {low:.2f} and {high:.2f} GiB, on both sides"
-        " of the limit, so the compiled figure does not decide whether it fits"
+        f"needs {needs:.2f} GiB as compiled against a limit of {limit:.2f} GiB; a compiled figure may be"
+        f" {below:.0%} low or {tolerance['relative']:.0%} high (its tolerance), so the need lies between"
+        f" {low:.2f} and {high:.2f} GiB, on both sides of the limit: the compiled figure does not decide the fit"
     )
 
 
