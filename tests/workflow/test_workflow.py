@@ -136,23 +136,21 @@ def test_every_claim_has_a_verdict_and_the_mechanisms_hold(main_job):
     assert [c["id"] for c in verdicts["claims"]] == [c["id"] for c in claims]
     assert verdicts["counts"]["error"] == 0
     # the failures of evidence other than a prediction: DeepSeek's dropless programs compile above the
-    # published 145.6 and 165.2 GiB by more than the runtime 5% (the one-sided static tolerance), and
-    # the optimized and micro-batch-2 device-save rows above the allocator's share of GB200 (docs/moe-dispatch.md)
-    failing = {
-        (claim["id"], j["evidence"])
+    # published 145.6 and 165.2 GiB by more than the runtime 5% (the one-sided static tolerance)
+    judged = {
+        (claim["id"], j["evidence"]): j
         for claim in verdicts["claims"]
         for j in claim["judgements"]
-        if j["verdict"] == "fail" and j["evidence"] != "predicted"
+        if j["evidence"] != "predicted"
     }
-    assert failing == {
-        (claim, "compiled")
-        for claim in (
-            "deepseek-plain-gpu-memory",
-            "deepseek-optimized-gpu-memory",
-            "deepseek-device-save-fits-mb2",
-            "deepseek-offload-fits-mb8",
-        )
-    }
+    failing = {key for key, j in judged.items() if j["verdict"] == "fail"}
+    assert failing == {(claim, "compiled") for claim in ("deepseek-plain-gpu-memory", "deepseek-optimized-gpu-memory")}
+    # the optimized and micro-batch-2 device-save rows compile above the allocator's share of GB200
+    # (docs/moe-dispatch.md), but within the static tolerance of it: their outcomes are not decided
+    for claim_id in ("deepseek-device-save-fits-mb2", "deepseek-offload-fits-mb8"):
+        undecided = judged[claim_id, "compiled"]
+        assert undecided["verdict"] == "inconclusive" and undecided["needs_gib"] > undecided["limit_gib"]
+        assert "on both sides of the limit" in undecided["reason"]
     by_id = {c["id"]: c for c in verdicts["claims"]}
     for claim_id in ("llama-qkv-mib-per-layer", "llama-qkv-host-gib"):
         analytic = next(j for j in by_id[claim_id]["judgements"] if j["evidence"] == "analytic")
