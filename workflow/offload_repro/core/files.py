@@ -12,6 +12,8 @@ from typing import Any
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
+# What a device tier measured, kept as data: <target>/runs/*.json and probe.json
+DEVICE_RESULTS_DIR = "experiments/device-results"
 _UMASK_LOCK = threading.Lock()
 
 

@@ -54,9 +54,9 @@ def run_observations(result: dict[str, Any], source: str) -> list[Observation]:
     seen.add("wall_time_s", result["provenance"].get("wall_time_s"), "s")
     # the program that ran, as XLA compiled it on the accelerator: compiled evidence of this target,
     # beside the run (XLA:CPU's analysis of a scaled-down row says nothing of any accelerator)
-    program = Observer(result, source, "compiled", result["row"], result["target"])
     if platform in (None, "cpu"):
         return seen.observations
+    program = Observer(result, source, "compiled", result["row"], result["target"])
     compiled = result.get("compiled_memory")
     program_peak = memory.program_peak_bytes(compiled, platform)
     program.add(names.PROGRAM_DEVICE_GIB, memory.gib(program_peak), "GiB")

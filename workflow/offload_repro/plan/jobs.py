@@ -17,14 +17,12 @@ from typing import Any
 from offload_repro.cluster.slurm import container_for, job_resources, preflight_resources
 from offload_repro.core.assumptions import check_ids, variants
 from offload_repro.core.data import DataError, Row, Target, load_rows, load_target
-from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.files import DEVICE_RESULTS_DIR, REPO_ROOT, read_yaml
 from offload_repro.core.measured_elsewhere import load_measured
 from offload_repro.core.variants import resolved, schedules_by_profile, variant_id
 
 READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
 TARGETS_DIR = "experiments/targets"
-# What a device tier measured, kept as data (produce/measured/device_results.py): <target>/runs/*.json
-DEVICE_RESULTS_DIR = "experiments/device-results"
 
 
 def as_bool(value: Any) -> bool:

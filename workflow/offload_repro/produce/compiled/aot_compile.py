@@ -50,16 +50,18 @@ def declare_cudnn(version: int, capability: tuple[int, int]) -> None:
     cudnn_attention.is_cuda_compute_capability_equal = lambda required: capability == parsed(required)
 
 
-def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str]) -> tuple[Any, dict[str, Any]]:
+def jit_train_step(maxtext_argv: list[str], devices: Any = None) -> tuple[Any, Any, Any]:
+    """MaxText's own ahead-of-time path (train_compile: abstract state, sharding rules, remat
+    policies, `jit_and_compile`), unchanged: (compiled step, config, mesh). `devices`: the compile-only
+    devices its `get_topology_desc` is pointed at; None leaves it MaxText's (a TPU `compile_topology`)."""
     import jax
     from flax.core.spmd import logical_axis_rules
-    from jax.experimental.topologies import get_topology_desc
     from maxtext.configs import pyconfig
     from maxtext.trainers.pre_train import train, train_compile
     from maxtext.utils import maxtext_utils, sharding
 
-    gpus = get_topology_desc(platform="cuda", topology=topology, target_config=target_text)
-    train_compile.get_topology_desc = lambda *_args, **_kwargs: gpus
+    if devices is not None:
+        train_compile.get_topology_desc = lambda *_args, **_kwargs: devices
     jax.config.update("jax_default_prng_impl", "unsafe_rbg")  # as train_compile.main does
     config = pyconfig.initialize(["aot", *maxtext_argv])
     train_compile.validate_config(config)
@@ -75,6 +77,15 @@ def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str])
     compiled = train_compile.jit_and_compile(
         func, shaped_args, shaped_kwargs, mesh, in_shard, out_shard, static_argnums, donate_argnums, config, rules
     )
+    return compiled, config, mesh
+
+
+def compile_train_step(target_text: str, topology: str, maxtext_argv: list[str]) -> tuple[Any, dict[str, Any]]:
+    from jax.experimental.topologies import get_topology_desc
+    from maxtext.utils import maxtext_utils
+
+    gpus = get_topology_desc(platform="cuda", topology=topology, target_config=target_text)
+    compiled, config, mesh = jit_train_step(maxtext_argv, gpus)
     model_tflops, _, _ = maxtext_utils.calculate_tflops_training_per_device(config, log=False)
     return compiled, {
         "devices": len(gpus.devices),

@@ -74,10 +74,7 @@ def tpu_candidates(
     write_json(arguments, programs)
     # One process compiles every row, so under one XLA_FLAGS: the rows' own less XLA:GPU's, which mean
     # nothing to XLA:TPU (the contrast rows differ only in those).
-    flags = {
-        " ".join(f for f in maxtext_args.xla_flags(by_id[r]).split() if not f.startswith("--xla_gpu_"))
-        for r in CONTRAST
-    }
+    flags = {" ".join(maxtext_args.read_flags(maxtext_args.xla_flags(by_id[r]), target)) for r in CONTRAST}
     if len(flags) != 1:
         raise ValueError(f"the contrast rows differ in XLA flags a TPU reads: {sorted(flags)}")
     env = maxtext_args.environment(by_id[next(iter(CONTRAST))], target) | {"XLA_FLAGS": flags.pop()}

@@ -26,33 +26,14 @@ from offload_repro.core.failure import hbm_oom
 from offload_repro.core.files import write_json
 from offload_repro.core.grouped_matmul import install_from
 from offload_repro.core.memory_analysis import memory_analysis_dict
+from offload_repro.produce.compiled.aot_compile import jit_train_step
 
 
 def compile_one(topology: str, maxtext_argv: list[str]) -> dict[str, Any]:
-    import jax
-    from flax.core.spmd import logical_axis_rules
-    from maxtext.configs import pyconfig
-    from maxtext.trainers.pre_train import train, train_compile
-    from maxtext.utils import maxtext_utils, sharding
-
     started = time.monotonic()
-    jax.config.update("jax_default_prng_impl", "unsafe_rbg")  # as train_compile.main does
     try:
-        argv = ["aot", *maxtext_argv, f"compile_topology={topology}", "compile_topology_num_slices=1"]
-        config = pyconfig.initialize(argv)
-        train_compile.validate_config(config)
-        mesh = train_compile.get_topology_mesh(config)
-        shaped_args, shaped_kwargs, state_shardings, _, model = train_compile.get_shaped_inputs(mesh, config)
-        params_shardings, state_shardings = sharding.maybe_update_params_sharding_with_opt(config, state_shardings)
-        input_shardings = sharding.build_zero1_input_state_mesh_shardings(config, state_shardings, params_shardings)
-        data_sharding = sharding.get_input_data_sharding(config, mesh)
-        func, in_shard, out_shard, static, donate = maxtext_utils.get_functional_train_with_signature(
-            train.train_step, data_sharding, input_shardings, model, config, params_shardings
-        )
-        rules = logical_axis_rules(config.logical_axis_rules)
-        compiled = train_compile.jit_and_compile(
-            func, shaped_args, shaped_kwargs, mesh, in_shard, out_shard, static, donate, config, rules
-        )
+        argv = [*maxtext_argv, f"compile_topology={topology}", "compile_topology_num_slices=1"]
+        compiled, _, _ = jit_train_step(argv)
         record: dict[str, Any] = {
             "status": "ok",
             "message": None,

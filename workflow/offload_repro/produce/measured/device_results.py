@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core.failure import OUT_OF_MEMORY
-from offload_repro.core.files import REPO_ROOT, read_json
+from offload_repro.core.files import DEVICE_RESULTS_DIR, REPO_ROOT, read_json
 from offload_repro.core.results import read_result, write_result
 from offload_repro.produce.measured import trace
 
@@ -31,7 +31,7 @@ LOG_LINES = {
     "memory": re.compile(r"Total estimated memory size|Using \(GB\) [\d.]+ / [\d.]+"),
     "failure": OUT_OF_MEMORY,
 }
-KEPT_DIR = REPO_ROOT / "experiments" / "device-results"
+KEPT_DIR = REPO_ROOT / DEVICE_RESULTS_DIR
 
 
 def log_lines(text: str) -> dict[str, list[str]]:
