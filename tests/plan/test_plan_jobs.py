@@ -110,11 +110,13 @@ def test_each_alternative_predicts_every_row_from_its_own_compiles_where_it_has_
 
 
 def test_kept_runs_of_a_target_without_a_file_are_named(monkeypatch, tmp_path):
+    from offload_repro.core import data
     from offload_repro.plan import jobs
 
     (tmp_path / jobs.DEVICE_RESULTS_DIR / "tpu-v9-1" / "runs").mkdir(parents=True)
     (tmp_path / jobs.DEVICE_RESULTS_DIR / "tpu-v9-1" / "runs" / "llama-baseline.json").write_text("{}")
     monkeypatch.setattr(jobs, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(data, "REPO_ROOT", tmp_path)
     with pytest.raises(DataError, match="device-results/tpu-v9-1: kept results of a target with no"):
         jobs.device_targets("cpu")
 

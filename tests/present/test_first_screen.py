@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.data import hardware_classes, load_rows, load_target
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.rerun import rerun, versions
 
@@ -83,6 +83,16 @@ def test_a_speed_up_is_written_in_points_and_a_value_relative_to_the_published()
     assert gain["fraction"] and gain["deviation"] == -0.039  # percentage points, not -135%
     (decide,) = screen["would_decide"]
     assert decide["target"] == "gb200-nvl72" and decide["count"] == 2 and "target=gb200-nvl72" in decide["command"]
+    assert not decide["kept"]
+
+
+def test_claims_a_kept_chip_judges_point_at_its_page():
+    # the one-device class lists the target whose runs are kept first: its page judges them
+    assert hardware_classes()["single-device"][0] == "tpu-v5e-1"
+    chip = {"evidence": "measured", "verdict": "not-comparable", "would_judge": "tpu-v5e-1"}
+    verdicts = VERDICTS | {"claims": [claim("fits-mb2", "not-comparable", "measured", judgements=[chip])]}
+    (decide,) = first_screen(verdicts, load_target("cpu"), load_target("gb200-nvl72"))["would_decide"]
+    assert decide["kept"] and decide["machine"] == "1 Google TPU v5e chip"
 
 
 def test_the_rerun_lines_name_every_row_its_flags_and_its_command(tables):

@@ -11,7 +11,7 @@ import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from offload_repro.core.files import REPO_ROOT, read_yaml
+from offload_repro.core.files import DEVICE_RESULTS_DIR, REPO_ROOT, read_yaml
 
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 TARGET_DIR = REPO_ROOT / "experiments" / "targets"
@@ -338,10 +338,19 @@ def load_target(name: str, directory: Path = TARGET_DIR, nodes: int | None = Non
     return Target(name=name, kind=spec["kind"], launcher=spec["launcher"], spec=spec, uncited=uncited)
 
 
+def kept_run_targets() -> list[str]:
+    """The targets whose device tier's runs are kept as data (experiments/device-results/<target>/runs/):
+    their pages are built from those runs on any machine."""
+    root = REPO_ROOT / DEVICE_RESULTS_DIR
+    return sorted(path.parent.name for path in root.glob("*/runs") if any(path.glob("*.json")))
+
+
 def hardware_classes() -> dict[str, list[str]]:
-    """{hardware class: names of the targets that judge it}, from every target file."""
+    """{hardware class: names of the targets that judge it}, from every target file; in each class the
+    targets whose runs are kept as data come first, since their pages already judge what the class may."""
+    kept = kept_run_targets()
     classes: dict[str, list[str]] = {}
-    for path in sorted(TARGET_DIR.glob("*.yaml")):
+    for path in sorted(TARGET_DIR.glob("*.yaml"), key=lambda path: (path.stem not in kept, path.stem)):
         for hardware in load_target(path.stem).judges:
             classes.setdefault(hardware, []).append(path.stem)
     return classes

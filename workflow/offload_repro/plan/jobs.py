@@ -16,7 +16,7 @@ from typing import Any
 
 from offload_repro.cluster.slurm import container_for, job_resources, preflight_resources
 from offload_repro.core.assumptions import check_ids, variants
-from offload_repro.core.data import DataError, Row, Target, load_rows, load_target
+from offload_repro.core.data import DataError, Row, Target, kept_run_targets, load_rows, load_target
 from offload_repro.core.files import DEVICE_RESULTS_DIR, REPO_ROOT, read_yaml
 from offload_repro.core.measured_elsewhere import load_measured
 from offload_repro.core.variants import resolved, schedules_by_profile, variant_id
@@ -178,8 +178,7 @@ def kept_results(target: str) -> list[str]:
 
 def device_targets(current: str) -> list[str]:
     """Every target but this run's whose device tier's runs are kept as data, and that has a target file."""
-    root = REPO_ROOT / DEVICE_RESULTS_DIR
-    found = sorted(path.parent.name for path in root.glob("*/runs") if any(path.glob("*.json")))
+    found = kept_run_targets()
     for name in found:
         if not (REPO_ROOT / TARGETS_DIR / f"{name}.yaml").exists():
             raise DataError(f"{DEVICE_RESULTS_DIR}/{name}: kept results of a target with no {TARGETS_DIR}/{name}.yaml")

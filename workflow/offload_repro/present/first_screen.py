@@ -10,7 +10,7 @@ from typing import Any
 
 from offload_repro.core import optional_stages
 from offload_repro.core.assumptions import load_assumptions
-from offload_repro.core.data import Target, load_target
+from offload_repro.core.data import Target, kept_run_targets, load_target
 from offload_repro.present.rerun import snakemake_command
 
 # How each kind of evidence reached its verdicts, in a few words ({compiled_on}, {target}: machines).
@@ -98,14 +98,25 @@ def passes_under(failed: list[dict[str, Any]], assumptions: dict[str, dict[str, 
 
 def would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The targets whose evidence would judge the undecided claims, with how many each would and
-    the command that produces it: [{target, machine, count, command}]."""
+    the command that produces it: [{target, machine, count, command, kept}]; `kept`: its runs are
+    kept as data, so its page judges them already."""
     counts: Counter[str] = Counter()
     for claim in claims:
         counts.update({j["would_judge"] for j in claim["judgements"] if j.get("would_judge")})
+    kept = kept_run_targets()
     decided = []
     for name, n in counts.most_common():
         target = load_target(name)
-        decided.append({"target": name, "machine": machine(target), "count": n, "command": snakemake_command(target)})
+        decided.append(
+            {
+                "target": name,
+                "machine": machine(target),
+                "count": n,
+                "command": snakemake_command(target),
+                # its runs are kept as data: its own page, built beside this one, judges them
+                "kept": name in kept,
+            }
+        )
     return decided
 
 
