@@ -27,7 +27,7 @@ from typing import Any
 
 from offload_repro.core import maxtext_args, memory
 from offload_repro.core.data import Row, Target, load_rows, load_target
-from offload_repro.core.files import REPO_ROOT, read_json, write_json
+from offload_repro.core.files import REPO_ROOT, read_json, write_atomically, write_json
 from offload_repro.core.process import run_subprocess
 from offload_repro.produce.compiled.compiled_row import compile_row
 
@@ -148,7 +148,7 @@ def apply(derivation: dict[str, Any], directory: Path = REPO_ROOT / "experiments
     if int(found[0][1]) == chosen:
         return f"{path}: scale.families.{family}.{parameter} is {chosen}, as derived"
     edited = block.group(2).replace(f"{found[0][0]}{found[0][1]}", f"{found[0][0]}{chosen}", 1)
-    path.write_text(text[: block.start(2)] + edited + text[block.end(2) :], encoding="utf-8")
+    write_atomically(path, text[: block.start(2)] + edited + text[block.end(2) :])
     return f"{path}: scale.families.{family}.{parameter} set to {chosen} (was {found[0][1]}), as derived"
 
 
