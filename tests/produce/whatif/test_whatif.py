@@ -243,7 +243,8 @@ def test_a_default_run_plans_the_same_whatever_results_hold(tmp_path):
     again = snakemake(directory, "-n")
     assert again.returncode == 0, again.stderr[-3000:]
     planned = re.compile(r"^\s+output: (.*)$", re.M)
-    assert planned.findall(again.stdout) == planned.findall(plain.stdout) != []
+    # the same jobs; the order a dry run lists jobs that are ready together in is Snakemake's, not the plan's
+    assert sorted(planned.findall(again.stdout)) == sorted(planned.findall(plain.stdout)) != []
     asked = snakemake(directory, "-n", "--config", "whatif=True")
     assert asked.returncode == 0, asked.stderr[-3000:]
     assert "results/whatif/gb200-nvl72/frontier-deepseek-device.json" in asked.stdout
