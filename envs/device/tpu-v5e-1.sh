@@ -13,12 +13,15 @@
 #      repeats), each 10 timed steps after the compile and warm-up, profiling the offload rows;
 #      a row that runs out of memory is recorded with the runtime's words.
 #   Each step is skipped when its result is already in results/, so a second call continues
-#   where the first stopped (DEADLINE_S, default 540, bounds one call). $OUT receives
-#   tpu-v5e-1-results.tar.gz (the run, probe and derivation files, each run's log) and the log.
+#   where the first stopped (DEADLINE_S, default 540, bounds one call). PROBE=0 skips the probe,
+#   DERIVE=0 the derivation; REPEATS=N runs each named row N times instead of the target's
+#   repeats (the record says how many ran). $OUT receives tpu-v5e-1-results.tar.gz (the run,
+#   probe and derivation files, each run's log), the offload rows' trace summaries and the log.
 #
 #   Back in the checkout where the report is built:
-#       envs/device/keep-results.sh tpu-v5e-1 tpu-v5e-1-results.tar.gz
-#   files them under experiments/device-results/tpu-v5e-1/, from which the main job builds the page.
+#       python -m offload_repro.produce.measured.device_results tpu-v5e-1 tpu-v5e-1-results.tar.gz ...
+#   validates them and files them under experiments/device-results/tpu-v5e-1/ (with the waits read
+#   from the trace-events.json beside each archive), from which the main job builds the page.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [[ -n ${TPU_STACK:-} ]]; then
@@ -41,7 +44,7 @@ print('python', sys.version.split()[0], 'jax', jax.__version__, 'jaxlib', jaxlib
 assert d.platform == 'tpu', 'no TPU: JAX sees ' + d.platform" 2>&1 | grep -v '^\[transformers\]' | tee -a "$OUT/$target.log"
 (( PIPESTATUS[0] == 0 )) || { log "the stack does not import, or sees no TPU: nothing can run"; exit 1; }
 
-if [[ ! -f $results/probe.json ]]; then
+if [[ ${PROBE:-1} == 1 && ! -f $results/probe.json ]]; then
     log "probe"
     timeout 120 python3 -m offload_repro.cli probe --tables "${tables[@]}" --target $target --repeats 3 \
         --out $results/probe.json >> "$OUT/$target.log" 2>&1 || log "probe failed"
@@ -68,7 +71,7 @@ for row in "${rows[@]}"; do
     (( left > 60 )) || { log "out of time before $row (call again to continue)"; break; }
     log "run $row (at most ${left}s)"
     timeout "$left" python3 -m offload_repro.cli run --tables "${tables[@]}" --row "$row" --target $target \
-        --out "$results/runs/$row.json" --work-dir "$results/work/$row" 2>&1 | grep -v '^\[transformers\]' \
+        ${REPEATS:+--repeats "$REPEATS"} --out "$results/runs/$row.json" --work-dir "$results/work/$row" 2>&1 | grep -v '^\[transformers\]' \
         | tail -3 | tee -a "$OUT/$target.log"
 done
 

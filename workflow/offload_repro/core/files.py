@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
@@ -63,3 +64,8 @@ def write_json(path: str | Path, data: Any) -> None:
 def read_json(path: str | Path) -> Any:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def write_gzip_text(path: str | Path, text: str) -> None:
+    """`text` gzipped to `path`, atomically (a compiled program's HLO: tens of MB as text)."""
+    write_atomically(path, gzip.compress(text.encode("utf-8"), compresslevel=6))

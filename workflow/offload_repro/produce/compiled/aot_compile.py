@@ -17,7 +17,6 @@ two small shims must be in place before MaxText builds anything.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import os
 import re
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core import gpu
-from offload_repro.core.files import write_json
+from offload_repro.core.files import write_gzip_text, write_json
 from offload_repro.core.grouped_matmul import install_from
 from offload_repro.core.memory_analysis import memory_analysis_dict
 from offload_repro.produce.compiled.host_offload_hlo import canonical, summarize_hlo
@@ -118,8 +117,7 @@ def main(stats_path: str, target_path: str, topology: str, cudnn_version: int, m
         hlo = compiled.as_text()
         # The optimized, scheduled program, kept for what is read from it later (FLOPs, copies,
         # collectives, overlap), so that reading more from it never compiles it again.
-        with gzip.open(Path(stats_path).with_name(HLO_FILE), "wt", encoding="utf-8", compresslevel=6) as out:
-            out.write(hlo)
+        write_gzip_text(Path(stats_path).with_name(HLO_FILE), hlo)
         record.update(
             mesh,
             memory=memory_analysis_dict(compiled.memory_analysis()),

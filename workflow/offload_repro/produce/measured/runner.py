@@ -257,15 +257,17 @@ def run_row(
     python: str = sys.executable,
     container_runtime: str = "pyxis",
     allow_unpinned: bool = False,
+    times: int | None = None,
 ) -> dict[str, Any]:
-    """Run the row `target.repeats` times (each its own run, stopping at the first that fails) and
-    write its record; an attempt the cluster ended writes none (see Interrupted)."""
+    """Run the row `times` times, `target.repeats` unless given (each its own run, stopping at the
+    first that fails), and write its record; an attempt the cluster ended writes none (see Interrupted)."""
+    times = times or target.repeats
     work_dir = fresh_work_dir(work_dir)  # MaxText runs inside it; every path handed over is absolute
     interruptions = begin_attempt(work_dir)
     runs: list[dict[str, Any]] = []
     try:
-        for repeat in range(1, target.repeats + 1):
-            repeat_dir = work_dir if target.repeats == 1 else fresh_work_dir(work_dir / f"repeat-{repeat}")
+        for repeat in range(1, times + 1):
+            repeat_dir = work_dir if times == 1 else fresh_work_dir(work_dir / f"repeat-{repeat}")
             runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned, repeat == 1))
             if runs[-1]["status"] != "ok":
                 break
