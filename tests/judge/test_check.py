@@ -510,3 +510,21 @@ def test_the_error_across_hardware_every_whatif_prediction_takes_is_the_stages_r
         "experiments/validation.yaml: field 'calibrations.across_hardware.recorded_error.largest_abs': records 0.4860,"
         " this stage computes 0.5000 over 22 pairs"
     ]
+
+
+def test_the_recorded_fitted_rate_a_device_carries_is_the_validation_stage_s():
+    """A device's prediction carries the H100 BF16 share of peak experiments/validation.yaml records
+    for a kind: the rate calibration (a) fitted on the stage's real result, to four decimals, and a
+    share of the peak, never above it."""
+    kinds = load_validation()["kinds"]
+    for kind in kinds.values():
+        recorded = kind.get("recorded_fitted_rate")
+        if recorded is None:
+            continue
+        fitted = next(
+            f
+            for f in VALIDATION["fitted_rates"]
+            if (f["target"], f["precision"], f["calibrated_on"])
+            == (recorded["target"], recorded["precision"], recorded["calibrated_on"])
+        )
+        assert recorded["share_of_peak"] == round(fitted["share_of_peak"], 4) and 0 < fitted["share_of_peak"] <= 1

@@ -30,12 +30,16 @@ def test_the_default_run_compiles_for_the_source_gpu_and_predicts_from_it():
     # the chip's kept runs build their own page (experiments/device-results/), from those files alone
     assert plan.page_targets == ["cpu", "tpu-v5e-1"] and plan.device_targets == ["tpu-v5e-1"]
     kept = plan.evidence_inputs("tpu-v5e-1")
-    assert kept[-2:] == ["experiments/device-results/tpu-v5e-1/probe.json", "results/analytic.json"]
+    assert kept[-3:] == [
+        "experiments/device-results/tpu-v5e-1/probe.json",
+        "results/tpu-v5e-1/device-prediction.json",  # from the programs kept beside the runs
+        "results/analytic.json",
+    ]
     runs = sorted(
         f"experiments/device-results/tpu-v5e-1/runs/{p.name}"
         for p in (REPO / "experiments/device-results/tpu-v5e-1/runs").glob("*.json")
     )
-    assert kept[:-2] == runs and len(runs) == 9
+    assert kept[:-3] == runs and len(runs) == 9
     assert plan.evidence_inputs("cpu") == [path for paths in plan.evidence_files.values() for path in paths]
 
 

@@ -19,7 +19,10 @@ def build(work, tables, runs):
     analytic = work / "analytic.json"
     assert main(["analytic", "--tables", *tables, "--out", str(analytic)]) == 0
     evidence, verdicts, html = work / "evidence.json", work / "verdicts.json", work / "tpu-v5e-1.html"
-    kept = [*runs, KEPT / "probe.json", analytic]
+    predicted = work / "device-prediction.json"
+    gb200 = str(REPO / "tests" / "fixtures" / "results" / "predicted" / "gb200-nvl72.json")
+    assert main(["predict_device", "--target", "tpu-v5e-1", "--gb200", gb200, "--out", str(predicted)]) == 0
+    kept = [*runs, KEPT / "probe.json", predicted, analytic]
     assert main(["evidence", "--target", "tpu-v5e-1", "--out", str(evidence), *map(str, kept)]) == 0
     claims = str(REPO / "experiments" / "claims.yaml")
     assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
@@ -69,3 +72,25 @@ def test_a_row_the_chip_did_not_run_says_so(tmp_path, tables):
     _, html = build(tmp_path, tables, runs)
     remat = html[html.index('id="device-deepseek-remat"') :]
     assert "not run on the chip" in remat[: remat.index("</tr>")]
+
+
+def test_each_measured_step_stands_beside_its_prediction_and_the_model_error_by_term(page):
+    _, html = page
+    step = html[html.index('<h3 id="device-step">') : html.index('<h3 id="device-capacity">')]
+    assert "the chip's other programs of its model family" in step and "No step is predicted here" not in step
+    # llama-baseline predicted from the QKV-offload program, the one other Llama program
+    assert "from llama-qkv-offload-lhs" in step
+    # the error table: one line per model, the kept one marked
+    assert step.count("(kept)") == 1 and "without the host-copy term" in step and "without the overlap term" in step
+
+
+def test_checks_of_a_quantity_the_chip_never_observes_are_not_comparable_not_errors(page):
+    verdicts, _ = page
+    checks = {claim["id"]: claim for claim in verdicts["claims"] if claim["kind"] == "check"}
+    for claim_id, metric in (
+        ("host-buffers-equal-analytic-offload", "host_buffer_gib"),
+        ("llama-flags-change-the-program", "hlo_sha256"),
+        ("deepseek-flags-change-the-program", "hlo_sha256"),
+    ):
+        assert checks[claim_id]["verdict"] == "not-comparable"
+        assert f"does not observe {metric}" in checks[claim_id]["summary"]["reason"]

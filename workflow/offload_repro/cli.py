@@ -29,6 +29,7 @@ COMMANDS = (
     "budget",
     "sensitivity",
     "predict",
+    "predict_device",
     "latency_profile",
     "compile_measured",
     "measured_profile",

@@ -15,7 +15,7 @@ sys.path.insert(0, PACKAGE_DIR)
 
 from offload_repro.core.data import DataError, load_target  # noqa: E402
 from offload_repro.plan.inputs import COMMANDS, stage_code  # noqa: E402
-from offload_repro.plan.jobs import FRONTIER_PRIORITY, as_bool, make_plan  # noqa: E402
+from offload_repro.plan.jobs import FRONTIER_PRIORITY, as_bool, kept_programs, kept_results, make_plan  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
 config["allow_unpinned_container"] = as_bool(config["allow_unpinned_container"])

@@ -9,6 +9,7 @@ arithmetic re-judges without compiling again.
 from __future__ import annotations
 
 import re
+import statistics
 from typing import Any
 
 from offload_repro.core import memory
@@ -373,6 +374,30 @@ def against_measured(observations: list[Observation]) -> list[Observation]:
             (names.ERROR_AGAINST_MEASURED_LARGEST_ABS, max(sizes), "fraction"),
         ):
             found.append(Observation(None, target, "predicted", metric, value, unit, "ok", source))
+    return found
+
+
+def device_prediction_observations(result: dict[str, Any], source: str) -> list[Observation]:
+    """Per row a device ran: its step as the model predicts it from each other program of its model
+    family the device ran (the kept model; the median, with the lowest and highest), and the throughput that gives
+    (which `against_measured` sets against the run's). The other calibrations and models stay in
+    the result's details."""
+    kept = result["models"][result["kept_model"]]
+    found: list[Observation] = []
+    for name, program in result["programs"].items():
+        steps = [p["predicted_step_s"] for p in kept["pairs"]["chip"] if p["program"] == name and p["same_family"]]
+        if not steps:
+            continue
+        median = statistics.median(steps)
+        step = {"low": min(steps), "high": max(steps), "n": len(steps)}
+        tflops = {"low": program["model_tflops"] / max(steps), "high": program["model_tflops"] / min(steps)}
+        for row in program["rows"]:
+            seen = Observer(result, source, "predicted", row, result["target"])
+            seen.add(names.STEP_S, median, "s", spread=step)
+            seen.add(
+                names.TFLOPS, program["model_tflops"] / median, "TFLOPs/s/device", spread=tflops | {"n": len(steps)}
+            )
+            found += seen.observations
     return found
 
 

@@ -54,5 +54,11 @@ RESULT_KINDS = {
         ResultKind("budget", "compiled", observers.budget_observations),
         ResultKind("predicted", "predicted", observers.predicted_observations, PREDICTED_DETAILS),
         ResultKind("validation", "validation", observers.validation_observations, VALIDATION_DETAILS),
+        ResultKind(
+            "device-prediction",
+            "predicted",
+            observers.device_prediction_observations,
+            ("programs", "carried", "models", "kept_model", "peak_tflops", "setting"),
+        ),
     )
 }

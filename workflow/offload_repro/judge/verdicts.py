@@ -79,6 +79,12 @@ def judge_one(
     errors = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "error"]
     if errors:
         return base | {"verdict": "error", "reason": "; ".join(errors)}
+    # evidence that ended well on every row and never observes the claim's quantity (a device's runs
+    # record no host buffers and no program digest) cannot judge it; a row missing what others report can
+    metrics = [m for m in (check.get("metric"), check.get("expect_metric")) if m and check["type"] != "outcome"]
+    all_ok = all(obs["status"] == "ok" and obs.get("outcome") != "oom" for obs in observed_rows.values())
+    if metrics and all_ok and not any(obs.get(m) is not None for obs in observed_rows.values() for m in metrics):
+        return base | _not_comparable(f"the {kind} evidence here does not observe {' or '.join(metrics)}")
     refused = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "refused"]
     if refused:  # a prediction the producer declined, saying why
         return base | _not_comparable("; ".join(refused))

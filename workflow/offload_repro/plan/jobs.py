@@ -64,7 +64,8 @@ class Plan:
         run's compiles: a device tier judges outcomes on its own chip, no GB200 number)."""
         if target == self.target.name:
             return [path for paths in self.evidence_files.values() for path in paths]
-        return [*kept_results(target), "results/analytic.json"]
+        predicted = [f"results/{target}/device-prediction.json"] if kept_programs(target) else []
+        return [*kept_results(target), *predicted, "results/analytic.json"]
 
     @property
     def variant_files(self) -> list[str]:
@@ -173,6 +174,16 @@ def kept_results(target: str) -> list[str]:
     """A device target's kept result files: its runs and, where it was probed, its host link."""
     kept = REPO_ROOT / DEVICE_RESULTS_DIR / target
     files = [*sorted(kept.glob("runs/*.json")), *sorted(kept.glob("probe.json"))]
+    return [str(path.relative_to(REPO_ROOT)) for path in files]
+
+
+def kept_programs(target: str) -> list[str]:
+    """A device target's kept programs (the scheduled HLO of each program its runs ran, and their
+    list), from which its steps are predicted; [] where none are kept."""
+    kept = REPO_ROOT / DEVICE_RESULTS_DIR / target / "programs"
+    if not (kept / "programs.json").exists():
+        return []
+    files = [kept / "programs.json", *sorted(kept.glob("*.hlo.gz"))]
     return [str(path.relative_to(REPO_ROOT)) for path in files]
 
 

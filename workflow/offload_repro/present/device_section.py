@@ -2,14 +2,16 @@
 row, beside what XLA compiled for it there, in three comparisons, each a table and a chart.
 
 (a) memory: the runtime's peak against XLA's peak of the same program (the measured basis of the
-    static-memory tolerance); (b) step time: the median of the repeats with their spread, and why
-    no prediction stands beside it; (c) capacity: the outcome each row had, against the outcome its
-    compiled program gives. Every number is an observation of the evidence table; nothing here
-    judges or computes.
+    static-memory tolerance); (b) step time: the median of the repeats with their spread, beside
+    the step the model predicts from the program's kept HLO under each calibration, and the
+    model's error with and without its host-copy and overlap terms; (c) capacity: the outcome each
+    row had, against the outcome its compiled program gives. Every number is an observation of the
+    evidence table or a figure of the device prediction's result; nothing here judges or computes.
 """
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import altair as alt
@@ -22,11 +24,67 @@ from offload_repro.judge import metric_names as names
 from offload_repro.present.charts import PALETTE, inline_spec, titled
 from offload_repro.present.lookup import Lookup
 
-# Why the page has no predicted step beside a measured one on such a target.
+# Why the page has no predicted step beside a measured one, where the target keeps no programs.
 NO_PREDICTION = (
-    "No step is predicted here: the step-time model replays a program XLA:GPU scheduled (its copy"
-    " streams, NCCL collectives and latency-hiding schedule), and it has not been written for XLA:TPU's."
+    "No step is predicted here: the programs the chip ran are not kept beside its runs"
+    " (produce/compiled/tpu_programs.py keeps them)."
 )
+MODEL_NAMES = {
+    "full": "host copies at the link's rate, overlapped as XLA scheduled them",
+    "no_host_copies": "without the host-copy term (the copies cost nothing)",
+    "serial_copies": "without the overlap term (each copy waited for where it starts)",
+}
+SOURCES = {
+    "chip": "the chip's other programs, each in turn",
+    "h100": "NVIDIA's H100 runs (share of BF16 peak)",
+    "gb200": "the source's GB200 rows (share of BF16 peak)",
+}
+
+
+def predictions(prediction: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Per row, the kept model's predicted step from each calibration: the chip's other programs of
+    its model family (their median, lowest and highest, and mean error), H100's and GB200's (one
+    step and its error)."""
+    if not prediction:
+        return {}
+    kept = prediction["models"][prediction["kept_model"]]["pairs"]
+    found: dict[str, dict[str, Any]] = {}
+    for name, program in prediction["programs"].items():
+        by_source: dict[str, Any] = {}
+        for source, pairs in kept.items():
+            mine = [p for p in pairs if p["program"] == name and p.get("same_family", True)]
+            if not mine:
+                continue
+            steps = sorted(p["predicted_step_s"] for p in mine)
+            by_source[source] = {
+                "step_s": statistics.median(steps),
+                "low": steps[0],
+                "high": steps[-1],
+                "n": len(steps),
+                "mean_abs_error": statistics.fmean(abs(p["error"]) for p in mine),
+                "error": mine[0]["error"] if len(mine) == 1 else None,
+                "calibrated_on": mine[0]["calibrated_on"] if len(mine) == 1 else None,
+            }
+        for row in program["rows"]:
+            found[row] = by_source | {"program": name}
+    return found
+
+
+def model_errors(prediction: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One line per model: its mean error under each calibration, and whether it is the kept one."""
+    if not prediction:
+        return []
+    return [
+        {
+            "model": model,
+            "words": MODEL_NAMES[model],
+            "kept": model == prediction["kept_model"],
+            "errors": found["errors"],
+            "within_family": found["chip_within_family"],
+            "unreachable": found["unreachable"],
+        }
+        for model, found in prediction["models"].items()
+    ]
 
 
 def lines(rows: list[Row], lookup: Lookup, target: Target) -> list[dict[str, Any]]:
@@ -105,6 +163,7 @@ def step_chart(found: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
             "low": (line["step_spread"] or {}).get("low", line["step_s"]),
             "high": (line["step_spread"] or {}).get("high", line["step_s"]),
             "repeats": (line["step_spread"] or {}).get("n", 1),
+            "predicted_s": ((line.get("predicted") or {}).get("chip") or {}).get("step_s"),
         }
         for line in found
         if line["step_s"] is not None
@@ -115,28 +174,44 @@ def step_chart(found: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
         y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
     )
     bars = base.mark_bar(color=PALETTE["measured"]).encode(
-        x=alt.X("step_s:Q", title="seconds per step (median of the repeats)"),
+        x=alt.X("step_s:Q", title="seconds per step", scale=alt.Scale(zero=True)),
         tooltip=["label", alt.Tooltip("step_s:Q", format=".4f"), "repeats"],
     )
     spread = base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
-    title = titled(
-        "Step time measured on the chip", "Each bar is the median step of its repeats; the black line spans them."
-    )
-    return alt.layer(bars, spread).properties(width=420, height=alt.Step(18), title=title)
+    layers = [bars, spread]
+    words = "Each bar is the median step of its repeats; the black line spans them."
+    if any(record["predicted_s"] is not None for record in records):
+        layers.append(
+            base.mark_tick(color=PALETTE["predicted"], thickness=3, size=16).encode(
+                x="predicted_s:Q", tooltip=["label", alt.Tooltip("predicted_s:Q", format=".4f", title="predicted s")]
+            )
+        )
+        words += " The tick is the step predicted from the chip's other programs (their median)."
+    title = titled("Step time measured on the chip", words)
+    return alt.layer(*layers).properties(width=420, height=alt.Step(18), title=title)
 
 
-def section(rows: list[Row], lookup: Lookup, target: Target) -> dict[str, Any] | None:
-    """The section, for a target of one accelerator whose rows ran (None otherwise)."""
+def section(
+    rows: list[Row], lookup: Lookup, target: Target, prediction: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The section, for a target of one accelerator whose rows ran (None otherwise); `prediction`:
+    the details of its device prediction, where its programs are kept."""
     if target.kind == "cpu" or "single-device" not in target.judges:
         return None
     found = lines(rows, lookup, target)
     if not any(line["status"] for line in found):
         return None
+    predicted = predictions(prediction)
+    for line in found:
+        line["predicted"] = predicted.get(line["row"].id)
     capacity = memory.gib(gpu.capacity_bytes(target))
     return {
         "lines": found,
         "capacity_gib": capacity,
-        "no_prediction": NO_PREDICTION,
+        "no_prediction": None if prediction else NO_PREDICTION,
+        "prediction": prediction,
+        "model_errors": model_errors(prediction),
+        "sources": SOURCES,
         "charts": [
             inline_spec(name, chart)
             for name, chart in (

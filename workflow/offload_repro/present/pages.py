@@ -112,7 +112,7 @@ def render_target(
         notes=notes,
         note_numbers=numbers,
         tables=tables(rows, lookup),
-        device=device_section.section(rows, lookup, target),
+        device=device_section.section(rows, lookup, target, detail(evidence, "device-prediction", target.name)),
         main_charts=main_charts,
         appendix_charts=appendix_charts + charts.whatif_charts(observations),
         whatif=whatif(rows, observations),

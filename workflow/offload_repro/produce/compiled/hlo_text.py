@@ -61,6 +61,8 @@ class Instruction:
     operands: list[str]
     attributes: str
     op_name: str
+    # A while loop's trip count where XLA printed none (XLA:TPU does not): read from its condition
+    trips: int | None = None
 
     @property
     def arrays(self) -> list[tuple[str, list[int], bool]]:
@@ -144,7 +146,76 @@ def parse(text: str) -> dict[str, Computation]:
         if instruction:
             current.instructions.append(instruction)
             current.shapes[instruction.name] = instruction.shape
+    for computation in computations.values():
+        for instruction in computation.instructions:
+            if instruction.op == "while" and not TRIP_COUNT.search(instruction.attributes):
+                instruction.trips = counted_trips(computations, computation, instruction)
     return computations
+
+
+CONSTANT = re.compile(r"^-?\d+$")
+GTE_INDEX = re.compile(r"index=(\d+)")
+
+
+def _source(by_name: dict[str, Instruction], name: str) -> Instruction | None:
+    """The instruction a value comes from, looking through copies (XLA:TPU copies a loop counter
+    between memory spaces)."""
+    found = by_name.get(name)
+    while found is not None and found.op == "copy" and found.operands:
+        found = by_name.get(found.operands[0])
+    return found
+
+
+def _constant(by_name: dict[str, Instruction], name: str) -> int | None:
+    found = _source(by_name, name)
+    if found is None or found.op != "constant" or not found.operands or not CONSTANT.match(found.operands[0]):
+        return None
+    return int(found.operands[0])
+
+
+def _element(by_name: dict[str, Instruction], name: str) -> int | None:
+    """k where the value is element k of a tuple (a loop's state), else None."""
+    found = _source(by_name, name)
+    index = GTE_INDEX.search(found.attributes) if found is not None and found.op == "get-tuple-element" else None
+    return int(index.group(1)) if index else None
+
+
+def counted_trips(computations: dict[str, Computation], caller: Computation, loop: Instruction) -> int | None:
+    """The trip count of a counted loop, `for (i = 0; i < N; i++)` as a scan lowers: its condition's
+    root compares element k of the loop state with a constant N (direction=LT), element k of the
+    initial state is the constant 0, and the body adds the constant 1 to it. None where the loop is
+    not of that form."""
+    how = dict(called(loop))
+    condition, body = computations.get(how.get("condition", "")), computations.get(how.get("body", ""))
+    if condition is None or body is None or not condition.instructions or not body.instructions or not loop.operands:
+        return None
+    in_condition = {i.name: i for i in condition.instructions}
+    root = condition.instructions[-1]
+    if root.op != "compare" or "direction=LT" not in root.attributes or len(root.operands) != 2:
+        return None
+    k, limit = _element(in_condition, root.operands[0]), _constant(in_condition, root.operands[1])
+    in_caller = {i.name: i for i in caller.instructions}
+    initial = _source(in_caller, loop.operands[0])
+    if k is None or limit is None or initial is None or initial.op != "tuple" or k >= len(initial.operands):
+        return None
+    if _constant(in_caller, initial.operands[k]) != 0 or not _increments_by_one(body, k):
+        return None
+    return limit
+
+
+def _increments_by_one(body: Computation, k: int) -> bool:
+    """Whether element k of the body's result tuple is element k of its state plus the constant 1."""
+    by_name = {i.name: i for i in body.instructions}
+    root = body.instructions[-1]  # a scheduled computation prints its root last
+    if root.op != "tuple" or k >= len(root.operands):
+        return False
+    step = _source(by_name, root.operands[k])
+    if step is None or step.op != "add" or len(step.operands) != 2:
+        return False
+    a, b = step.operands
+    return (_constant(by_name, a) == 1 and _element(by_name, b) == k) or (
+        _constant(by_name, b) == 1 and _element(by_name, a) == k
+    )
 
 
 def entry_name(computations: dict[str, Computation]) -> str:
@@ -159,8 +230,10 @@ def called(instruction: Instruction) -> list[tuple[str, str]]:
 
 
 def trip_count(instruction: Instruction) -> int | None:
+    """A while loop's trip count: as XLA printed it (`known_trip_count`, XLA:GPU), else as its
+    condition counts it (`counted_trips`), else None."""
     found = TRIP_COUNT.search(instruction.attributes)
-    return int(found.group(1)) if found else None
+    return int(found.group(1)) if found else instruction.trips
 
 
 def backend_config(instruction: Instruction) -> dict[str, Any]:

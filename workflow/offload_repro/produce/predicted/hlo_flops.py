@@ -12,6 +12,16 @@ so the FLOPs are counted here, every computation as many times as it runs:
   query length x key length x head dim (the query-key or the value head dim, which MLA makes
   differ), halved under a causal mask; the forward pass has two (QK^T, PV), the backward pass
   five (QK^T again, dV, dP, dQ, dK).
+- XLA:TPU prints its dots as convolutions: 2 x the output's batch and feature elements x the
+  contracted input features x the window taps that land inside the unpadded input (a dot becomes
+  a convolution whose window slides over padding; only the taps inside count).
+- MaxText's splash attention on TPU (Pallas `tpu_custom_call`s named `splash_mha_fwd*`,
+  `*_dkv*`, `*_dq*`): the same matmuls from its query, key and value shapes, each kernel
+  recomputing QK^T: forward QK^T and PV; dkv QK^T, dP, dV and dK; dq QK^T, dP and dQ; halved, as
+  under the causal mask MaxText's decoders attend with (its block mask is data, not printed).
+- MaxText's MoE grouped matmuls on TPU (megablox `gmm` and its weight gradient `tgmm`, Pallas
+  kernels): 2 x the routed rows x the contracted size x the output size, each row multiplied by
+  one expert's weights.
 Each FLOP is labelled by the op that produced it: `rematted_computation` in its metadata is
 JAX's checkpoint recompute; `/dispatch/` and `/combine/` are MaxText's dense MoE dispatch.
 """
@@ -28,6 +38,7 @@ from offload_repro.produce.compiled.hlo_text import (
     Computation,
     Instruction,
     backend_config,
+    balanced,
     called,
     parse_dims,
     trip_count,
@@ -78,6 +89,105 @@ def gemm_flops(computation: Computation, instruction: Instruction, contracting: 
     return 2 * math.prod(out[0][1]) * math.prod(lhs[d] for d in contracting)
 
 
+WINDOW = re.compile(r"window=\{([^}]*)\}")
+DIM_LABELS = re.compile(r"dim_labels=(\w+)_(\w+)->(\w+)")
+
+
+def _window(attributes: str) -> dict[str, list[str]]:
+    """A convolution's window: each field ('size', 'pad', 'stride', ...) split per spatial dimension."""
+    found = WINDOW.search(attributes)
+    fields = dict(part.split("=", 1) for part in found.group(1).split()) if found else {}
+    return {name: value.split("x") for name, value in fields.items()}
+
+
+def inside_taps(size: int, window: int, pad_low: int, stride: int = 1, lhs_dilate: int = 1, rhs_dilate: int = 1) -> int:
+    """Over all output positions of one spatial dimension, how many window taps land on an input
+    element (not on padding, not between dilated elements)."""
+    dilated = (size - 1) * lhs_dilate + 1
+    span = (window - 1) * rhs_dilate + 1
+    outputs = max(0, (dilated + pad_low * 2 - span) // stride + 1) if stride else 0
+    total = 0
+    for position in range(outputs):
+        first = position * stride - pad_low
+        if lhs_dilate == 1 and rhs_dilate == 1:
+            total += max(0, min(window, dilated - first) - max(0, -first))
+        else:
+            total += sum(
+                1
+                for tap in range(window)
+                if 0 <= first + tap * rhs_dilate < dilated and (first + tap * rhs_dilate) % lhs_dilate == 0
+            )
+    return total
+
+
+def convolution_flops(computation: Computation, instruction: Instruction) -> int:
+    """2 x the output's batch and feature elements x the contracted input features (the kernel's
+    `i` dimension) x the window taps inside the input, per spatial dimension."""
+    labels = DIM_LABELS.search(instruction.attributes)
+    if not labels or len(instruction.operands) < 2 or not instruction.arrays:
+        return 0
+    lhs_labels, rhs_labels, out_labels = labels.groups()
+    lhs = _operand_dims(computation, instruction.operands[0])
+    rhs = _operand_dims(computation, instruction.operands[1])
+    out = instruction.arrays[0][1]
+    if len(lhs) != len(lhs_labels) or len(rhs) != len(rhs_labels) or len(out) != len(out_labels):
+        return 0
+    window = _window(instruction.attributes)
+    spatial = sorted(label for label in lhs_labels if label.isdigit())
+    taps = 1
+    for d, label in enumerate(spatial):
+        pad_low = int(window["pad"][d].split("_")[0]) if "pad" in window else 0
+
+        def field(name: str, d: int = d) -> int:
+            return int(window[name][d]) if name in window else 1
+
+        size = rhs[rhs_labels.index(label)]
+        taps *= inside_taps(
+            lhs[lhs_labels.index(label)], size, pad_low, field("stride"), field("lhs_dilate"), field("rhs_dilate")
+        )
+    batch_and_features = out[out_labels.index("b")] * out[out_labels.index("f")]
+    return 2 * batch_and_features * taps * rhs[rhs_labels.index("i")]
+
+
+SPLASH_MATMULS = {"fwd": (1, 1), "dkv": (2, 2), "dq": (2, 1)}  # (QK-sized, PV-sized) matmuls per kernel
+
+
+def _constrained_arrays(instruction: Instruction) -> list[list[int]]:
+    """The dimensions of each operand a custom call lists in its layout constraints."""
+    start = instruction.attributes.find("operand_layout_constraints={")
+    if start < 0:
+        return []
+    listed = instruction.attributes[start : balanced(instruction.attributes, instruction.attributes.find("{", start))]
+    return [parse_dims(dims) for _, dims, _ in ARRAY.findall(listed)]
+
+
+def grouped_matmul_flops(instruction: Instruction) -> int:
+    """megablox: gmm multiplies rows [M, K] by their experts' [E, K, N] into [M, N]; tgmm, the weight
+    gradient, multiplies [M, K] by [M, N] into [E, K, N]. Either way 2 x M x K x N."""
+    arrays = [dims for dims in _constrained_arrays(instruction) if len(dims) >= 2]
+    out = instruction.arrays[0][1] if instruction.arrays else []
+    if instruction.name.startswith("gmm") and len(out) == 2 and arrays and len(arrays[0]) == 2:
+        return 2 * out[0] * out[1] * arrays[0][1]
+    two = [dims for dims in arrays if len(dims) == 2]
+    if instruction.name.startswith("tgmm") and len(out) == 3 and len(two) >= 2 and two[0][0] == two[1][0]:
+        return 2 * two[0][0] * out[1] * out[2]
+    return 0
+
+
+def splash_attention_flops(instruction: Instruction) -> int:
+    """A splash attention kernel's matmuls, from the query, key and value it is given (the first
+    three 4-D operands of its layout constraints: batch, heads, length, head dim), halved as causal."""
+    kernel = next((k for k in SPLASH_MATMULS if f"_{k}_" in instruction.name + "_"), None)
+    arrays = _constrained_arrays(instruction)
+    four = [dims for dims in arrays if len(dims) == 4]
+    if kernel is None or len(four) < 3:
+        return 0
+    query, key, value = four[:3]
+    scores = 2 * query[0] * query[1] * query[2] * key[2]
+    qk_sized, pv_sized = SPLASH_MATMULS[kernel]
+    return (qk_sized * scores * query[3] + pv_sized * scores * value[3]) // 2
+
+
 def attention_flops(instruction: Instruction) -> int:
     """cuDNN flash attention: its matmuls from the query, key and value shapes and the dot dimension
     numbers. Each matmul is score-sized (batch x heads x query length x key length) times a head
@@ -113,9 +223,15 @@ def own_flops(computation: Computation, instruction: Instruction) -> tuple[int, 
     if instruction.op == "dot":
         dims = CONTRACTING.search(instruction.attributes)
         return gemm_flops(computation, instruction, parse_dims(dims.group(1)) if dims else None), "gemm"
+    if instruction.op == "convolution":
+        return convolution_flops(computation, instruction), "gemm"
     if instruction.op == "custom-call":
         target = re.search(r'custom_call_target="([^"]+)"', instruction.attributes)
         name = target.group(1) if target else ""
+        if name == "tpu_custom_call" and instruction.name.startswith("splash_mha_"):
+            return splash_attention_flops(instruction), "attention"
+        if name == "tpu_custom_call" and instruction.name.split(".")[0] in ("gmm", "tgmm"):
+            return grouped_matmul_flops(instruction), "gemm"
         if name.startswith("__cudnn$fmha"):
             return attention_flops(instruction), "attention"
         if name.startswith("__cublas"):

@@ -1,0 +1,218 @@
+"""Predicted against measured on a device the rows ran on: each program the chip ran (its scheduled
+HLO, kept beside the runs by produce/compiled/tpu_programs.py) replayed by the step-time model at the
+target's rates, its step set beside the measured one.
+
+The model's one free parameter, the effective compute rate, is set three ways:
+- chip: each other program the chip ran calibrates it in turn (leave one out), those of the
+  program's own model family apart (as on the GPUs, a family calibrates itself);
+- h100: the share of its BF16 peak NVIDIA's H100 runs fit (experiments/validation.yaml), carried by
+  the peaks, for dense models only (those runs are dense);
+- gb200: the share of GB200's peak the source's rows fit (results/predicted/gb200-nvl72.json) at the
+  same precision, carried by the peaks; none where the source's rows rule that precision out.
+Each is replayed under three models, so that each term is kept only where it lowers the error:
+- full: the host copies at the host link's rate, overlapped as XLA scheduled them;
+- no_host_copies: the host copies cost nothing (the offload's traffic left out);
+- serial_copies: every host copy waited for where it starts (the overlap left out).
+
+Its command: `predict_device` (the main job's rule of that name, for each kept target with programs).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from offload_repro.core.data import Target
+from offload_repro.core.files import read_json
+from offload_repro.core.measured_elsewhere import load_validation
+from offload_repro.core.published import load_speed
+from offload_repro.core.results import read_result
+from offload_repro.produce.compiled import hlo_text
+from offload_repro.produce.predicted import hlo_flops, hlo_schedule, step_model, step_traffic
+from offload_repro.produce.predicted.target_rates import Setting, peak_flops, rates
+
+MODELS = ("full", "no_host_copies", "serial_copies")
+CENTRAL = Setting("central", "ring", "scheduled")
+PRECISION = "bfloat16"  # every row on the chip runs its GEMMs in BF16
+
+
+def serial(events: dict[str, list[hlo_schedule.Event]]) -> dict[str, list[hlo_schedule.Event]]:
+    """The schedule with every host copy waited for where it starts: each async host copy made a
+    synchronous transfer, its done dropped."""
+    host = {
+        e.key for evs in events.values() for e in evs if e.kind == "start" and e.channel in ("to_host", "from_host")
+    }
+    return {
+        name: [
+            replace(e, kind="transfer") if e.kind == "start" and e.key in host else e
+            for e in evs
+            if not (e.kind == "done" and e.key in host)
+        ]
+        for name, evs in events.items()
+    }
+
+
+def read_program(path: Path) -> dict[str, Any]:
+    """What the model replays of one kept program, and what it is checked by."""
+    text = gzip.decompress(path.read_bytes()).decode("utf-8")
+    computations = hlo_text.parse(text)
+    flops, unknown_loops = hlo_flops.count_flops(computations)
+    events, _ = hlo_schedule.schedules(computations, hlo_schedule.timelines(computations))
+    transfers = step_traffic.transfers(computations, events)
+    return {
+        "entry": hlo_text.entry_name(computations),
+        "events": {"full": events, "no_host_copies": events, "serial_copies": serial(events)},
+        "summary": {
+            "hlo_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "counted_tflops": flops.total / 1e12,
+            "counted_attention_tflops": flops.attention / 1e12,
+            "unknown_loops": unknown_loops,
+            "host_bytes": transfers["host_bytes"],
+        },
+    }
+
+
+def model_rates(target: Target, speed: dict[str, Any], flops_per_s: float, model: str) -> step_model.Rates:
+    at = rates(target, flops_per_s, CENTRAL, PRECISION, speed)
+    return at.free("host") if model == "no_host_copies" else at
+
+
+def step(program: dict[str, Any], target: Target, speed: dict[str, Any], flops_per_s: float, model: str) -> float:
+    at = model_rates(target, speed, flops_per_s, model)
+    return step_model.step_seconds(program["events"][model], program["entry"], at)
+
+
+def fitted_rate(program: dict[str, Any], target: Target, speed: dict[str, Any], measured_s: float, model: str) -> float:
+    """The compute rate at which the model's step of the program is the measured one."""
+    at = model_rates(target, speed, 1e12, model)
+    model_flops = program["model_flops"]
+    return step_model.calibrate(program["events"][model], program["entry"], model_flops, model_flops / measured_s, at)
+
+
+def carried_shares(family_of: dict[str, str], gb200: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Per calibration carried from elsewhere, per family: the share of peak it gives, or why none."""
+    h100 = {
+        family: kind["recorded_fitted_rate"]
+        for kind in load_validation()["kinds"].values()
+        for family in kind["families"]
+        if (kind.get("recorded_fitted_rate") or {}).get("precision") == PRECISION
+    }
+    found: dict[str, dict[str, Any]] = {"h100": {}, "gb200": {}}
+    for family in sorted(set(family_of.values())):
+        if family in h100:
+            found["h100"][family] = {
+                "share_of_peak": h100[family]["share_of_peak"],
+                "calibrated_on": f"{h100[family]['target']}/{h100[family]['calibrated_on']}",
+            }
+        else:
+            found["h100"][family] = {"none": f"no measured run of a {family} model's kind at {PRECISION} is recorded"}
+        calibrated = ((gb200 or {}).get("calibration") or {}).get(family, {}).get(PRECISION)
+        if calibrated:
+            row, how = next(iter(calibrated.items()))
+            central = next(s for s in how["by_setting"] if (s["link_level"], s["network_end"], s["overlap"]) == CENTRAL)
+            found["gb200"][family] = {"share_of_peak": central["share_of_peak"], "calibrated_on": f"gb200-nvl72/{row}"}
+        elif gb200 is None:
+            found["gb200"][family] = {"none": "no GB200 prediction was given"}
+        else:
+            ruled = [r for r in gb200.get("ruled_out_precisions", []) if r["family"] == family]
+            why = (
+                f"the source's {family} throughputs at {PRECISION} would need {ruled[0]['low_share']:.0%} or more"
+                " of GB200's BF16 peak, so they are taken as NVFP4, and an NVFP4 share is not carried to BF16"
+                if ruled and ruled[0]["precision"] == PRECISION
+                else f"the source's rows give no {PRECISION} calibration for {family}"
+            )
+            found["gb200"][family] = {"none": why}
+    return found
+
+
+def errors(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    values = [abs(p["error"]) for p in pairs]
+    return {"mean_abs": statistics.fmean(values), "largest_abs": max(values), "pairs": len(values)} if values else {}
+
+
+def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dict[str, Any]:
+    speed = load_speed()
+    kept = kept_dir / target.name
+    listed = read_json(kept / "programs" / "programs.json")
+    runs = {path.stem: read_result(path, "run") for path in sorted((kept / "runs").glob("*.json"))}
+    programs: dict[str, dict[str, Any]] = {}
+    for name, program in listed["programs"].items():
+        measured = [runs[row] for row in program["rows"] if row in runs and runs[row].get("step_time_s")]
+        if program["status"] != "ok" or not measured:
+            continue  # a refused program never ran a step
+        first = measured[0]
+        programs[name] = read_program(kept / "programs" / f"{name}.hlo.gz") | {
+            "rows": program["rows"],
+            "family": "deepseek" if name.startswith("deepseek") else "llama",
+            "measured_step_s": first["step_time_s"],
+            "measured_from": first["row"],
+            "model_flops": first["model_tflops_per_step_per_device"] * 1e12,
+            "equals_the_runs_analysis": program["equals_the_runs_analysis"],
+        }
+    peak = peak_flops(target, PRECISION) or 0.0
+    carried = carried_shares({name: p["family"] for name, p in programs.items()}, gb200)
+    by_model: dict[str, Any] = {}
+    for model in MODELS:
+        rates_fitted = {n: fitted_rate(p, target, speed, p["measured_step_s"], model) for n, p in programs.items()}
+        # a program the model reaches only above the chip's peak rules the model out there: it calibrates nothing
+        fitted = {n: rate for n, rate in rates_fitted.items() if rate <= peak}
+        unreachable = {n: rate / peak for n, rate in rates_fitted.items() if rate > peak}
+        pairs: dict[str, list[dict[str, Any]]] = {"chip": [], "h100": [], "gb200": []}
+        for name, program in programs.items():
+            for anchor, rate in fitted.items():
+                if anchor != name:
+                    predicted = step(program, target, speed, rate, model)
+                    found = pair(name, program, predicted, anchor, rate / peak)
+                    pairs["chip"].append(found | {"same_family": programs[anchor]["family"] == program["family"]})
+            for source in ("h100", "gb200"):
+                share = carried[source][program["family"]].get("share_of_peak")
+                if share is not None:
+                    predicted = step(program, target, speed, share * peak, model)
+                    pairs[source].append(
+                        pair(name, program, predicted, carried[source][program["family"]]["calibrated_on"], share)
+                    )
+        within = [p for p in pairs["chip"] if p["same_family"]]
+        by_model[model] = {
+            "fitted_share_of_peak": {n: rate / peak for n, rate in fitted.items()},
+            "unreachable": unreachable,
+            "pairs": pairs,
+            "errors": {source: errors(found) for source, found in pairs.items()},
+            # each program from the other programs of its own model family only
+            "chip_within_family": errors(within),
+        }
+    # a program's own family calibrates it, as on the GPUs (a rate fitted on a dense Llama is not an MoE's)
+    chip_error = {model: by_model[model]["chip_within_family"].get("mean_abs") for model in MODELS}
+    return {
+        "target": target.name,
+        "status": "ok",
+        "message": None,
+        "precision": PRECISION,
+        "peak_tflops": peak / 1e12,
+        "setting": list(CENTRAL),
+        "programs": {
+            name: {k: p[k] for k in ("rows", "family", "measured_step_s", "measured_from", "equals_the_runs_analysis")}
+            | {"model_tflops": p["model_flops"] / 1e12}
+            | p["summary"]
+            for name, p in programs.items()
+        },
+        "carried": carried,
+        "models": by_model,
+        # the model whose terms lower the chip's leave-one-out error (within a family) most: a term is
+        # kept only where it does
+        "kept_model": min(chip_error, key=lambda m: chip_error[m] if chip_error[m] is not None else float("inf")),
+    }
+
+
+def pair(name: str, program: dict[str, Any], predicted_s: float, calibrated_on: str, share: float) -> dict[str, Any]:
+    return {
+        "program": name,
+        "calibrated_on": calibrated_on,
+        "share_of_peak": share,
+        "predicted_step_s": predicted_s,
+        "measured_step_s": program["measured_step_s"],
+        "error": predicted_s / program["measured_step_s"] - 1,
+    }
