@@ -294,8 +294,14 @@ def test_the_page_opens_with_a_summary_of_the_verdicts_and_links_its_appendix(bu
     claimed = [c for c in verdicts["claims"] if c["kind"] != "check"]
     summary = html[html.index('<section id="first-screen">') : html.index('<table class="claims">')]
     text = " ".join(visible_text(summary).split())
-    independent = sum(1 for c in claimed if c["verdict"] == "pass" and c.get("independent", True))
-    assert f"Held: {independent} of the post's {len(claimed)} claims, independently" in text
+    # findings are counted: the 576 MiB per layer, its query, key and value and its 126-layer total are one
+    findings = verdicts["findings"]
+    assert len(findings) == len(claimed) - 4 and sum(len(f["claims"]) for f in findings) == len(claimed)
+    qkv = next(f for f in findings if f["id"] == "llama-qkv-mib-per-layer")
+    assert len(qkv["claims"]) == 5
+    held = sum(1 for f in findings if f["counted_as"] == "pass")
+    assert f"Held: {held} of the post's {len(findings)} findings (" in text
+    assert verdicts["finding_counts"]["pass"] == held
     assert f'href="{page.stem}-appendix.html"' in html[: html.index('<section id="first-screen">')]
     assert 'id="rerun"' in summary and "--forcerun report" in summary
 
@@ -323,3 +329,31 @@ def test_a_model_with_no_leave_one_out_pair_says_which_of_its_rows_fit_and_which
     said = re.search(r'<p id="unmeasured-deepseek">(.*?)</p>', with_appendix(page), re.S).group(1)
     assert "Fit: deepseek-offload-plain;" in said and "out of memory as compiled: deepseek-offload-optimized." in said
     assert '<p id="unmeasured-llama">' not in with_appendix(page)
+
+
+def test_a_finding_holds_only_where_every_one_of_its_claims_does():
+    from offload_repro.judge.verdicts import findings
+
+    def claim(claim_id: str, verdict: str, finding: str | None = None) -> dict:
+        return {"id": claim_id, "kind": "accounting", "verdict": verdict, "finding": finding or claim_id}
+
+    grouped = findings([claim("a", "pass"), claim("b", "fail", "a"), claim("c", "pass"), claim("d", "pass", "c")])
+    assert [(f["id"], f["claims"], f["counted_as"]) for f in grouped] == [
+        ("a", ["a", "b"], "fail"),
+        ("c", ["c", "d"], "pass"),
+    ]
+
+
+def test_the_first_screen_says_in_plain_words_why_no_speed_claim_is_decided(tmp_path, tables):
+    _, html, verdicts = build_page(tmp_path, tables, (RESULTS / "predicted/gb200-nvl72.json",))
+    summary = " ".join(
+        visible_text(html[html.index('<section id="first-screen">') : html.index('<table class="claims">')]).split()
+    )
+    predicted = [c for c in verdicts["claims"] if c["kind"] != "check" and c["summary"]["evidence"] == "predicted"]
+    assert predicted and not any(c["verdict"] in ("pass", "fail") for c in predicted)
+    error = max(c["summary"]["band"]["error"] for c in predicted if c["summary"].get("band"))
+    # a band as wide as the model's measured error never fits inside a 10% tolerance
+    assert error > 0.1
+    assert f"Speed: not decided here. {len(predicted)} speed claims rest on the step-time model alone" in summary
+    assert f"(±{error * 100:.1f}%) is wider than the post's tolerances" in summary
+    assert "Predicted against the post" not in summary

@@ -287,7 +287,8 @@ READERS = {
     "run_row": {"collect_runs", "evidence_table"},
     "compile_row": {"predict", "evidence_table"},
     "analytic": {"evidence_table"},
-    "predict": {"evidence_table"},
+    "predict": {"evidence_table", "predict_device"},  # the chip's prediction carries GB200's calibration
+    "predict_device": {"evidence_table"},
     "collect_runs": set(),
     "evidence_table": {"check_claims", "report"},
     "check_claims": {"report"},
@@ -386,7 +387,7 @@ def test_a_command_help_text_edit_replans_that_stage_alone(faked_finish, tmp_pat
 def test_a_command_help_text_edit_replans_that_stage_on_a_finished_main_job(finished_copy):
     """The same on the real main job: predict's help reworded replans the prediction and its readers."""
     edit_help_text(finished_copy, "predict")
-    expected = {"predict", "evidence_table", "check_claims", "report", "index"}
+    expected = {"predict", "predict_device", "evidence_table", "check_claims", "report", "index"}
     assert planned_rules(finished_copy) == expected
 
 
@@ -428,11 +429,16 @@ def test_a_moved_workflow_under_another_interpreter_path_reruns_nothing(tmp_path
 def test_the_main_job_ends_with_the_verdict_counts_and_the_report(main_job):
     output = (main_job / "main-job.out").read_text()
     verdicts = json.loads((main_job / "results/cpu/verdicts.json").read_text())
-    counts = ", ".join(f"{n} {verdict}" for verdict, n in verdicts["counts"].items())
-    # the source's claims are counted; this reproduction's own checks apart
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in verdicts["finding_counts"].items())
+    # the source's findings are counted (a claim that is arithmetic on another's is part of its finding);
+    # this reproduction's own checks apart
     claimed = [claim for claim in verdicts["claims"] if claim["kind"] != "check"]
     checks = len(verdicts["claims"]) - len(claimed)
-    assert f"offload-repro: cpu: {counts} (of {len(claimed)} claims of the source); its own checks: " in output
+    findings = len(verdicts["findings"])
+    assert (
+        f"offload-repro: cpu: {counts} (of {findings} findings, the source's {len(claimed)} claims); its own checks: "
+        in output
+    )
     assert f"pass (of {checks})" in output and checks == 3
     assert "offload-repro: report: results/report/index.html" in output
 

@@ -26,6 +26,8 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
         unknown = [name for name in claim.get("derives_from", []) if name not in named]
         if unknown:
             raise DataError(f"{where} 'derives_from': {unknown} name no claim and no row of any claim's check")
+        if "finding" in claim and claim["finding"] not in ids:
+            raise DataError(f"{where} 'finding': '{claim['finding']}' names no claim of {path}")
         metrics = {f"check.{key}": claim["check"].get(key) for key in ("metric", "expect_metric")}
         metrics |= {f"judged_by[{i}].metric": rule.get("metric") for i, rule in enumerate(claim["judged_by"])}
         for field, metric in metrics.items():

@@ -192,6 +192,7 @@ def check_claims(
             {
                 "id": claim["id"],
                 "kind": claim["kind"],
+                "finding": claim.get("finding", claim["id"]),
                 "statement": claim["statement"],
                 "check": claim["check"]["type"],
                 "subjects": subjects(claim["check"]),
@@ -243,11 +244,37 @@ def tally(results: list[dict[str, Any]]) -> dict[str, Any]:
         if (verdict := counted_as(result)) in (*DECIDED, BY_CONSTRUCTION):
             kind = by_evidence.setdefault(result["summary"]["evidence"], dict.fromkeys(DECIDED, 0))
             kind[verdict] = kind.get(verdict, 0) + 1
+    found = findings(claimed)
+    by_finding = Counter(finding["counted_as"] for finding in found)
     return {
         "counts": {verdict: counts.get(verdict, 0) for verdict in COUNTED},
         "check_counts": {verdict: checks.get(verdict, 0) for verdict in VERDICTS},
         "counts_by_evidence": by_evidence,
+        "findings": found,
+        "finding_counts": {verdict: by_finding.get(verdict, 0) for verdict in COUNTED},
     }
+
+
+# A finding of several claims counts as the first of these any of its claims counts as: it held
+# only if every one of its claims did.
+FINDING_ORDER = ("fail", "error", "inconclusive", BY_CONSTRUCTION, "not-comparable", "pass")
+
+
+def findings(claimed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The source's claims grouped into findings (a claim whose published value is arithmetic on
+    another's is part of that one's finding, experiments/claims.yaml `finding`), in order of first
+    claim: each with its claims and what it counts as."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for result in claimed:
+        grouped.setdefault(result.get("finding", result["id"]), []).append(result)
+    return [
+        {
+            "id": finding,
+            "claims": [result["id"] for result in members],
+            "counted_as": next(v for v in FINDING_ORDER if v in {counted_as(result) for result in members}),
+        }
+        for finding, members in grouped.items()
+    ]
 
 
 def not_comparable_reasons(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -41,10 +41,11 @@ def failed(observations: list[dict[str, Any]]) -> list[str]:
 
 def summary_lines(verdicts_path: Path, page: Path, evidence_path: Path | None = None) -> list[str]:
     verdicts = read_result(verdicts_path, "verdicts")
-    counts = ", ".join(f"{count} {verdict}" for verdict, count in verdicts["counts"].items())
+    counts = ", ".join(f"{count} {verdict}" for verdict, count in verdicts["finding_counts"].items())
     checks = verdicts["check_counts"]
     held = ", ".join(f"{count} {verdict}" for verdict, count in checks.items() if count)
-    line = f"{PREFIX} {verdicts['target']}: {counts} (of {sum(verdicts['counts'].values())} claims of the source)"
+    claims, findings = sum(verdicts["counts"].values()), len(verdicts["findings"])
+    line = f"{PREFIX} {verdicts['target']}: {counts} (of {findings} findings, the source's {claims} claims)"
     lines = [line + (f"; its own checks: {held} (of {sum(checks.values())})" if held else "")]
     if evidence_path is not None:
         lines += failed(read_result(evidence_path, "evidence")["observations"])

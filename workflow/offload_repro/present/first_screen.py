@@ -11,7 +11,9 @@ from typing import Any
 from offload_repro.core import optional_stages
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import Target, kept_run_targets, load_target
+from offload_repro.judge.verdicts import findings
 from offload_repro.present.rerun import snakemake_command
+from offload_repro.present.text import claim_tolerance
 
 # How each kind of evidence reached its verdicts, in a few words ({compiled_on}, {target}: machines).
 HOW = {
@@ -37,12 +39,21 @@ def machine(target: Target) -> str:
     return f"{hardware['devices']} {hardware['accelerator']} {unit}{'s' if hardware['devices'] != 1 else ''}"
 
 
-def held(claims: list[dict[str, Any]], target: Target, compiled_on: Target | None) -> list[dict[str, Any]]:
-    """The independent passes per evidence kind that decided them: [{evidence, count, how}]."""
-    counts = Counter(claim["summary"]["evidence"] for claim in claims if independent_pass(claim))
+def held(
+    claims: list[dict[str, Any]], findings: list[dict[str, Any]], target: Target, compiled_on: Target | None
+) -> list[dict[str, Any]]:
+    """The findings that held independently, per evidence kind that decided them (their first
+    claim's): [{evidence, count, claims, how}], `claims` the source's claims they hold."""
+    by_id = {claim["id"]: claim for claim in claims}
+    passed = [f for f in findings if f["counted_as"] == "pass"]
+    counts = Counter(by_id[f["claims"][0]]["summary"]["evidence"] for f in passed)
+    covered = Counter()
+    for f in passed:
+        covered[by_id[f["claims"][0]]["summary"]["evidence"]] += len(f["claims"])
     machines = {"target": machine(target), "compiled_on": machine(compiled_on) if compiled_on else None}
     return [
-        {"evidence": kind, "count": n, "how": HOW.get(kind, "").format(**machines)} for kind, n in counts.most_common()
+        {"evidence": kind, "count": n, "claims": covered[kind], "how": HOW.get(kind, "").format(**machines)}
+        for kind, n in counts.most_common()
     ]
 
 
@@ -130,6 +141,27 @@ def stages_would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def speed_undecided(claims: list[dict[str, Any]], would_judge: str | None) -> dict[str, Any] | None:
+    """Where the speed claims stand when only the model speaks: how many the prediction judged, none
+    decided, the model's measured error beside the claims' tolerances, and what would decide them.
+    None where a prediction decided one (pass or fail) or none was predicted."""
+    predicted = [c for c in claims if c["summary"]["evidence"] == "predicted"]
+    if not predicted or any(c["verdict"] in ("pass", "fail") for c in predicted):
+        return None
+    bands = [c["summary"]["band"] for c in predicted if c["summary"].get("band")]
+    tolerances = sorted(
+        {claim_tolerance(c["summary"].get("tolerance") or c.get("tolerance"), c.get("unit")) for c in predicted}
+    )
+    error = max((band["error"] for band in bands), default=None)
+    return {
+        "claims": len(predicted),
+        "error": error,
+        "error_from": next((band["error_from"] for band in bands if band["error"] == error), None),
+        "tolerances": tolerances,
+        "would_judge": would_judge,
+    }
+
+
 def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target | None) -> dict[str, Any]:
     """What the summary says, every number from `verdicts`: the claims held independently, those
     consistent by construction, the failures with the unstated settings they were built under, the
@@ -143,10 +175,13 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         for c in claims
         if c["summary"]["evidence"] == "predicted" and c["summary"].get("observed") is not None
     ]
+    found = verdicts.get("findings") or findings(claims)  # verdicts written before findings were counted
     return {
         "claims": len(claims),
-        "held": held(claims, target, compiled_on),
-        "passed": sum(1 for c in claims if independent_pass(c)),
+        "findings": len(found),
+        "held": held(claims, found, target, compiled_on),
+        "passed": sum(1 for f in found if f["counted_as"] == "pass"),
+        "passed_claims": sum(len(f["claims"]) for f in found if f["counted_as"] == "pass"),
         "by_construction": [c["id"] for c in claims if c["verdict"] == "pass" and not independent_pass(c)],
         "failed": [differences(c) for c in failed],
         "failed_under": built_under(failed, assumptions),
@@ -158,4 +193,5 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         "would_decide": would_decide(undecided),
         "stages_would_decide": stages_would_decide(undecided),
         "predicted": predicted,
+        "speed": speed_undecided(claims, machine(compiled_on) if compiled_on else None),
     }

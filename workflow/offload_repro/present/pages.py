@@ -151,7 +151,9 @@ def render_index(pages: list[Path], verdict_paths: list[Path], out: Path) -> Non
             {
                 "target": target,
                 "page": page.name,
-                "counts": verdicts["counts"],
+                "counts": verdicts["finding_counts"],
+                "findings": len(verdicts["findings"]),
+                "claims": sum(verdicts["counts"].values()),
                 "built_at": built["built_at"],
                 "commit": built["project_commit"],
                 "stale": built["project_commit"] != current,
