@@ -132,3 +132,13 @@ def test_where_the_sensitivity_stage_ran_it_names_the_alternatives_failed_claims
         },
     ]
     assert first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))["failed_pass_under"] == []
+
+
+def test_the_title_says_what_the_evidence_was():
+    said = first_screen(VERDICTS, load_target("cpu"), load_target("gb200-nvl72"))["evidence_from"]
+    assert (
+        said
+        == "programs compiled for 128 NVIDIA GB200 GPUs, MaxText's configs and scaled-down runs on this machine's CPU"
+    )
+    chip = first_screen(VERDICTS, load_target("tpu-v5e-1"), None)["evidence_from"]
+    assert chip == "MaxText's configs and runs on 1 Google TPU v5e chip"

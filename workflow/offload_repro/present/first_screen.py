@@ -194,4 +194,14 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         "stages_would_decide": stages_would_decide(undecided),
         "predicted": predicted,
         "speed": speed_undecided(claims, machine(compiled_on) if compiled_on else None),
+        "evidence_from": evidence_from(target, compiled_on),
     }
+
+
+def evidence_from(target: Target, compiled_on: Target | None) -> str:
+    """What the page's evidence was, for its title: the programs compiled for the source's hardware,
+    MaxText's configs, and the runs on the target ('scaled-down runs on this machine's CPU' where
+    the target is the CPU)."""
+    runs = "scaled-down runs on this machine's CPU" if target.kind == "cpu" else f"runs on {machine(target)}"
+    compiled = f"programs compiled for {machine(compiled_on)}, " if compiled_on else ""
+    return f"{compiled}MaxText's configs and {runs}"
