@@ -9,7 +9,6 @@ arithmetic re-judges without compiling again.
 from __future__ import annotations
 
 import re
-import statistics
 from typing import Any
 
 from offload_repro.core import memory
@@ -378,25 +377,20 @@ def against_measured(observations: list[Observation]) -> list[Observation]:
 
 
 def device_prediction_observations(result: dict[str, Any], source: str) -> list[Observation]:
-    """Per row a device ran: its step as the model predicts it from each other program of its model
-    family the device ran (the kept model; the median, with the lowest and highest), and the throughput that gives
-    (which `against_measured` sets against the run's). The other calibrations and models stay in
-    the result's details."""
-    kept = result["models"][result["kept_model"]]
+    """Per row a device ran: its step as the model predicts it from the other programs of its model
+    family the device ran (the kept model; the median, with the lowest and highest), and the
+    throughput that gives (which `against_measured` sets against the run's). The other
+    calibrations and models stay in the result's details."""
     found: list[Observation] = []
-    for name, program in result["programs"].items():
-        steps = [p["predicted_step_s"] for p in kept["pairs"]["chip"] if p["program"] == name and p["same_family"]]
-        if not steps:
+    for program in result["programs"].values():
+        if not (predicted := program["predicted"]):
             continue
-        median = statistics.median(steps)
-        step = {"low": min(steps), "high": max(steps), "n": len(steps)}
-        tflops = {"low": program["model_tflops"] / max(steps), "high": program["model_tflops"] / min(steps)}
+        model_tflops = program["model_tflops"]
+        tflops = {"low": model_tflops / predicted["high"], "high": model_tflops / predicted["low"], "n": predicted["n"]}
         for row in program["rows"]:
             seen = Observer(result, source, "predicted", row, result["target"])
-            seen.add(names.STEP_S, median, "s", spread=step)
-            seen.add(
-                names.TFLOPS, program["model_tflops"] / median, "TFLOPs/s/device", spread=tflops | {"n": len(steps)}
-            )
+            seen.add(names.STEP_S, predicted["step_s"], "s", spread=predicted)
+            seen.add(names.TFLOPS, model_tflops / predicted["step_s"], "TFLOPs/s/device", spread=tflops)
             found += seen.observations
     return found
 

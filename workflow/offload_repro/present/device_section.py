@@ -11,7 +11,6 @@ row, beside what XLA compiled for it there, in three comparisons, each a table a
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 import altair as alt
@@ -43,28 +42,16 @@ SOURCES = {
 
 def predictions(prediction: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Per row, the kept model's predicted step from each calibration: the chip's other programs of
-    its model family (their median, lowest and highest, and mean error), H100's and GB200's (one
-    step and its error)."""
+    its model family (as the result summarises them), H100's and GB200's (one step and its error)."""
     if not prediction:
         return {}
     kept = prediction["models"][prediction["kept_model"]]["pairs"]
     found: dict[str, dict[str, Any]] = {}
     for name, program in prediction["programs"].items():
-        by_source: dict[str, Any] = {}
-        for source, pairs in kept.items():
-            mine = [p for p in pairs if p["program"] == name and p.get("same_family", True)]
-            if not mine:
-                continue
-            steps = sorted(p["predicted_step_s"] for p in mine)
-            by_source[source] = {
-                "step_s": statistics.median(steps),
-                "low": steps[0],
-                "high": steps[-1],
-                "n": len(steps),
-                "mean_abs_error": statistics.fmean(abs(p["error"]) for p in mine),
-                "error": mine[0]["error"] if len(mine) == 1 else None,
-                "calibrated_on": mine[0]["calibrated_on"] if len(mine) == 1 else None,
-            }
+        by_source = {"chip": program["predicted"]} if program["predicted"] else {}
+        for source in ("h100", "gb200"):
+            if mine := next((p for p in kept[source] if p["program"] == name), None):
+                by_source[source] = {"step_s": mine["predicted_step_s"], "error": mine["error"], "n": 1}
         for row in program["rows"]:
             found[row] = by_source | {"program": name}
     return found

@@ -26,12 +26,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import Target
+from offload_repro.core.data import Target, load_rows
 from offload_repro.core.files import read_json
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.published import load_speed
 from offload_repro.core.results import read_result
 from offload_repro.produce.compiled import hlo_text
+from offload_repro.produce.compiled.tpu_programs import TABLES
 from offload_repro.produce.predicted import hlo_flops, hlo_schedule, step_model, step_traffic
 from offload_repro.produce.predicted.target_rates import Setting, peak_flops, rates
 
@@ -138,6 +139,7 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
     speed = load_speed()
     kept = kept_dir / target.name
     listed = read_json(kept / "programs" / "programs.json")
+    family_of = {row.id: row.family for row in load_rows(list(TABLES))}  # a program is named by its first row
     runs = {path.stem: read_result(path, "run") for path in sorted((kept / "runs").glob("*.json"))}
     programs: dict[str, dict[str, Any]] = {}
     for name, program in listed["programs"].items():
@@ -147,7 +149,7 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
         first = measured[0]
         programs[name] = read_program(kept / "programs" / f"{name}.hlo.gz") | {
             "rows": program["rows"],
-            "family": "deepseek" if name.startswith("deepseek") else "llama",
+            "family": family_of[name],
             "measured_step_s": first["step_time_s"],
             "measured_from": first["row"],
             "model_flops": first["model_tflops_per_step_per_device"] * 1e12,
@@ -185,7 +187,12 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
             "chip_within_family": errors(within),
         }
     # a program's own family calibrates it, as on the GPUs (a rate fitted on a dense Llama is not an MoE's)
+    # a program's own family calibrates it, as on the GPUs (a rate fitted on a dense Llama is not an MoE's)
     chip_error = {model: by_model[model]["chip_within_family"].get("mean_abs") for model in MODELS}
+    # the model whose terms lower the chip's leave-one-out error (within a family) most: a term is kept
+    # only where it does
+    kept = min(chip_error, key=lambda m: chip_error[m] if chip_error[m] is not None else float("inf"))
+    kept_chip = by_model[kept]["pairs"]["chip"]
     return {
         "target": target.name,
         "status": "ok",
@@ -195,7 +202,7 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
         "setting": list(CENTRAL),
         "programs": {
             name: {k: p[k] for k in ("rows", "family", "measured_step_s", "measured_from", "equals_the_runs_analysis")}
-            | {"model_tflops": p["model_flops"] / 1e12}
+            | {"model_tflops": p["model_flops"] / 1e12, "predicted": within_family(kept_chip, name)}
             | p["summary"]
             for name, p in programs.items()
         },
@@ -203,7 +210,25 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
         "models": by_model,
         # the model whose terms lower the chip's leave-one-out error (within a family) most: a term is
         # kept only where it does
-        "kept_model": min(chip_error, key=lambda m: chip_error[m] if chip_error[m] is not None else float("inf")),
+        "kept_model": kept,
+    }
+
+
+def within_family(pairs: list[dict[str, Any]], program: str) -> dict[str, Any] | None:
+    """The program's step as the other programs of its family predict it, each in turn: their
+    median, lowest and highest, and their mean error; None where its family has no other program."""
+    mine = [p for p in pairs if p["program"] == program and p["same_family"]]
+    if not mine:
+        return None
+    steps = sorted(p["predicted_step_s"] for p in mine)
+    return {
+        "step_s": statistics.median(steps),
+        "low": steps[0],
+        "high": steps[-1],
+        "n": len(steps),
+        "mean_abs_error": statistics.fmean(abs(p["error"]) for p in mine),
+        "error": mine[0]["error"] if len(mine) == 1 else None,
+        "calibrated_on": mine[0]["calibrated_on"] if len(mine) == 1 else None,
     }
 
 
