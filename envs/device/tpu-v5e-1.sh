@@ -7,16 +7,19 @@
 #   On the chip, in a copy of this checkout:
 #       TPU_STACK=/tmp/tpu-stack OUT=/path/for/results bash envs/device/tpu-v5e-1.sh [ROW...]
 #   1. probes the host link (device <-> pinned_host copies at the offloaded tensors' sizes);
-#   2. derives DeepSeek's depth from compiled memory on the chip (scale.derivation in the target
-#      file) and, where the chosen depth is not the file's, writes it there and says so;
+#   2. with DERIVE=1, derives DeepSeek's depth again from compiled memory on the chip
+#      (scale.derivation in the target file; the kept derivation chose the depth the file states)
+#      and, where the chosen depth is not the file's, writes it there and says so;
 #   3. trains each row (all, or those named) with MaxText's own trainer, 3 times (the target's
-#      repeats), each 10 timed steps after the compile and warm-up, profiling the offload rows;
-#      a row that runs out of memory is recorded with the runtime's words.
+#      repeats, in one process: the program compiles once), each 10 timed steps after the compile
+#      and warm-up, profiling the first repeat of each offload row; a row that runs out of memory is
+#      recorded with the runtime's words. A row that is one program with a row already run here
+#      (XLA:TPU reads none of XLA:GPU's flags) is filed from that row's record, not trained again.
 #   Each step is skipped when its result is already in results/, so a second call continues
-#   where the first stopped (DEADLINE_S, default 540, bounds one call). PROBE=0 skips the probe,
-#   DERIVE=0 the derivation; REPEATS=N runs each named row N times instead of the target's
-#   repeats (the record says how many ran). $OUT receives tpu-v5e-1-results.tar.gz (the run,
-#   probe and derivation files, each run's log), the offload rows' trace summaries and the log.
+#   where the first stopped (DEADLINE_S, default 540, bounds one call). PROBE=0 skips the probe;
+#   REPEATS=N runs each named row N times instead of the target's repeats (the record says how
+#   many ran). $OUT receives tpu-v5e-1-results.tar.gz (the run, probe and derivation files, each
+#   run's log), the offload rows' traces where small enough, and the log.
 #
 #   Back in the checkout where the report is built:
 #       python -m offload_repro.produce.measured.device_results tpu-v5e-1 tpu-v5e-1-results.tar.gz ...
@@ -51,7 +54,7 @@ if [[ ${PROBE:-1} == 1 && ! -f $results/probe.json ]]; then
 fi
 
 derivation=results/derivations/$target.json
-if [[ ${DERIVE:-1} == 1 && ! -f $derivation ]]; then  # the command the target file states, with this machine's python3
+if [[ ${DERIVE:-0} == 1 && ! -f $derivation ]]; then  # the command the target file states, with this machine's python3
     read -r -a derive <<< "$(python3 -c "import yaml
 print(yaml.safe_load(open('experiments/targets/$target.yaml'))['scale']['derivation']['command'].removeprefix('python '))")"
     log "derive: python3 ${derive[*]}"
@@ -71,7 +74,7 @@ for row in "${rows[@]}"; do
     (( left > 60 )) || { log "out of time before $row (call again to continue)"; break; }
     log "run $row (at most ${left}s)"
     timeout "$left" python3 -m offload_repro.cli run --tables "${tables[@]}" --row "$row" --target $target \
-        ${REPEATS:+--repeats "$REPEATS"} --out "$results/runs/$row.json" --work-dir "$results/work/$row" 2>&1 | grep -v '^\[transformers\]' \
+        ${REPEATS:+--repeats "$REPEATS"} --once-per-program --out "$results/runs/$row.json" --work-dir "$results/work/$row" 2>&1 | grep -v '^\[transformers\]' \
         | tail -3 | tee -a "$OUT/$target.log"
 done
 

@@ -12,9 +12,11 @@ import pytest
 
 from conftest import REPO
 from offload_repro.core import memory
+from offload_repro.core.data import load_rows, load_target
 from offload_repro.core.failure import OUT_OF_MEMORY, hbm_oom
-from offload_repro.core.results import read_result
-from offload_repro.produce.measured import device_results, trace
+from offload_repro.core.files import read_json
+from offload_repro.core.results import read_result, write_result
+from offload_repro.produce.measured import device_results, runner, trace
 
 KEPT = REPO / "experiments" / "device-results" / "tpu-v5e-1"
 # deepseek-device-mb8's train.log on the chip, as the runtime wrote it
@@ -89,6 +91,32 @@ def test_copy_waits_from_a_tpu_profile():
     assert trace.tpu_waits({"/host:CPU / python": []}, steps=13) is None
 
 
+# one steady step of llama-qkv-offload-lhs's profile on the chip: its ops line's host copies (and its
+# three longest other ops), as jax.profiler wrote them
+QKV_STEP = REPO / "tests" / "fixtures" / "traces" / "tpu-v5e-llama-qkv-offload-lhs-step.json"
+
+
+def test_host_copies_from_a_tpu_profile():
+    found = trace.summarize(trace.read_events(QKV_STEP), steps=1)
+    program = read_json(KEPT / "programs" / "programs.json")["programs"]["llama-qkv-offload-lhs"]
+    stored = program["memory"]["host_temp_size_in_bytes"]  # XLA's host buffers: what the step stores
+    assert found["host_copies"] == 48  # 8 layers x query (64 MiB), key and value (32 MiB each), out and back
+    assert found["by_direction"]["to_host"]["bytes_per_step"] == stored == 1024**3
+    assert found["by_direction"]["from_host"]["bytes_per_step"] == stored
+    for direction in found["by_direction"].values():  # bound: no faster than PCIe 4.0 x16 (31.5 GB/s)
+        assert direction["bytes_per_step"] / direction["in_flight_s_per_step"] < 31.5e9
+    # what the core waited is part of the time copies were in flight, which is part of the 0.7185 s step
+    assert (
+        0
+        < found["exposed_copy_s_per_step"]
+        < found["in_flight_s_per_step"]
+        < kept("llama-qkv-offload-lhs")["step_time_s"]
+    )
+    assert found["by_direction"]["to_host"]["exposed_s_per_step"] < 1e-6  # the stores never held the core up
+    assert found["hidden_fraction_at_most"] == pytest.approx(1 - 0.0528 / 0.2103, abs=0.001)
+    assert found["hidden_fraction"] is None  # the DMA's own time is not in the profile
+
+
 def test_log_lines_are_the_lines_numbers_come_from():
     found = device_results.log_lines(f"{STEP_LINE}\nI1206 23:51:27.360000 1 train.py:1] another line\n{REFUSAL}\n")
     assert found["steps"] == [STEP_LINE.split("] ", 1)[1]]
@@ -121,3 +149,16 @@ def test_keeping_a_tiers_archive_validates_and_attaches_its_log_lines(tmp_path):
     assert not (tmp_path / "kept2").exists()  # nothing half-written
     with pytest.raises(ValueError, match="holds no results/h200-1/"):
         device_results.keep("h200-1", [tmp_path / "a.tar.gz"], tmp_path / "kept3")
+
+
+def test_a_row_that_is_one_program_with_a_run_row_is_filed_from_its_record(rows, tables, tmp_path):
+    tpu, cpu = load_target("tpu-v5e-1"), load_target("cpu")
+    every = load_rows(tables)
+    write_result(tmp_path / "llama-qkv-offload-lhs.json", "run", kept("llama-qkv-offload-lhs"))
+    nolhs = runner.same_program_record(rows["llama-qkv-offload-nolhs"], every, tpu, tmp_path / "nolhs.json")
+    assert nolhs["row"] == "llama-qkv-offload-nolhs" and nolhs["same_program_as"] == "llama-qkv-offload-lhs"
+    assert nolhs["step_time_s"] == kept("llama-qkv-offload-lhs")["step_time_s"]
+    assert read_result(tmp_path / "nolhs.json", "run") == nolhs
+    # another program on the chip (no offload), or the same row on a GPU-flag-reading target: none
+    assert runner.same_program_record(rows["llama-baseline"], every, tpu, tmp_path / "base.json") is None
+    assert runner.same_program_record(rows["llama-qkv-offload-nolhs"], every, cpu, tmp_path / "cpu.json") is None

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from offload_repro.core.data import Target, load_target
+from offload_repro.core.files import read_json
 from offload_repro.judge.observers import run_observations
 from offload_repro.produce.measured import metrics
 from offload_repro.produce.measured.runner import classify, run_row
@@ -57,12 +58,18 @@ def test_summary_of_a_run_that_never_got_past_warmup(tmp_path):
 
 
 @pytest.mark.slow
-def test_each_repeat_is_its_own_run_and_the_row_keeps_their_median_and_spread(rows, tmp_path):
+def test_repeats_train_in_one_process_and_the_row_keeps_their_median_and_spread(rows, tmp_path):
     cpu = load_target("cpu")
     twice = Target(cpu.name, cpu.kind, cpu.launcher, {**cpu.spec, "repeats": 2})
     result = run_row(rows["llama-baseline"], twice, tmp_path / "llama-baseline.json", tmp_path / "work")
     assert result["status"] == "ok" and [r["repeat"] for r in result["repeats"]] == [1, 2]
     assert all((tmp_path / "work" / f"repeat-{n}" / "metrics.jsonl").exists() for n in (1, 2))
+    # one process trained both: its log cut at the second repeat's marker, one part in each directory
+    logs = [(tmp_path / "work" / f"repeat-{n}" / "train.log").read_text() for n in (1, 2)]
+    assert "offload-repro: repeat 1 of 2" in logs[0] and "repeat 2 of 2" not in logs[0]
+    assert logs[1].startswith("offload-repro: repeat 2 of 2") and "completed step: " in logs[1]
+    assert all(len(read_json(tmp_path / "work" / f"repeat-{n}" / "launch.json")) > 5 for n in (1, 2))
+    assert result["repeats"][1]["live_arrays_at_start"] == 0  # the first repeat's state was freed
     per_repeat = [r["tflops_per_device"] for r in result["repeats"]]
     spread = result["spread"]["tflops_per_device"]
     assert spread["n"] == 2 and spread["low"] == min(per_repeat) and spread["high"] == max(per_repeat)

@@ -1,14 +1,21 @@
 """Run MaxText's own training entry point in this process and record what only it can see.
 
-Used as `python -m offload_repro.produce.measured.launch STATS_JSON -- <maxtext args>`. It calls
-`maxtext.trainers.pre_train.train.main` unchanged; the only addition is a wrapper around
+Used as `python -m offload_repro.produce.measured.launch STATS_JSON [STATS_JSON ...] -- <maxtext args>`.
+It calls `maxtext.trainers.pre_train.train.main` unchanged; the only addition is a wrapper around
 MaxText's `print_compiled_memory_stats`, so the compiled train step's memory analysis is
 kept in bytes (MaxText logs it rounded to 0.1 GB), plus the devices' runtime memory stats.
+
+With several STATS_JSON, MaxText trains once per file, one after the other in this process (the
+repeats of a row: the import, the runtime's start and the compile are paid once), each repeat's
+`metrics_file` and `base_output_directory` moved into its file's directory. Each repeat starts with
+the line REPEAT_MARKER in the log, and records the device memory in use as it starts (what an
+earlier repeat left behind).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import resource
 import sys
@@ -121,7 +128,28 @@ def rank_arguments(maxtext_argv: list[str], task: int) -> list[str]:
     ]
 
 
-def main(stats_path: str, maxtext_argv: list[str]) -> int:
+REPEAT_MARKER = "offload-repro: repeat {number} of {count}"
+MOVED = ("metrics_file", "base_output_directory")  # each repeat's own, in its directory
+
+
+def repeat_arguments(maxtext_argv: list[str], stats_path: str) -> list[str]:
+    """The arguments of a repeat whose record is `stats_path`: its metrics and output in that directory."""
+    directory = Path(stats_path).parent
+    moved = {"metrics_file": str(directory / "metrics.jsonl"), "base_output_directory": str(directory / "output")}
+    return [f"{key}={moved[key]}" if (key := arg.split("=", 1)[0]) in MOVED else arg for arg in maxtext_argv]
+
+
+def left_behind() -> dict[str, int | None]:
+    """What earlier repeats left on the device, after a collection: JAX's live arrays and the bytes
+    the runtime holds (None where it keeps no count, as XLA:CPU)."""
+    import jax
+
+    gc.collect()
+    in_use = (jax.local_devices()[0].memory_stats() or {}).get("bytes_in_use")
+    return {"live_arrays_at_start": len(jax.live_arrays()), "bytes_in_use_at_start": in_use}
+
+
+def main(stats_paths: list[str], maxtext_argv: list[str]) -> int:
     from offload_repro.cluster import jax_distributed
     from offload_repro.core.grouped_matmul import install_from
 
@@ -133,54 +161,78 @@ def main(stats_path: str, maxtext_argv: list[str]) -> int:
     from maxtext.trainers.pre_train import train
     from maxtext.utils import max_utils
 
-    record: dict[str, Any] = {"compiled_memory": None, "exception": None}
+    captured: dict[str, Any] = {"compiled_memory": None}
     original = max_utils.print_compiled_memory_stats
 
     def capture(compiled_stats: Any, prefix: str = "") -> None:
         if prefix == "train" and compiled_stats is not None:
-            record["compiled_memory"] = memory_analysis_dict(compiled_stats)
+            captured["compiled_memory"] = memory_analysis_dict(compiled_stats)
         original(compiled_stats, prefix=prefix)
 
     max_utils.print_compiled_memory_stats = capture
-    started = time.monotonic()
-    status = 0
-    nvml = NvmlPeak()
+    records: list[dict[str, Any]] = []
     trace_dir = os.environ.get(TRACE_DIR_VARIABLE)
-    try:
-        # absl's app.run, as MaxText's own __main__ does: it parses flags and sets up logging.
-        with nvml, profiler_trace(trace_dir):
-            app.run(train.main, argv=["train", resolve_config(maxtext_argv[0]), *maxtext_argv[1:]])
-    except SystemExit as done:
-        status = 0 if done.code in (None, 0) else 1
-    except BaseException as err:  # recorded for the runner, which classifies OOM vs error
-        record["exception"] = jax_distributed.exception_record(err)
-        traceback.print_exc()
-        status = 1
+
+    def train_each(_argv: list[str]) -> None:
+        for number, stats_path in enumerate(stats_paths, 1):
+            argv = repeat_arguments(maxtext_argv, stats_path) if len(stats_paths) > 1 else maxtext_argv
+            print(REPEAT_MARKER.format(number=number, count=len(stats_paths)), flush=True)
+            captured["compiled_memory"] = None
+            record: dict[str, Any] = {"exception": None, "live_arrays_at_start": None, "bytes_in_use_at_start": None}
+            if records:  # before the first, no backend has started
+                record.update(left_behind())
+            started = time.monotonic()
+            nvml = NvmlPeak()
+            try:
+                with nvml, profiler_trace(trace_dir if number == 1 else None):  # one repeat is profiled
+                    train.main(["train", resolve_config(argv[0]), *argv[1:]])
+            except SystemExit as done:  # MaxText's own exit: a failure only with a nonzero code
+                if done.code not in (None, 0):
+                    record["exception"] = {"type": "SystemExit", "message": f"exited with {done.code}"}
+            except BaseException as err:  # recorded for the runner, which classifies OOM vs error
+                record["exception"] = jax_distributed.exception_record(err)
+                traceback.print_exc()
+            record.update(
+                compiled_memory=captured["compiled_memory"],
+                train_seconds=round(time.monotonic() - started, 3),
+                nvml_peak_used_bytes=nvml.peak_bytes,
+                runtime_memory=device_memory_stats(),
+            )
+            records.append(record)
+            if record["exception"] is not None:
+                break  # as a row's repeats stop at the first that fails
+
+    # absl's app.run, as MaxText's own __main__ does: it parses flags and sets up logging. It always
+    # exits; each repeat's own failure is in its record.
+    with contextlib.suppress(SystemExit):
+        app.run(train_each, argv=["train"])
     import jax
 
     devices = jax.devices()
-    record.update(
+    shared = dict(
         **environment(),  # what a reviewer needs to trust a GPU number: JAX's own report, the CUDA wheels
         versions=provenance.versions(),
         python=sys.version.split()[0],
-        train_seconds=round(time.monotonic() - started, 3),
         device_kind=devices[0].device_kind,
         device_count=len(devices),
         platform=devices[0].platform,
-        runtime_memory=device_memory_stats(),
-        nvml_peak_used_bytes=nvml.peak_bytes,
         process_count=jax.process_count(),
         host_peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
     if jax.process_index() == 0:  # one record per run, from rank 0, as on the CPU path
-        write_json(stats_path, record)
-    jax_distributed.finish(rank, status, record["exception"])
+        for stats_path, record in zip(stats_paths, records, strict=False):
+            write_json(stats_path, record | shared)
+    failed = next((record["exception"] for record in records if record["exception"]), None)
+    status = 1 if failed or len(records) < len(stats_paths) else 0
+    jax_distributed.finish(rank, status, failed)
     return status
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[2] != "--":
+    if "--" not in sys.argv[2:]:
         sys.exit(
-            "usage: python -m offload_repro.produce.measured.launch STATS_JSON -- <maxtext base.yml> key=value ..."
+            "usage: python -m offload_repro.produce.measured.launch STATS_JSON [STATS_JSON ...] --"
+            " <maxtext base.yml> key=value ..."
         )
-    sys.exit(main(sys.argv[1], sys.argv[3:]))
+    split = sys.argv.index("--", 2)
+    sys.exit(main(sys.argv[1:split], sys.argv[split + 1 :]))

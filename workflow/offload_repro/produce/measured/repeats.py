@@ -12,7 +12,9 @@ from statistics import median
 from typing import Any
 
 METRICS = ("step_time_s", "tflops_per_device", "tokens_per_s_per_device")
-PER_REPEAT = (*METRICS, "wall_time_s")
+# per repeat also: its wall time, and JAX's live arrays and the device memory in use as it started (a
+# later repeat trains in the same process as the first: what the earlier ones left behind)
+PER_REPEAT = (*METRICS, "wall_time_s", "live_arrays_at_start", "bytes_in_use_at_start")
 
 
 def spread(values: list[float]) -> dict[str, Any]:
@@ -34,11 +36,13 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
     A metric is aggregated over the repeats that report it (a failed repeat reports none); one no
     repeat reports is left out, as `metrics.summarize` leaves out what it could not time.
     """
-    repeats = [{"repeat": number, **{key: run.get(key) for key in PER_REPEAT}} for number, run in enumerate(runs, 1)]
+    repeats = [
+        {"repeat": number, **{key: run[key] for key in PER_REPEAT if key in run}} for number, run in enumerate(runs, 1)
+    ]
     aggregated: dict[str, Any] = {"repeats": repeats}
     spreads: dict[str, dict[str, Any]] = {}
     for metric in METRICS:
-        values = [repeat[metric] for repeat in repeats if repeat[metric] is not None]
+        values = [repeat[metric] for repeat in repeats if repeat.get(metric) is not None]
         if values:
             spreads[metric] = spread(values)
             aggregated[metric] = spreads[metric]["median"]

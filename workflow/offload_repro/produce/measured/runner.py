@@ -19,9 +19,8 @@ from offload_repro.core import failure, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, checkout_relative, read_json, write_json
 from offload_repro.core.process import Supervised, fresh_work_dir, run_subprocess, run_supervised
-from offload_repro.core.results import write_result
-from offload_repro.produce.measured import metrics, repeats, trace
-from offload_repro.produce.measured.launch import TRACE_DIR_VARIABLE
+from offload_repro.core.results import read_result, write_result
+from offload_repro.produce.measured import launch, metrics, repeats, trace
 
 
 def classify(returncode: int, exception: dict[str, Any] | None, log_tail: str, steps_done: int, steps: int) -> str:
@@ -173,30 +172,51 @@ def time_limit_message(target: Target, limit: slurm.TimeLimit | None, wall_s: fl
     )
 
 
+def split_log(log_file: Path, dirs: list[Path]) -> list[Path]:
+    """The log of one process that ran several repeats, cut at each repeat's marker line into a
+    train.log in each repeat's directory (what came before the second marker stays with the first)."""
+    text = log_file.read_text(encoding="utf-8", errors="replace") if log_file.exists() else ""
+    logs = [dirs[0] / "train.log", *(d / "train.log" for d in dirs[1:])]
+    for number in range(len(dirs), 1, -1):  # from the last repeat back, each cut off the rest
+        marker = launch.REPEAT_MARKER.format(number=number, count=len(dirs))
+        text, found, part = text.partition(marker)
+        if found:
+            logs[number - 1].write_text(found + part, encoding="utf-8")
+        else:  # the process ended before this repeat began
+            text += part
+    logs[0].write_text(text, encoding="utf-8")
+    return logs
+
+
 def launch_once(
     row: Row,
     target: Target,
-    work_dir: Path,
+    dirs: list[Path],
     python: str,
     container_runtime: str,
     allow_unpinned: bool,
     may_trace: bool = True,
-) -> dict[str, Any]:
-    """One training run of the row in `work_dir`: how it ended and what it measured (SLURM's
-    ranks start through srun). `may_trace`: whether this run may be profiled (only one of a row's
-    repeats is, so that the profiler's cost stays out of the others' step times)."""
-    metrics_file, stats_file, log_file = work_dir / "metrics.jsonl", work_dir / "launch.json", work_dir / "train.log"
+) -> list[dict[str, Any]]:
+    """One training process of the row, training once per directory of `dirs` (its repeats, in one
+    process: see launch.py): how each ended and what it measured, up to the first that was not ok
+    (SLURM's ranks start through srun). `may_trace`: whether the first may be profiled (only one
+    of a row's repeats is, so that the profiler's cost stays out of the others' step times)."""
+    work_dir = dirs[0]
+    log_file = work_dir / "train.log"
     overrides = maxtext_args.target_overrides(row, target)
-    overrides.update(base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(metrics_file))
+    overrides.update(
+        base_output_directory=str(work_dir / "output"), run_name=row.id, metrics_file=str(work_dir / "metrics.jsonl")
+    )
     # MaxText's own defaults, resolved by the training process (a container has its own MaxText).
     arguments = ["maxtext:configs/base.yml", *maxtext_args.as_arguments(overrides)]
     prefix, rank_env, container = launch_command(row, target, work_dir, python, container_runtime, allow_unpinned)
-    command = [*prefix, "-m", "offload_repro.produce.measured.launch", str(stats_file), "--", *arguments]
+    stats_files = [str(d / "launch.json") for d in dirs]
+    command = [*prefix, "-m", "offload_repro.produce.measured.launch", *stats_files, "--", *arguments]
     env = maxtext_args.environment(row, target) | rank_env
     trace_dir = work_dir / "trace"
     traced = may_trace and bool(target.spec.get("trace_offload_rows")) and bool(row.tensors("offload"))
     if traced:
-        env[TRACE_DIR_VARIABLE] = str(trace_dir)
+        env[launch.TRACE_DIR_VARIABLE] = str(trace_dir)
 
     if target.launcher == "slurm":
         (work_dir / "ranks").mkdir(exist_ok=True)
@@ -208,28 +228,58 @@ def launch_once(
     else:
         limit = None
         outcome = Supervised(*run_subprocess(command, env, work_dir, log_file), "exit")
+    logs = split_log(log_file, dirs) if len(dirs) > 1 else [log_file]
+    launches = [read_json(Path(f)) if Path(f).exists() else {} for f in stats_files]
+    # each later repeat's own training time; the first's wall time is the rest (the import, the start)
+    later_s = [launched.get("train_seconds") or 0.0 for launched in launches[1:]]
 
-    launch = read_json(stats_file) if stats_file.exists() else {}
-    steps = metrics.read_steps(metrics_file)
-    ranks = read_ranks(work_dir, target.processes)
-    srun_log = log_file.read_text(encoding="utf-8", errors="replace")
+    runs = []
+    for number, (repeat_dir, launched, log) in enumerate(zip(dirs, launches, logs, strict=True), 1):
+        wall_s = outcome.wall_s - sum(later_s) if number == 1 else later_s[number - 2]
+        runs.append(
+            repeat_result(row, target, repeat_dir, log, launched, outcome, limit, wall_s, traced and number == 1)
+            | {"command": command[: len(prefix)], "container": container, "arguments": arguments}
+            | {"xla_flags": env["XLA_FLAGS"]}
+        )
+        if runs[-1]["status"] != "ok":
+            break
+    return runs
+
+
+def repeat_result(
+    row: Row,
+    target: Target,
+    repeat_dir: Path,
+    log_file: Path,
+    launched: dict[str, Any],
+    outcome: Supervised,
+    limit: slurm.TimeLimit | None,
+    wall_s: float,
+    traced: bool,
+) -> dict[str, Any]:
+    """How one repeat ended and what it measured, from what it left in `repeat_dir`."""
+    steps = metrics.read_steps(repeat_dir / "metrics.jsonl")
+    ranks = read_ranks(repeat_dir, target.processes)
+    srun_log = log_file.read_text(encoding="utf-8", errors="replace") if log_file.exists() else ""
     rank_logs = [REPO_ROOT / rank["log"] for rank in ranks]
     log_tail = srun_log[-20000:] + "".join(
         log.read_text(encoding="utf-8", errors="replace")[-20000:] for log in rank_logs if log.exists()
     )
-    status = classify(outcome.returncode, launch.get("exception"), log_tail, len(steps), target.scale["steps"])
+    # a repeat that never wrote its record did not finish, whatever the process's exit status
+    returncode = outcome.returncode if launched else outcome.returncode or 1
+    status = classify(returncode, launched.get("exception"), log_tail, len(steps), target.scale["steps"])
     ended_by, message, cause = "completed", None, None
     if status != "ok":
         ended_by = "own failure"
         done = (len(steps), target.scale["steps"])
-        cause, message = row_failure(outcome.returncode, launch.get("exception"), srun_log, log_file, ranks, *done)
+        cause, message = row_failure(returncode, launched.get("exception"), srun_log, log_file, ranks, *done)
     if outcome.ended_by == "deadline" or "DUE TO TIME LIMIT" in srun_log:
         status, ended_by = "error", "time limit"
         message = time_limit_message(target, limit, outcome.wall_s, len(steps))
         ended = failure.signal_name(outcome.returncode)
         cause = failure.Failure(message, "time limit", outcome.returncode, ended, checkout_relative(log_file)).record()
 
-    perfetto = sorted(trace_dir.rglob("perfetto_trace.json.gz")) if traced and status == "ok" else []
+    perfetto = sorted((repeat_dir / "trace").rglob("perfetto_trace.json.gz")) if traced and status == "ok" else []
     overlap = trace.summarize(trace.read_events(perfetto[-1]), steps=len(steps)) if perfetto else None
     return {
         "status": status,
@@ -237,16 +287,49 @@ def launch_once(
         "failure": cause,
         "ended_by": ended_by,
         "summary": metrics.summarize(steps, target.scale["warmup_steps"]),
-        "launch": launch,
+        "launch": launched,
         "ranks": ranks,
         "overlap": overlap,
-        "command": command[: len(prefix)],
-        "container": container,
-        "arguments": arguments,
-        "xla_flags": env["XLA_FLAGS"],
-        "wall_time_s": round(outcome.wall_s, 2),
+        "wall_time_s": round(wall_s, 2),
         "train_log": checkout_relative(log_file),
     }
+
+
+def per_repeat(run: dict[str, Any]) -> dict[str, Any]:
+    launched = run["launch"]
+    left = {key: launched.get(key) for key in ("live_arrays_at_start", "bytes_in_use_at_start")}
+    return {"wall_time_s": run["wall_time_s"], **left}
+
+
+def launch_repeats(
+    row: Row, target: Target, dirs: list[Path], python: str, container_runtime: str, allow_unpinned: bool
+) -> list[dict[str, Any]]:
+    """The row's repeats, one per directory of `dirs`, up to the first that fails: all in one process
+    where the launcher is local; through SLURM, one job step each (each its own srun of all ranks)."""
+    if target.launcher != "slurm":
+        return launch_once(row, target, dirs, python, container_runtime, allow_unpinned)
+    runs: list[dict[str, Any]] = []
+    for number, repeat_dir in enumerate(dirs, 1):
+        runs += launch_once(row, target, [repeat_dir], python, container_runtime, allow_unpinned, number == 1)
+        if runs[-1]["status"] != "ok":
+            break
+    return runs
+
+
+def same_program_record(row: Row, rows: list[Row], target: Target, out_json: Path) -> dict[str, Any] | None:
+    """This row's record as another row's, where that row is one program with it on the target
+    (maxtext_args.same_program_rows) and its record is already beside `out_json`; None where none is.
+    The record says whose it is (`same_program_as`)."""
+    for other in maxtext_args.same_program_rows(rows, target)[row.id]:
+        path = out_json.with_name(f"{other}.json")
+        if other == row.id or not path.exists():
+            continue
+        ran = read_result(path, "run")
+        if ran.get("same_program_as") or ran["target"] != target.name:
+            continue  # only a row's own run is filed again
+        mine = {"row": row.id, "table": row.table, "label": row.label, "published_outcome": row.published["outcome"]}
+        return write_result(out_json, "run", ran | mine | {"same_program_as": other})
+    return None
 
 
 def run_row(
@@ -259,18 +342,15 @@ def run_row(
     allow_unpinned: bool = False,
     times: int | None = None,
 ) -> dict[str, Any]:
-    """Run the row `times` times, `target.repeats` unless given (each its own run, stopping at the
-    first that fails), and write its record; an attempt the cluster ended writes none (see Interrupted)."""
+    """Run the row `times` times, `target.repeats` unless given (each its own training run, stopping at
+    the first that fails; see launch_repeats), and write its record; an attempt the cluster ended writes
+    none (see Interrupted)."""
     times = times or target.repeats
     work_dir = fresh_work_dir(work_dir)  # MaxText runs inside it; every path handed over is absolute
     interruptions = begin_attempt(work_dir)
-    runs: list[dict[str, Any]] = []
     try:
-        for repeat in range(1, times + 1):
-            repeat_dir = work_dir if times == 1 else fresh_work_dir(work_dir / f"repeat-{repeat}")
-            runs.append(launch_once(row, target, repeat_dir, python, container_runtime, allow_unpinned, repeat == 1))
-            if runs[-1]["status"] != "ok":
-                break
+        dirs = [work_dir] if times == 1 else [fresh_work_dir(work_dir / f"repeat-{n}") for n in range(1, times + 1)]
+        runs = launch_repeats(row, target, dirs, python, container_runtime, allow_unpinned)
     except Interrupted as interruption:  # when there was time to say why, the next attempt reads it
         attempts = read_json(attempts_file(work_dir))
         write_json(attempts_file(work_dir), [*attempts[:-1], attempts[-1] | {"reason": str(interruption)}])
@@ -280,7 +360,7 @@ def run_row(
         raise
     first, last = runs[0], runs[-1]
     ok = last["status"] == "ok"
-    launch = first["launch"]
+    launched = first["launch"]
     result: dict[str, Any] = {
         "row": row.id,
         "table": row.table,
@@ -293,13 +373,13 @@ def run_row(
         "published_outcome": row.published["outcome"],
         "scaled": target.scale["devices"] != row.devices or bool(target.scale.get("families")),
         **first["summary"],  # losses and steps of the first repeat; throughput: the median of all
-        **(repeats.aggregate([run["summary"] | {"wall_time_s": run["wall_time_s"]} for run in runs]) if ok else {}),
-        "devices": launch.get("device_count"),
-        "processes": launch.get("process_count"),
-        "compiled_memory": launch.get("compiled_memory"),
-        "runtime_memory": launch.get("runtime_memory"),
-        "nvml_peak_used_bytes": launch.get("nvml_peak_used_bytes"),
-        "host_peak_rss_bytes": launch.get("host_peak_rss_bytes"),
+        **(repeats.aggregate([run["summary"] | per_repeat(run) for run in runs]) if ok else {}),
+        "devices": launched.get("device_count"),
+        "processes": launched.get("process_count"),
+        "compiled_memory": launched.get("compiled_memory"),
+        "runtime_memory": launched.get("runtime_memory"),
+        "nvml_peak_used_bytes": launched.get("nvml_peak_used_bytes"),
+        "host_peak_rss_bytes": launched.get("host_peak_rss_bytes"),
         "overlap": first["overlap"],
         "ranks": last["ranks"],
         "interruptions": interruptions,
@@ -308,13 +388,13 @@ def run_row(
             "container": first["container"],
             "maxtext_arguments": first["arguments"],
             "xla_flags": first["xla_flags"],
-            "python": launch.get("python"),
-            "versions": launch.get("versions"),
+            "python": launched.get("python"),
+            "versions": launched.get("versions"),
             # JAX's environment report (versions, host, devices, nvidia-smi) and the installed CUDA wheels
-            "environment_info": launch.get("environment_info"),
-            "cuda_packages": launch.get("cuda_packages"),
-            "device_kind": launch.get("device_kind"),
-            "platform": launch.get("platform"),
+            "environment_info": launched.get("environment_info"),
+            "cuda_packages": launched.get("cuda_packages"),
+            "device_kind": launched.get("device_kind"),
+            "platform": launched.get("platform"),
             "wall_time_s": round(sum(run["wall_time_s"] for run in runs), 2),
             "train_log": first["train_log"],
             "nodes": slurm.node_list(),
