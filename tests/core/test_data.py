@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from offload_repro.core.data import DataError, load_rows, load_target
+from offload_repro.core.data import DataError, load_rows, load_target, schema
 from offload_repro.present.text import hardware_text
 
 ROWS_FILE = REPO / "experiments" / "rows" / "llama3.1-405b.yaml"
@@ -164,3 +164,52 @@ def test_a_fact_without_a_citation_is_named_by_file_and_field(tmp_path):
 def test_a_malformed_or_self_contradicting_target_is_refused_by_file_and_field(tmp_path, edit, message):
     with pytest.raises(DataError, match=rf"gb200-nvl72.yaml: {message}"):
         load_target("gb200-nvl72", target_copy(tmp_path, "gb200-nvl72", edit))
+
+
+HOST_LINK_CITATION = """    host_link:
+      source: https://developer.nvidia.com/blog/reducing-high-bandwidth-memory-bottlenecks-in-jax-based-llm-training-with-host-offloading/
+      quote: "NVLink-C2C with 900 GB/s of bidirectional bandwidth"
+"""
+
+
+def test_a_citation_written_as_a_string_is_told_the_keys_a_citation_takes(tmp_path):
+    def in_words(text: str) -> str:
+        assert HOST_LINK_CITATION in text
+        return text.replace(HOST_LINK_CITATION, "    host_link: NVLink-C2C, 900 GB/s\n", 1)
+
+    with pytest.raises(DataError) as raised:
+        load_target("gb200-nvl72", target_copy(tmp_path, "gb200-nvl72", in_words))
+    message = str(raised.value)
+    assert message.startswith(f"{tmp_path / 'gb200-nvl72.yaml'}: field 'hardware.citations.host_link': ")
+    # each way the schema takes a citation, and each of its keys with what it holds
+    ways = "source and quote (reading optional), or assumed (source, quote, reading optional)"
+    assert f"'NVLink-C2C, 900 GB/s' is a string; write an object with the keys {ways}. " in message
+    for key, spec in schema("target")["$defs"]["fact_citation"]["properties"].items():
+        assert f"{key}: {spec['description']}" in message
+
+
+def test_a_citation_of_a_fact_not_stated_lists_every_fact_that_can_be_cited(tmp_path):
+    def citing(key: str):
+        """The file with that one citation in place of its own."""
+
+        def edit(text: str) -> str:
+            data = yaml.safe_load(text)
+            data["hardware"]["citations"] = {key: {"assumed": "why"}}
+            return yaml.safe_dump(data)
+
+        return target_copy(tmp_path, "gb200-nvl72", edit)
+
+    with pytest.raises(
+        DataError, match=r"field 'hardware.citations.accelerator': cites a fact the file does not state"
+    ) as raised:
+        load_target("gb200-nvl72", citing("accelerator"))
+    listed = str(raised.value).split("the facts it can cite: ")[1].split(", ")
+    assert listed == sorted(listed) and "topology" in listed and "accelerator" not in listed
+    assert {"hbm", "host_link", "peak_dense_tflops.bfloat16", "nvlink_domain_nodes"} <= set(listed)
+    # the list is what the check takes: each fact listed is taken, each other key of the hardware refused
+    for key in listed:
+        assert load_target("gb200-nvl72", citing(key)).name == "gb200-nvl72"
+    hardware = yaml.safe_load((REPO / "experiments" / "targets" / "gb200-nvl72.yaml").read_text())["hardware"]
+    for key in set(hardware) - set(listed):
+        with pytest.raises(DataError, match=rf"'hardware.citations.{key}': cites a fact the file does not state"):
+            load_target("gb200-nvl72", citing(key))

@@ -199,11 +199,35 @@ def test_a_malformed_xla_flag_is_refused_naming_file_run_and_field(tmp_path, fla
     assert reason in refused
 
 
+@pytest.mark.parametrize(
+    ("flag", "write"),
+    [('--xla_gpu_graph_level=""', None), ("--xla_gpu_graph_level='0'", "--xla_gpu_graph_level=0")],
+    ids=["empty", "zero"],
+)
+def test_a_quoted_flag_is_offered_only_fixes_the_file_takes(tmp_path, flag, write):
+    data = read_yaml(LLAMA3)
+    data["runs"][1]["xla_flags"].insert(1, flag)
+    _, refused = refusal(tmp_path, data)
+    # the unquoted flag where it is taken (an empty value is refused too); else only keeping it as passed
+    assert ("; write " in refused) == (write is not None)
+    if write is not None:
+        assert f"; write {write!r};" in refused
+        fixed = read_yaml(LLAMA3)
+        fixed["runs"][1]["xla_flags"].insert(1, write)
+        assert load_file(written(tmp_path, fixed))
+    kept = yaml.safe_load(refused.split("list it as passed beside xla_flags: ")[1].replace("<", "").replace(">", ""))
+    assert kept == {"xla_flags_as_passed": [{"flag": flag, "effect": "what XLA made of the flag as passed"}]}
+    data["runs"][1].update(kept)
+    assert load_file(written(tmp_path, data))
+
+
 def test_a_malformed_flag_the_run_passed_is_kept_only_where_the_file_says_what_xla_made_of_it(tmp_path):
     data = read_yaml(LLAMA3)
     stray = '--xla_disable_hlo_passes=rematerialization"'
     data["defaults"]["xla_flags"][10] = stray
-    refusal(tmp_path, data, r"defaults, field 'xla_flags\[10\]': .*list it under 'xla_flags_as_passed'")
+    refusal(
+        tmp_path, data, r"defaults, field 'xla_flags\[10\]': .*list it as passed beside xla_flags: xla_flags_as_passed"
+    )
     kept = {"flag": stray, "effect": "the pass name with its quote matches no pass: rematerialization stayed on"}
     data["defaults"]["xla_flags_as_passed"] = [kept]
     runs = load_file(written(tmp_path, data))

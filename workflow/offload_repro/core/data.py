@@ -49,12 +49,44 @@ def _shared(uri: str) -> Resource:
 SHARED = Registry(retrieve=_shared)
 
 
+YAML_KINDS = {
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "a list",
+    type(None): "empty",
+}
+
+
+def _wanted_object(error: jsonschema.ValidationError) -> str | None:
+    """For a value that should be an object, which keys the schema wants of it (each set of keys it
+    takes, what else may be added, what each means); None where the schema names no keys."""
+    wanted, properties = error.schema, error.schema.get("properties") or {}
+    if error.validator != "type" or error.validator_value != "object" or not properties:
+        return None
+    branches = [wanted] if "required" in wanted else wanted.get("oneOf") or wanted.get("anyOf") or [wanted]
+    ways = []
+    for branch in branches:
+        required = branch.get("required", [])
+        barred = (branch.get("not") or {}).get("required", [])  # a key this way of writing it may not have
+        optional = [key for key in properties if key not in (*required, *barred)]
+        if not required:
+            ways.append(f"any of {', '.join(optional)}")
+        else:
+            ways.append(" and ".join(required) + (f" ({', '.join(optional)} optional)" if optional else ""))
+    meanings = "; ".join(f"{key}: {spec['description']}" for key, spec in properties.items() if "description" in spec)
+    got = YAML_KINDS.get(type(error.instance), type(error.instance).__name__)
+    wants = f"{error.instance!r} is {got}; write an object with the keys {', or '.join(dict.fromkeys(ways))}"
+    return f"{wants}. {meanings}" if meanings else wants
+
+
 def validate(data: Any, schema_name: str, source: str | Path) -> Any:
     """`data`, once it is valid against the schema `schema_name`; else a DataError naming each error's place."""
     validator = jsonschema.Draft202012Validator(schema(schema_name), registry=SHARED)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = [f"{source}: {_where(data, list(e.absolute_path))}: {e.message}" for e in errors]
+        lines = [f"{source}: {_where(data, list(e.absolute_path))}: {_wanted_object(e) or e.message}" for e in errors]
         raise DataError("\n".join(lines))
     return data
 
@@ -291,16 +323,23 @@ def cited_facts(spec: dict[str, Any]) -> list[str]:
     return facts
 
 
+def citable_facts(spec: dict[str, Any]) -> list[str]:
+    """Every key hardware.citations may have: the facts that need a citation, and `topology`, which
+    may cite nodes and gpus_per_node; sorted, as a refusal lists them."""
+    return sorted({*cited_facts(spec), "topology"})
+
+
 def _uncited(spec: dict[str, Any], path: Path) -> tuple[str, ...]:
     """Each fact without a citation, named by file and field; a citation of a fact the file does
     not state is refused."""
     facts = cited_facts(spec)
+    citable = citable_facts(spec)
     citations = (spec.get("hardware") or {}).get("citations") or {}
     for key in citations:
-        if key not in facts and key != "topology":
+        if key not in citable:
             raise DataError(
-                f"{path}: field 'hardware.citations.{key}': cites a fact the file does not state"
-                f" (its facts: {', '.join(facts) or 'none'})"
+                f"{path}: field 'hardware.citations.{key}': cites a fact the file does not state;"
+                f" the facts it can cite: {', '.join(citable)}"
             )
     description = (spec.get("compile") or {}).get("description_file")
     hbm = citations.get("hbm") or {}

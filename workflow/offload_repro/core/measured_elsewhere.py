@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, Row, Target, load_target, validate
+from offload_repro.core.data import DataError, Row, Target, load_target, schema, validate
 from offload_repro.core.files import REPO_ROOT, checkout_relative, read_yaml
 from offload_repro.core.gpu import FRACTION_VARIABLE, JAX_DEFAULT_FRACTION
 from offload_repro.core.maxtext_configs import base_config, model_config, model_file, model_kind, model_settings
@@ -239,10 +239,24 @@ def _flag_problem(flag: str) -> tuple[str, bool] | None:
                 " as part of this value",
                 False,
             )
-        return f"its value is quoted: XLA strips the quotes and takes {value[1:-1]!r}; write that", True
+        unquoted = f"{name}={value[1:-1]}"
+        takes = f"its value is quoted: XLA strips the quotes and takes {value[1:-1]!r}"
+        # the unquoted flag is offered only where it is taken itself (not an empty value, say)
+        return (f"{takes}; write {unquoted!r}" if _flag_problem(unquoted) is None else takes), True
     if quote := next((char for char in value if char in "\"'"), None):
         return f"a stray quote ({quote}) in its value: XLA takes it as part of the value {value!r}", True
     return None
+
+
+def _kept_as_passed(flag: str) -> str:
+    """How `flag` is listed as passed, in YAML, with the keys the schema requires of an item of KEEP_FIELD."""
+    item = schema("measured_elsewhere")["$defs"]["flags_as_passed"]["items"]
+    quoted = "'" + flag.replace("'", "''") + "'"  # YAML's single quotes: the flag exactly as it stands
+    keys = [
+        f"{key}: {quoted}" if key == "flag" else f"{key}: <{item['properties'][key].get('description', key)}>"
+        for key in item["required"]
+    ]
+    return f"{KEEP_FIELD}: [{{{', '.join(keys)}}}]"
 
 
 def _check_flags(path: Path, where: str, flags: list[str], kept: list[dict[str, str]]) -> None:
@@ -258,7 +272,7 @@ def _check_flags(path: Path, where: str, flags: list[str], kept: list[dict[str, 
         if flag in kept_flags:
             hint = "; it cannot be passed as it is without changing how XLA reads the flags around it"
         elif keepable:
-            hint = f"; if the run passed it so, list it under '{KEEP_FIELD}' with what XLA made of it"
+            hint = f"; if the run passed it so, list it as passed beside xla_flags: {_kept_as_passed(flag)}"
         else:
             hint = ""
         raise DataError(f"{path}: {where}, field 'xla_flags[{index}]': {flag!r}: {reason}{hint}")
