@@ -94,3 +94,30 @@ def test_checks_of_a_quantity_the_chip_never_observes_are_not_comparable_not_err
     ):
         assert checks[claim_id]["verdict"] == "not-comparable"
         assert f"does not observe {metric}" in checks[claim_id]["summary"]["reason"]
+
+
+def test_the_profiled_host_copies_stand_beside_the_models_exposed_copy_time(page):
+    _, html = page
+    copies = html[html.index('<h4 id="device-copies">') : html.index('<h3 id="device-capacity">')]
+    rows = re.findall(r"<tr><td><strong>.*?</tr>", copies, re.S)
+    # one line per program: Llama's QKV program (three rows) and DeepSeek's offload program (two)
+    assert len(rows) == 2
+    qkv = "llama-qkv-offload-lhs, llama-qkv-offload-nolhs, llama-qkv-offload-lhs-pipelined"
+    (llama,) = [r for r in rows if qkv in r]
+    (deepseek,) = [r for r in rows if "deepseek-offload-plain, deepseek-offload-optimized" in r]
+    assert llama.count(">1.074<") == 2  # GB per step each way: XLA's 1 GiB of host buffers
+    assert ">0<" in llama  # the stores never held the core up: their waits round to nothing
+    assert ">7.281<" in deepseek
+
+
+def test_the_first_screen_sets_the_chips_speed_beside_the_post(page):
+    _, html = page
+    first = html[html.index('<section id="first-screen">') : html.index("</section>")]
+    line = first[first.index('id="speed-on-chip"') :]
+    line = line[: line.index("</li>")]
+    # DeepSeek's optimized offload against remat: 1.885 / 2.544 - 1 of throughput, where the post has +57%
+    assert "<code>deepseek-offload-optimized</code> over <code>deepseek-remat</code> -25.9%" in line
+    assert "+57.0%" in line
+    # the two offload rows are one program on the chip, and the line says so
+    assert "<code>deepseek-offload-plain</code> +0.0% in throughput (one program here)" in line
+    assert "not judging it" in line

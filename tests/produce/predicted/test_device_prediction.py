@@ -118,6 +118,25 @@ def test_no_calibration_above_the_peak_and_the_terms_kept_lower_the_error(predic
     assert prediction["carried"]["h100"]["llama"]["calibrated_on"] == "h100-sxm/llama2-70b-bf16-64gpu"
 
 
+def test_the_step_in_its_terms_sums_to_the_predicted_step(prediction):
+    for name, program in prediction["programs"].items():
+        terms = program["predicted_terms"]
+        parts = sum(value for term, value in terms.items() if term != "step_s")
+        assert parts == pytest.approx(terms["step_s"]), name
+        assert terms["step_s"] == pytest.approx(program["predicted"]["step_s"], rel=0.2), name
+    # bound: a program with no host copies exposes none; an offload program's exposed copies take no
+    # longer than moving its bytes both ways, one after the other, at the link as measured (14.0 GB/s:
+    # an achieved rate, taken whole)
+    assert prediction["programs"]["llama-baseline"]["predicted_terms"]["exposed_host_copy_s"] == 0
+    for name in ("llama-qkv-offload-lhs", "deepseek-offload-plain"):
+        program = prediction["programs"][name]
+        moved_s = sum(program["host_bytes"].values()) / 14.0e9
+        assert 0 < program["predicted_terms"]["exposed_host_copy_s"] <= moved_s, name
+        # and what the chip's core waited for them, in the profile of the run, is of the same size
+        waited = read_result(KEPT / "tpu-v5e-1" / "runs" / f"{name}.json", "run")["overlap"]["exposed_copy_s_per_step"]
+        assert program["predicted_terms"]["exposed_host_copy_s"] == pytest.approx(waited, rel=0.15), name
+
+
 def test_the_kept_hlo_is_what_the_prediction_names(prediction):
     import hashlib
 

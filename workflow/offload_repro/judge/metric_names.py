@@ -83,6 +83,8 @@ COPY_MEASURES = (
     "copy_span_low_tflop",
     "copy_span_high_tflop",
 )
+# each direction's host copies as a TPU profile shows them (produce/measured/trace.py: tpu_copies)
+PROFILED_COPY_MEASURES = ("copy_gb_per_step", "copy_in_flight_s_per_step", "copy_exposed_s_per_step")
 NETWORK_ENDS = ("ring", "floor")
 DIRECTIONS = ("d2h", "h2d")
 
@@ -183,6 +185,9 @@ NAMES = frozenset(
         "compute_s_per_step",
         "copy_hidden_fraction",
         "exposed_copy_s_per_step",
+        "copy_in_flight_s_per_step",
+        "copy_hidden_fraction_at_most",
+        *(copy_side(side, measure) for side in COPY_SIDES for measure in PROFILED_COPY_MEASURES),
         "wall_time_s",
         "link_limit_gb_s",
         # compiles

@@ -51,6 +51,14 @@ def run_observations(result: dict[str, Any], source: str) -> list[Observation]:
     seen.add("compute_s_per_step", overlap.get("compute_s_per_step"), "s")
     seen.add("copy_hidden_fraction", overlap.get("hidden_fraction"), "fraction")
     seen.add("exposed_copy_s_per_step", overlap.get("exposed_copy_s_per_step"), "s")
+    # a TPU profile: each copy's time from its start to its done (in flight), the share of that time
+    # the core computed (bounding the hidden share from above), and each direction's own
+    seen.add("copy_in_flight_s_per_step", overlap.get("in_flight_s_per_step"), "s")
+    seen.add("copy_hidden_fraction_at_most", overlap.get("hidden_fraction_at_most"), "fraction")
+    for side, copies in (overlap.get("by_direction") or {}).items():
+        seen.add(names.copy_side(side, "copy_gb_per_step"), copies["bytes_per_step"] / 1e9, "GB")
+        seen.add(names.copy_side(side, "copy_in_flight_s_per_step"), copies["in_flight_s_per_step"], "s")
+        seen.add(names.copy_side(side, "copy_exposed_s_per_step"), copies["exposed_s_per_step"], "s")
     seen.add("wall_time_s", result["provenance"].get("wall_time_s"), "s")
     # the program that ran, as XLA compiled it on the accelerator: compiled evidence of this target,
     # beside the run (XLA:CPU's analysis of a scaled-down row says nothing of any accelerator)

@@ -33,6 +33,7 @@ MODEL_NAMES = {
     "no_host_copies": "without the host-copy term (the copies cost nothing)",
     "serial_copies": "without the overlap term (each copy waited for where it starts)",
 }
+PROFILED = names.PROFILED_COPY_MEASURES
 SOURCES = {
     "chip": "the chip's other programs, each in turn",
     "h100": "NVIDIA's H100 runs (share of BF16 peak)",
@@ -102,6 +103,75 @@ def lines(rows: list[Row], lookup: Lookup, target: Target) -> list[dict[str, Any
                 "step_spread": lookup.spread(row.id, "measured", names.STEP_TIME_S),
                 "tflops": lookup.value(row.id, "measured", names.TFLOPS),
                 "exposed_copy_s": lookup.value(row.id, "measured", "exposed_copy_s_per_step"),
+                "copy_in_flight_s": lookup.value(row.id, "measured", "copy_in_flight_s_per_step"),
+                "copy_hidden_at_most": lookup.value(row.id, "measured", "copy_hidden_fraction_at_most"),
+                "copies": {
+                    side: {m: lookup.value(row.id, "measured", names.copy_side(side, m)) for m in PROFILED}
+                    for side in names.COPY_SIDES
+                },
+            }
+        )
+    return found
+
+
+def copy_lines(found: list[dict[str, Any]], prediction: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One line per program whose profile shows host copies (its rows named once): each direction's
+    bytes, time in flight and time waited, beside the exposed copy time the kept model predicts."""
+    programs = (prediction or {}).get("programs", {})
+    lines_found, seen = [], set()
+    for line in found:
+        if line["copy_in_flight_s"] is None:
+            continue
+        program = (line.get("predicted") or {}).get("program", line["row"].id)
+        if program in seen:
+            continue
+        seen.add(program)
+        terms = (programs.get(program) or {}).get("predicted_terms") or {}
+        predicted = terms.get("exposed_host_copy_s")
+        waited = line["exposed_copy_s"]
+        lines_found.append(
+            {
+                "rows": [line["row"].id, *line["same_program"]],
+                "label": line["row"].label,
+                # seconds to the 0.1 ms a profile's waits are worth reading at (a store that never held
+                # the core up waited 1e-7 s)
+                "copies": {
+                    side: {m: round(v, 4) if v is not None and m.endswith("_s_per_step") else v for m, v in by.items()}
+                    for side, by in line["copies"].items()
+                },
+                "in_flight_s": line["copy_in_flight_s"],
+                "waited_s": waited,
+                "hidden_at_most": line["copy_hidden_at_most"],
+                "predicted_exposed_s": predicted,
+                "predicted_over_waited": predicted / waited - 1 if predicted is not None and waited else None,
+            }
+        )
+    return lines_found
+
+
+def speed_on_chip(
+    claims: list[dict[str, Any]], rows: list[Row], lookup: Lookup, target: Target
+) -> list[dict[str, Any]]:
+    """Each of the post's speed ratios as the chip measured it between the same rows, scaled: the
+    first row's throughput over the second's, less one (from the measured observations), beside the
+    published value. Not a verdict: the one-device class judges outcomes only."""
+    same = same_program_rows(rows, target)
+    found = []
+    for claim in claims:
+        check = claim.get("check") or {}
+        if check.get("type") != "ratio" or check.get("metric") != names.TFLOPS:
+            continue
+        first, second = (lookup.value(row, "measured", names.TFLOPS) for row in check["rows"])
+        if first is None or second is None:
+            continue
+        found.append(
+            {
+                "claim": claim["id"],
+                "statement": claim["statement"],
+                "rows": check["rows"],
+                "published": claim["published"],
+                "measured": first / second - 1,
+                "one_program": check["rows"][1] in same[check["rows"][0]],
             }
         )
     return found
@@ -179,10 +249,15 @@ def step_chart(found: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
 
 
 def section(
-    rows: list[Row], lookup: Lookup, target: Target, prediction: dict[str, Any] | None = None
+    rows: list[Row],
+    lookup: Lookup,
+    target: Target,
+    prediction: dict[str, Any] | None = None,
+    claims: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
     """The section, for a target of one accelerator whose rows ran (None otherwise); `prediction`:
-    the details of its device prediction, where its programs are kept."""
+    the details of its device prediction, where its programs are kept; `claims`: the claims file's claims,
+    whose speed ratios the chip's runs are set beside."""
     if target.kind == "cpu" or "single-device" not in target.judges:
         return None
     found = lines(rows, lookup, target)
@@ -198,6 +273,8 @@ def section(
         "no_prediction": None if prediction else NO_PREDICTION,
         "prediction": prediction,
         "model_errors": model_errors(prediction),
+        "copy_lines": copy_lines(found, prediction),
+        "speed": speed_on_chip(claims or [], rows, lookup, target),
         "sources": SOURCES,
         "charts": [
             inline_spec(name, chart)

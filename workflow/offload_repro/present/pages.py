@@ -23,6 +23,7 @@ from offload_repro.core.data import Row, load_target
 from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.results import read_result
+from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
 from offload_repro.present import charts, device_section, measured_runs, text
@@ -112,7 +113,13 @@ def render_target(
         notes=notes,
         note_numbers=numbers,
         tables=tables(rows, lookup),
-        device=device_section.section(rows, lookup, target, detail(evidence, "device-prediction", target.name)),
+        device=device_section.section(
+            rows,
+            lookup,
+            target,
+            detail(evidence, "device-prediction", target.name),
+            load_claims(REPO_ROOT / verdicts["built_from"]["claims"]),
+        ),
         main_charts=main_charts,
         appendix_charts=appendix_charts + charts.whatif_charts(observations),
         whatif=whatif(rows, observations),

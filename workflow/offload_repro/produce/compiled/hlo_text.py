@@ -15,14 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-ELEMENT_BYTES = {
-    **dict.fromkeys(("pred", "s8", "u8", "f8e4m3fn", "f8e5m2"), 1),
-    **dict.fromkeys(("s16", "u16", "f16", "bf16"), 2),
-    **dict.fromkeys(("s32", "u32", "f32"), 4),
-    **dict.fromkeys(("s64", "u64", "f64"), 8),
-}
-HOST_MEMORY = "S(5)"  # the layout's memory space of an array in host memory
-ARRAY = re.compile(r"(\w+)\[([\d,]*)\](\{[^}]*\})?")  # element type, dimensions, layout
+from offload_repro.core.hlo_arrays import ARRAY, ELEMENT_BYTES, HOST_MEMORY
+
 HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s+\(.*\{\s*$")
 ASSIGN = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
 OP_NAME = re.compile(r'op_name="([^"]*)"')

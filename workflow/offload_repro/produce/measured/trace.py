@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from offload_repro.produce.compiled.hlo_text import ARRAY, ELEMENT_BYTES, HOST_MEMORY
+from offload_repro.core.hlo_arrays import ARRAY, ELEMENT_BYTES, HOST_MEMORY
 
 DEVICE_PROCESS = re.compile(r"/device:(GPU|TPU)|(GPU|TPU):\d|\bGPU\b")
 HOST_COPY = re.compile(r"memcpy\s*(dtoh|htod|d2h|h2d)|\b(dtoh|htod|d2h|h2d)\b|MemcpyDtoH|MemcpyHtoD", re.IGNORECASE)

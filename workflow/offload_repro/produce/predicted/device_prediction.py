@@ -187,7 +187,6 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
             "chip_within_family": errors(within),
         }
     # a program's own family calibrates it, as on the GPUs (a rate fitted on a dense Llama is not an MoE's)
-    # a program's own family calibrates it, as on the GPUs (a rate fitted on a dense Llama is not an MoE's)
     chip_error = {model: by_model[model]["chip_within_family"].get("mean_abs") for model in MODELS}
     # the model whose terms lower the chip's leave-one-out error (within a family) most: a term is kept
     # only where it does
@@ -203,6 +202,7 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
         "programs": {
             name: {k: p[k] for k in ("rows", "family", "measured_step_s", "measured_from", "equals_the_runs_analysis")}
             | {"model_tflops": p["model_flops"] / 1e12, "predicted": within_family(kept_chip, name)}
+            | {"predicted_terms": terms(p, kept_chip, name, target, speed, peak, kept)}
             | p["summary"]
             for name, p in programs.items()
         },
@@ -212,6 +212,28 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
         # kept only where it does
         "kept_model": kept,
     }
+
+
+def terms(
+    program: dict[str, Any],
+    pairs: list[dict[str, Any]],
+    name: str,
+    target: Target,
+    speed: dict[str, Any],
+    peak: float,
+    model: str,
+) -> dict[str, float] | None:
+    """The kept model's step of the program in its terms (step_model.breakdown: compute, memory-bound,
+    exposed host copies, ...), at each rate its family's other programs fit, the median of each; the
+    measured profile's exposed copy time is set beside `exposed_host_copy_s`."""
+    rates_of = [p["share_of_peak"] * peak for p in pairs if p["program"] == name and p["same_family"]]
+    if not rates_of:
+        return None
+    found = [
+        step_model.breakdown(program["events"][model], program["entry"], model_rates(target, speed, rate, model))
+        for rate in rates_of
+    ]
+    return {term: statistics.median(b[term] for b in found) for term in found[0]}
 
 
 def within_family(pairs: list[dict[str, Any]], program: str) -> dict[str, Any] | None:
