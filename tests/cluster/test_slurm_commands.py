@@ -80,7 +80,7 @@ def test_launch_line_of_every_row(tables, target_name, runtime, pinned, tmp_path
             assert f"docker://{registry}/{image}" in prefix
         assert env["XLA_FLAGS"].split() == [*row.xla_flags, *row.unstated_xla_flags]
         assert env["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"] == limit
-        assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.92"
+        assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.94"
 
 
 def test_deepseek_runs_in_the_sources_deepseek_image(rows):

@@ -144,7 +144,7 @@ def test_a_fact_without_a_citation_is_named_by_file_and_field(tmp_path):
             r"field 'hardware.link_efficiency.hbm': low 0.93",
         ),
         (  # XLA_PYTHON_CLIENT_MEM_FRACTION is the memory a compile plans within (core/gpu.py): a share in (0, 1]
-            lambda text: text.replace('MEM_FRACTION: "0.92"', 'MEM_FRACTION: "92%"', 1),
+            lambda text: text.replace('MEM_FRACTION: "0.94"', 'MEM_FRACTION: "94%"', 1),
             r".*cluster.*environment.*XLA_PYTHON_CLIENT_MEM_FRACTION",
         ),
         (  # a citation in words, no source and quote

@@ -38,10 +38,9 @@ def test_a_compiled_pass_on_a_setting_chosen_for_its_value_is_counted_apart():
         by_id[i] for i in ("deepseek-optimized-gpu-memory", "deepseek-device-save-oom-mb8", "deepseek-plain-gpu-memory")
     )
     assert not optimized["independent"]
-    assert {item["assumption"] for item in optimized["by_construction"]} == {
-        "allocator-memory-fraction",
-        "deepseek-collective-flags",
-    }
+    # the allocator's share is NVIDIA's recipes' 0.94 (cited); the 0.92 once chosen with this value in
+    # view is an alternative, and shapes nothing in the default run
+    assert {item["assumption"] for item in optimized["by_construction"]} == {"deepseek-collective-flags"}
     assert oom["independent"] and "by_construction" not in oom  # no published value was in view for it
     assert plain["independent"]  # only passes can be consistent by construction
     # a failure names the unstated settings its rows were built under, where it may lie
@@ -73,7 +72,10 @@ def test_every_setting_records_what_was_in_view_and_names_real_claims():
     assumptions = load_assumptions()
     assert all("published_in_view" in entry for entry in assumptions.values())
     chosen = in_view(assumptions, {"deepseek-optimized-gpu-memory", "deepseek-offload-fits-mb8"} | CLAIM_IDS)
-    assert "allocator-memory-fraction" in {item["assumption"] for item in chosen["deepseek-optimized-gpu-memory"]}
+    assert {item["assumption"] for item in chosen["deepseek-optimized-gpu-memory"]} == {"deepseek-collective-flags"}
+    fitted = assumptions["allocator-memory-fraction"]["alternatives"][0]
+    assert fitted["settings"]["row"]["allocator_memory_fraction"] == 0.92
+    assert [item["claim"] for item in fitted["published_in_view"]] == ["deepseek-optimized-gpu-memory"]
     with pytest.raises(DataError, match="unknown claim 'deepseek-optimized-gpu-memory'"):
         in_view(assumptions, CLAIM_IDS - {"deepseek-optimized-gpu-memory"})
     with pytest.raises(

@@ -15,6 +15,7 @@ from offload_repro.core import provenance
 from offload_repro.core.data import load_target
 from offload_repro.core.observation import Observer
 from offload_repro.core.results import read_result, write_result
+from offload_repro.present import mechanism
 from offload_repro.present.pages import render_index
 from offload_repro.present.rerun import snakemake_command
 from offload_repro.present.text import claim_tolerance, claim_value, fmt, points, settings_text, spread_text
@@ -357,3 +358,20 @@ def test_the_first_screen_says_in_plain_words_why_no_speed_claim_is_decided(tmp_
     assert f"Speed: not decided here. {len(predicted)} speed claims rest on the step-time model alone" in summary
     assert f"(±{error * 100:.1f}%) is wider than the post's tolerances" in summary
     assert "Predicted against the post" not in summary
+
+
+def test_the_first_screen_states_what_offloading_takes_off_the_device(built, rows):
+    """The mechanism, from the compiled GB200 programs of the fixtures: device-save at micro batch 8
+    (295.1 GiB a device) against offloading the same six tensors (158.7 GiB, 144.9 on the host)."""
+    _, html, _ = built
+    summary = html[html.index('<section id="first-screen">') : html.index('<table class="claims">')]
+    line = " ".join(visible_text(summary[summary.index('id="mechanism"') :].split("</li>")[0]).split())
+    line = line.replace(" ,", ",").replace(" .", ".").replace(" )", ")")
+    assert "offloading the 6 tensors deepseek-device-mb8 saves on the device (295.1 GiB per device)" in line
+    assert "takes 136.5 GiB off it in deepseek-offload-plain (158.7 GiB, 144.9 on the host)." in line
+    assert "The post: 145.6 GiB on the device in deepseek-offload-plain, where device-save ran out of memory." in line
+    # the Llama rows offload what their baseline recomputes: no device-save row to set them beside
+    every = list(rows.values())
+    assert mechanism.saved_on_device(rows["llama-qkv-offload-lhs"], every) is None
+    assert mechanism.saved_on_device(rows["deepseek-offload-optimized"], every).id == "deepseek-device-mb8"
+    assert mechanism.saved_on_device(rows["deepseek-device-mb2"], every) is None  # it offloads nothing

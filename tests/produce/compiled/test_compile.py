@@ -64,14 +64,14 @@ def test_a_compile_plans_within_the_memory_a_runs_allocator_gives(gb200, rows):
     changed = [(a, b) for a, b in zip(text.splitlines(), scaled.splitlines(), strict=True) if a != b]
     assert [a.strip() for a, _ in changed] == ["device_memory_size: 197897748480"]
     # the row's own share first, then what the target's runs set (a cluster's, else its own), then JAX's
-    assert gpu.allocator_fraction(None, gb200) == 0.92  # cluster.environment
-    assert gpu.allocator_fraction(0.94, gb200) == 0.94
+    assert gpu.allocator_fraction(None, gb200) == 0.94  # cluster.environment
+    assert gpu.allocator_fraction(0.92, gb200) == 0.92
     assert gpu.allocator_fraction(None, load_target("h200-1")) == 0.95  # a local target's environment
     assert gpu.allocator_fraction(None, load_target("cpu")) == gpu.JAX_DEFAULT_FRACTION == 0.75
     row = rows["llama-baseline"]
-    at_94 = dataclasses.replace(row, allocator_memory_fraction=0.94)
-    assert program_key(at_94, gb200) != program_key(row, gb200)
-    assert program_key(dataclasses.replace(row, allocator_memory_fraction=0.92), gb200) == program_key(row, gb200)
+    at_92 = dataclasses.replace(row, allocator_memory_fraction=0.92)
+    assert program_key(at_92, gb200) != program_key(row, gb200)
+    assert program_key(dataclasses.replace(row, allocator_memory_fraction=0.94), gb200) == program_key(row, gb200)
 
 
 # Verbatim from the GB200 compile logs of deepseek-offload-plain and deepseek-device-mb8.

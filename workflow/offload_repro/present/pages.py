@@ -26,7 +26,7 @@ from offload_repro.core.results import read_result
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
-from offload_repro.present import charts, device_section, measured_runs, text
+from offload_repro.present import charts, device_section, measured_runs, mechanism, text
 from offload_repro.present.assumptions_section import assumptions_section
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
@@ -107,6 +107,7 @@ def render_target(
         compiled_on=compiled_on,
         verdicts=verdicts,
         first_screen=first_screen(verdicts, target, compiled_on),
+        mechanism=mechanism.lines(rows, lookup) if compiled_on else [],
         rerun=rerun(target, rows, out_path.name, run_provenance, compile_provenance),
         main_page=out_path.name,
         appendix_page=appendix_path(out_path).name,
