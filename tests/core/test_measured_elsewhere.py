@@ -25,7 +25,7 @@ from offload_repro.produce.predicted import hlo_schedule, model_profile
 from offload_repro.produce.predicted.step_model import Event
 from offload_repro.produce.predicted.target_rates import link_efficiency, peak_flops, settings
 from offload_repro.produce.validation import against_measured
-from offload_repro.produce.validation.against_measured import Measured, calibrated_pairs, fitted_rates, smallest_of
+from offload_repro.produce.validation.against_measured import Measured, calibrated_pairs, fitted_rates
 from report_page import rendered_page, visible_text
 from workflow_copy import copy_workflow, snakemake
 
@@ -305,7 +305,7 @@ def synthetic(run_id: str, gpus: int, step_s: float, flops: float, collective_by
 
 
 def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_by_hand():
-    """Calibration (a): the run with the fewest GPUs fits the rate; a run whose collective is larger
+    """Calibration (a): the group's anchor fits the rate; a run whose collective is larger
     is predicted slower by exactly that collective's time at NVLink's cited rate x its central
     efficiency (no network: one NVLink domain is all a synchronous transfer event names here)."""
     speed = load_speed()
@@ -314,7 +314,6 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
     link = link_efficiency(small.target, "collective_link", "central", speed) * 450e9
     large = synthetic("a-512gpu", 512, step_s=11.0, flops=5e15, collective_bytes=int(90e9))
     group = [large, small]
-    assert smallest_of(group) is small
     rate = small.calibrate(settings(speed)[0], speed)
     assert rate == pytest.approx(5e15 / (10.0 - 45e9 / link), rel=1e-9)
     (pair,) = calibrated_pairs(group, speed, (), [small])
@@ -326,9 +325,9 @@ def test_one_run_calibrates_its_gpu_and_precision_and_the_others_are_predicted_b
     assert flat["predicted_step_s"] == pytest.approx(10.0, rel=1e-9)
 
 
-def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shared_program_once(tmp_path, monkeypatch):
+def test_the_runs_profile_is_costed_at_the_rate_the_anchor_fits_and_a_shared_program_once(tmp_path, monkeypatch):
     """Two runs of one GPU and precision whose programs are one (one fingerprint): the profile holds
-    that program's entries once, costed at the rate the smallest run fits (calibration (a))."""
+    that program's entries once, costed at the rate their group's named anchor fits (calibration (a))."""
     speed = load_speed()
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
     large = synthetic("a-512gpu", 512, step_s=11.0, flops=5e15, collective_bytes=int(90e9))
@@ -344,7 +343,10 @@ def test_the_runs_profile_is_costed_at_the_rate_the_smallest_run_fits_and_a_shar
     for entry in measured.values():  # both runs' programs are one, as read with keep_parsed
         entry.program.update(parsed)
     out = tmp_path / "profile.pbtxt"
-    record = against_measured.write_run_profiles([m.run for m in measured.values()], {}, out, speed)
+    validation = load_validation()
+    anchor = {"gpu": small.gpu, "precision": "bfloat16", "kind": "dense", "run": "a-64gpu"}
+    validation["calibrations"]["smallest"]["anchors"] = [anchor]
+    record = against_measured.write_run_profiles([m.run for m in measured.values()], {}, out, speed, validation)
     rate = small.calibrate(settings(speed)[0], speed)
     fitted_on = {run_id: entry["fitted_on"] for run_id, entry in record.items()}
     assert fitted_on == {"a-64gpu": "a-64gpu", "a-512gpu": "a-64gpu"}
@@ -360,13 +362,13 @@ def test_each_gpu_and_precision_reports_the_rate_its_run_fits_and_its_share_of_p
     small = synthetic("a-64gpu", 64, step_s=10.0, flops=5e15, collective_bytes=int(45e9))
     rate = small.calibrate(settings(speed)[0], speed)
     carried = {"a-64gpu": {"calibrated_on": "gb200-nvl72/x", "calibration_precision": "nvfp4", "share_of_peak": 0.42}}
-    (found,) = fitted_rates({small.group: small}, {small.group: [rate]}, carried, speed)
-    assert found["calibrated_on"] == "a-64gpu" and found["precision"] == "bfloat16"
+    (found,) = fitted_rates({small.anchor_group: small}, {small.anchor_group: [rate]}, carried, speed)
+    assert found["calibrated_on"] == "a-64gpu" and (found["precision"], found["kind"]) == ("bfloat16", "dense")
     assert found["effective_tflops"] == pytest.approx(rate / 1e12)
     assert found["share_of_peak"] == pytest.approx(rate / peak_flops(small.target, "bfloat16", speed))
     assert found["carried"] == carried["a-64gpu"]
     # a group the source's calibration does not reach carries nothing; a rate no setting reaches is none
-    (none,) = fitted_rates({small.group: small}, {small.group: [None]}, {}, speed)
+    (none,) = fitted_rates({small.anchor_group: small}, {small.anchor_group: [None]}, {}, speed)
     assert none["effective_tflops"] is None and none["share_of_peak"] is None and none["carried"] is None
 
 
@@ -389,15 +391,18 @@ def test_the_page_shows_the_rates_real_runs_fit_beside_the_share_carried_across_
 
 
 def test_a_run_file_of_any_maxtext_model_takes_its_kind_from_the_model(tmp_path):
-    """No family to choose from a fixed list: Mixtral's config has experts, so its runs are MoE and
-    take the source's MoE family (its claims' error, its calibration under (c)); Llama 3 is dense."""
+    """No family to choose from a fixed list: Mixtral's config has experts, so its runs are MoE, of
+    their own family (mixtral), and take the source's MoE family (its claims' error, its calibration
+    under (c)) apart; Llama 3 is dense."""
     data = read_yaml(LLAMA3)
     assert "family" not in data["defaults"]
     dense = load_file(written(tmp_path, data))
-    assert {(run.kind, run.family) for run in dense} == {("dense", "llama")}
+    assert {(run.kind, run.family, run.source_family) for run in dense} == {("dense", "llama", "llama")}
     data["defaults"]["model"] = data["defaults"]["maxtext"]["model_name"] = "mixtral-8x7b"
     moe = load_file(written(tmp_path, data))
-    assert {(run.kind, run.family) for run in moe} == {("MoE", "deepseek")}
+    assert {(run.kind, run.family, run.source_family) for run in moe} == {("MoE", "mixtral", "deepseek")}
+    # the compile takes the source's family of its kind, whose target settings its rows compile with
+    assert compiled_as(moe[0], target_for(moe[0]), load_validation(), []).row.family == "deepseek"
     data["defaults"]["family"] = "llama"
     refusal(tmp_path, data, "family")
 

@@ -1,18 +1,22 @@
 """The validation stage's calibrations, keyed by GPU and precision (never by the file a run comes
-from), and what it says of a run that nothing tests: the 22 published H100 runs, each replayed on
-one program of lines copied from llama-qkv-offload-lhs's GB200 program (tests/fixtures/README.md),
-so that the calibrations' bookkeeping, not the model's numbers, is what is checked."""
+from), (a)'s anchors named per GPU, precision and model kind, and what it says of a run that nothing
+tests: the 22 published H100 runs, each replayed on one program of lines copied from
+llama-qkv-offload-lhs's GB200 program (tests/fixtures/README.md), so that the calibrations'
+bookkeeping, not the model's numbers, is what is checked."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 
 import pytest
+import yaml
 
 from conftest import FIXTURES
-from offload_repro.core.data import load_target
-from offload_repro.core.measured_elsewhere import load_measured, load_validation
+from offload_repro.core.data import DataError, load_target
+from offload_repro.core.files import read_yaml
+from offload_repro.core.measured_elsewhere import MEASURED_DIR, load_measured, load_validation
 from offload_repro.core.published import load_speed
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.predicted import hlo_flops, hlo_schedule
@@ -35,14 +39,40 @@ def program() -> dict:
     }
 
 
-def validated(monkeypatch, program: dict, runs: list) -> dict:
+SHIPPED = json.loads((FIXTURES / "results/validation/model.json").read_text())  # the stage's real result
+OWN_RUN = FIXTURES / "measured-elsewhere" / "own-llama2-70b-8gpu.yaml"  # a user's 8-GPU H100 BF16 run
+
+
+def validated(
+    monkeypatch, program: dict, runs: list, validation: dict | None = None, source: dict | None = None
+) -> dict:
     """The runs validated against the model, each replayed on `program`, and carried (c) from the source's
-    GB200 prediction kept in tests/fixtures, as the workflow always carries it."""
+    GB200 prediction kept in tests/fixtures (or `source`), as the workflow always carries it."""
     monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
     compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in runs}
-    source = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    source = source or json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
     speed, gb200 = load_speed(), load_target("gb200-nvl72")
-    return against_measured.validate_model(runs, compiled, speed, load_validation(), source, gb200)
+    return against_measured.validate_model(runs, compiled, speed, validation or load_validation(), source, gb200)
+
+
+def with_anchor(**anchor: str) -> dict:
+    """experiments/validation.yaml with one more anchor of calibration (a)."""
+    validation = load_validation()
+    validation["calibrations"]["smallest"]["anchors"].append(anchor)
+    return validation
+
+
+def moe_file(directory) -> list:
+    """A file of MoE runs on H100, written as a user adds one: the Llama 3 file's runs with
+    MaxText's Mixtral 8x7B as their model."""
+    data = read_yaml(MEASURED_DIR / "dgxc-llama3-70b.yaml")
+    data["source"] = "mixtral-h100"
+    data["defaults"]["model"] = data["defaults"]["maxtext"]["model_name"] = "mixtral-8x7b"
+    for run in data["runs"]:
+        run["id"] = run["id"].replace("llama3-70b", "mixtral-8x7b")
+    path = directory / "mixtral-h100.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_measured([path])
 
 
 def test_two_files_of_one_gpu_calibrate_as_one_group(program):
@@ -53,6 +83,7 @@ def test_two_files_of_one_gpu_calibrate_as_one_group(program):
     first = against_measured.Measured(runs[0], load_target("h100-sxm"), program)
     second = against_measured.Measured(elsewhere, load_target("h100-1"), program)
     assert first.group == second.group == ("NVIDIA H100", runs[0].precision)
+    assert first.anchor_group == second.anchor_group == ("NVIDIA H100", runs[0].precision, "dense")
     grouped = against_measured.groups({"a": first, "b": second})
     assert list(grouped.values()) == [[first, second]]
 
@@ -64,7 +95,8 @@ def test_a_calibrating_run_is_not_said_predicted_and_a_lone_run_carries_a_band(p
     error such a carry was measured to have (experiments/validation.yaml), never left bare."""
     runs = load_measured()
     lone = min(runs, key=lambda run: run.gpus)
-    result = validated(monkeypatch, program, [*runs, replace(lone, id="lone-run", target="h200-8")])  # one H200 run
+    anchored = with_anchor(gpu="NVIDIA H200", precision=lone.precision, kind=lone.kind, run="lone-run")
+    result = validated(monkeypatch, program, [*runs, replace(lone, id="lone-run", target="h200-8")], anchored)
     by_run = {line["run"]: line for line in result["runs"]}
     calibrators = {rate["calibrated_on"] for rate in result["fitted_rates"]}
     assert {rate["gpu"] for rate in result["fitted_rates"]} == {"NVIDIA H100", "NVIDIA H200"}
@@ -82,3 +114,99 @@ def test_a_calibrating_run_is_not_said_predicted_and_a_lone_run_carries_a_band(p
     steps = [step for step in carried["step_s"] if step]
     assert carried["band"] == {"error": error, "low_s": min(steps) / (1 + error), "high_s": max(steps) / (1 - error)}
     assert carried["band"]["low_s"] < carried["step_s"][0] < carried["band"]["high_s"]
+
+
+def test_a_run_added_to_a_group_changes_no_shipped_runs_anchor(program, monkeypatch, tmp_path):
+    """A user adds an 8-GPU H100 BF16 dense run (its own file beside the published ones): every
+    published run keeps the anchor the stage's real result records for it, and (a)'s pairs over the
+    published runs are those without it, so their error does not move; the added run is predicted
+    from its group's anchor, as any other run of the group."""
+    directory = tmp_path / "measured-elsewhere"
+    shutil.copytree(MEASURED_DIR, directory)
+    shutil.copy(OWN_RUN, directory)
+    runs = load_measured(sorted(directory.glob("*.yaml")))
+    shipped = [run for run in runs if run.id != "own-llama2-70b-bf16-8gpu"]
+    added = next(run for run in runs if run.id == "own-llama2-70b-bf16-8gpu")
+    assert len(shipped) == len(SHIPPED["runs"]) == 22 and added.gpus < min(run.gpus for run in shipped)
+    recorded = {line["run"]: line["smallest"]["calibrated_on"] for line in SHIPPED["runs"]}
+
+    before, after = validated(monkeypatch, program, shipped), validated(monkeypatch, program, runs)
+    anchors = {line["run"]: line["smallest"]["calibrated_on"] for line in after["runs"]}
+    assert {run_id: anchors[run_id] for run_id in recorded} == recorded
+    assert anchors["own-llama2-70b-bf16-8gpu"] == "llama2-70b-bf16-64gpu"
+    assert [p for p in after["pairs"]["smallest"] if p["predicted"] in recorded] == before["pairs"]["smallest"]
+    # the seam, without a program: the anchors named are the same whichever runs are loaded
+    validation = load_validation()
+    assert against_measured.named_anchors(runs, validation) == against_measured.named_anchors(shipped, validation)
+
+
+def test_a_dense_anchor_never_calibrates_an_moe_run(program, monkeypatch, tmp_path):
+    """MoE runs of a GPU and precision whose dense runs have an anchor: with no MoE anchor named, (a)
+    predicts none of them and each says why; with one named, it predicts them and no dense run. A
+    dense run named as an MoE group's anchor is refused."""
+    moe = moe_file(tmp_path)
+    runs = [*load_measured(), *moe]
+    kind = {run.id: run.kind for run in runs}
+    result = validated(monkeypatch, program, runs)
+    by_run = {line["run"]: line for line in result["runs"]}
+    for run in moe:
+        line = by_run[run.id]
+        assert line["smallest"]["calibrated_on"] is None and line["smallest"]["error"] is None
+        assert line["untested"].startswith(
+            f"no anchor is named for the {run.precision} MoE runs on NVIDIA H100"
+            " (experiments/validation.yaml, calibrations.smallest.anchors): (a) does not predict it"
+        )
+    assert all(kind[p["calibrated_on"]] == kind[p["predicted"]] == "dense" for p in result["pairs"]["smallest"])
+
+    anchor = next(run for run in moe if run.precision == "bfloat16")
+    named = with_anchor(gpu="NVIDIA H100", precision="bfloat16", kind="MoE", run=anchor.id)
+    result = validated(monkeypatch, program, runs, named)
+    by_run = {line["run"]: line for line in result["runs"]}
+    assert {by_run[run.id]["smallest"]["calibrated_on"] for run in moe if run.precision == "bfloat16"} == {anchor.id}
+    assert all(kind[p["calibrated_on"]] == kind[p["predicted"]] for p in result["pairs"]["smallest"])
+    assert {p["calibrated_on"] for p in result["pairs"]["smallest"] if kind[p["predicted"]] == "MoE"} == {anchor.id}
+
+    dense = with_anchor(gpu="NVIDIA H100", precision="bfloat16", kind="MoE", run="llama3-70b-bf16-128gpu")
+    with pytest.raises(DataError) as err:
+        validated(monkeypatch, program, runs, dense)
+    assert str(err.value) == (
+        "experiments/validation.yaml: field 'calibrations.smallest.anchors[2].run': 'llama3-70b-bf16-128gpu' is one"
+        " of the bfloat16 dense runs on NVIDIA H100, not of the bfloat16 MoE runs on NVIDIA H100 it is named to anchor"
+    )
+
+
+def test_an_anchor_that_names_no_run_is_refused_naming_the_file_and_field(program, monkeypatch):
+    """An anchor whose run is in no file of experiments/measured-elsewhere/ (renamed, say) stops the
+    stage, naming the file, the field and the run it may have meant: never a silent fallback."""
+    validation = load_validation()
+    validation["calibrations"]["smallest"]["anchors"][1]["run"] = "llama2-70b-fp8-64gpus"
+    with pytest.raises(DataError) as err:
+        validated(monkeypatch, program, load_measured(), validation)
+    assert str(err.value) == (
+        "experiments/validation.yaml: field 'calibrations.smallest.anchors[1].run': 'llama2-70b-fp8-64gpus' names no"
+        " run of experiments/measured-elsewhere/, so fp8 dense runs on NVIDIA H100 would have no anchor;"
+        " did you mean 'llama2-70b-fp8-64gpu'?"
+    )
+
+
+def test_an_moe_run_is_labelled_moe_with_its_own_family(program, monkeypatch, tmp_path):
+    """A Mixtral run's line says MoE and mixtral, never deepseek; what reads the source's family of
+    its kind still finds it: (c) carries the source's MoE calibration to it, and its pairs bound the
+    MoE claims' error on real hardware."""
+    moe = moe_file(tmp_path)
+    # the source's default MoE calibration row (experiments/speed.yaml), at the fixture's MoE calibration
+    source = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    row = load_speed()["calibration"]["rows"]["deepseek"]
+    by_row = source["calibration"]["deepseek"]["bfloat16"]
+    by_row[row] = next(iter(by_row.values()))
+    result = validated(monkeypatch, program, [*load_measured(), *moe], source=source)
+    by_run = {line["run"]: line for line in result["runs"]}
+    for run in moe:
+        line = by_run[run.id]
+        assert (line["kind"], line["family"]) == ("MoE", "mixtral")
+        assert line["source_family"] == "deepseek"
+        assert line["across_hardware"]["calibrated_on"] == f"gb200-nvl72/{row}"
+    assert {line["family"] for line in result["runs"] if line["kind"] == "dense"} == {"llama"}
+    kinds = load_validation()["kinds"]
+    assert result["real_hardware_error"]["deepseek"]["worst"]["predicted"] in {run.id for run in moe}
+    assert kinds["deepseek"]["what"] == "MoE"

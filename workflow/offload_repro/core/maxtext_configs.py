@@ -3,6 +3,7 @@ model's dimensions (read, never re-typed here)."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
@@ -38,3 +39,10 @@ def model_config(model: str) -> dict[str, Any]:
 def model_kind(model: str) -> str:
     """Dense or MoE, as the model's own config says (more than one expert: MoE)."""
     return "MoE" if int(model_config(model).get("num_experts") or 1) > 1 else "dense"
+
+
+def model_family(model: str) -> str:
+    """The model's own family: the letters its MaxText name starts with (llama3-70b: llama,
+    mixtral-8x7b: mixtral, deepseek3-671b: deepseek), whatever its kind."""
+    found = re.match(r"[a-z]+", model)
+    return found.group() if found else model

@@ -20,7 +20,14 @@ from typing import Any
 from offload_repro.core.data import DataError, Row, Target, load_target, schema, validate
 from offload_repro.core.files import REPO_ROOT, checkout_relative, read_yaml
 from offload_repro.core.gpu import FRACTION_VARIABLE, JAX_DEFAULT_FRACTION
-from offload_repro.core.maxtext_configs import base_config, model_config, model_file, model_kind, model_settings
+from offload_repro.core.maxtext_configs import (
+    base_config,
+    model_config,
+    model_family,
+    model_file,
+    model_kind,
+    model_settings,
+)
 
 MEASURED_DIR = REPO_ROOT / "experiments" / "measured-elsewhere"
 VALIDATION_FILE = "experiments/validation.yaml"
@@ -36,7 +43,10 @@ class MeasuredRun:
     source_file: str
     target: str  # experiments/targets/<target>.yaml
     kind: str  # dense or MoE: the model's own config says
-    family: str  # the source's family of that kind (experiments/validation.yaml, kinds)
+    family: str  # the model's own family (mixtral-8x7b: mixtral), never another's of its kind
+    # the source's family of its kind, whose claims its error bounds and whose calibration (c)
+    # carries (experiments/validation.yaml, kinds): an MoE Mixtral's is deepseek
+    source_family: str
     model: str
     precision: str
     gpus: int
@@ -346,7 +356,7 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
         raise DataError(f"{path}: field 'defaults.model': '{model}' is not a model of MaxText ({model_file(model)})")
     _check_settings(path, "defaults", defaults["maxtext"])
     _check_flags(path, "defaults", defaults["xla_flags"], defaults.get(KEEP_FIELD, []))
-    kind, family = _family_of(path, model)
+    kind, source_family = _family_of(path, model)
     every = [{**defaults["maxtext"], **entry.get("maxtext", {})} for entry in data["runs"]]
     _check_substitutions(path, "defaults", defaults.get("substitutions", []), every)
     runs = []
@@ -389,7 +399,8 @@ def load_file(path: str | Path) -> list[MeasuredRun]:
                 source_file=checkout_relative(path),
                 target=data["target"],
                 kind=kind,
-                family=family,
+                family=model_family(model),
+                source_family=source_family,
                 model=defaults["model"],
                 precision=entry["precision"],
                 gpus=entry["gpus"],
@@ -473,7 +484,7 @@ def compiled_as(run: MeasuredRun, target: Target, validation: dict[str, Any], un
         table=run.source,
         label=run.id,
         model=run.model,
-        family=run.family,
+        family=run.source_family,  # what the source's rows of its kind compile with
         per_device_batch_size=settings["per_device_batch_size"],
         global_batch_size=int(settings["per_device_batch_size"] * run.gpus),
         max_target_length=settings["max_target_length"],

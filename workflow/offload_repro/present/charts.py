@@ -361,7 +361,7 @@ def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str)
 
 
 def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
-    """Each run measured elsewhere: its predicted step (one run of its GPU and precision calibrating)
+    """Each run measured elsewhere: its predicted step (its group's named anchor calibrating (a))
     against its measured step, with the line y = x; beside it, the same error against the GPU count,
     where a few percent are visible."""
     predicted = [line for line in lines if line.get("predicted_step_s") is not None]
@@ -397,9 +397,9 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
     )
     title = titled(
         "The step-time model against published runs measured elsewhere",
-        "Each run's step predicted from its program compiled here, the model calibrated on one run (the smallest) of"
-        " its GPU and precision; on the dashed line the prediction is the measurement. Right: the same error"
-        " against the GPU count.",
+        "Each run's step predicted from its program compiled here, the model calibrated on one run of its GPU,"
+        " precision and model kind (the group's named anchor); on the dashed line the prediction is the"
+        " measurement. Right: the same error against the GPU count.",
     )
     return alt.hconcat(
         alt.layer(diagonal, points).properties(width=320, height=320),

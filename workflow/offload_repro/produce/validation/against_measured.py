@@ -3,7 +3,8 @@ same model and code as the source's rows (produce/predicted/), its step predicte
 the step it measured.
 
 Calibrated as a user would, with no parameter per run: one compute rate per GPU and precision,
-- (a) fitted on one run, the smallest of its GPU and precision, predicting every other;
+- (a) fitted on one run, the anchor experiments/validation.yaml names for its GPU, precision and
+  model kind (calibrations.smallest.anchors), predicting every other run of that group;
 - (b) every run of a GPU and precision in turn calibrating, predicting the others (every pair);
 - (c) across hardware: the source's own calibration (its share of the dense peak on the source's
   hardware) carried to the runs' GPU by the targets' cited peaks and bandwidths.
@@ -15,11 +16,12 @@ latency profile they are compiled again with (write_run_profiles).
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, Target
+from offload_repro.core.data import DataError, Target, load_target
 from offload_repro.core.error_band import widened
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, target_for
 from offload_repro.produce.predicted import model_profile, step_model
@@ -30,7 +32,52 @@ from offload_repro.produce.predicted.target_rates import Setting, peak_flops, ra
 CALIBRATIONS = ("smallest", "every_run", "across_hardware")
 SIMPLE = MODELS[0][0]  # counted FLOPs over one rate
 # a run's fields its line carries under their own names
-RUN_FIELDS = ("source", "target", "kind", "family", "model", "precision", "gpus", "nodes")
+RUN_FIELDS = ("source", "target", "kind", "family", "source_family", "model", "precision", "gpus", "nodes")
+ANCHORS_FIELD = "calibrations.smallest.anchors"
+# what calibration (a) fits one rate for: GPU, precision and model kind (dense or MoE)
+Group = tuple[str, str, str]
+
+
+def gpu_of(run: MeasuredRun, target: Target | None = None) -> str:
+    """The GPU the run measured (its target's accelerator): two files of one GPU share it."""
+    return (target or load_target(run.target)).spec["hardware"].get("accelerator") or run.target
+
+
+def anchor_group(run: MeasuredRun, target: Target | None = None) -> Group:
+    return gpu_of(run, target), run.precision, run.kind
+
+
+def described(group: Group) -> str:
+    gpu, precision, kind = group
+    return f"{precision} {kind} runs on {gpu}"
+
+
+def named_anchors(runs: list[MeasuredRun], validation: dict[str, Any]) -> dict[Group, str]:
+    """Each group's anchor for calibration (a), as experiments/validation.yaml names it: a run of the
+    group it anchors, one per group. Named, never chosen by size or id, so that a run added changes no
+    other run's anchor; a group none names has no anchor."""
+    by_id = {run.id: run for run in runs}
+    found: dict[Group, str] = {}
+    for index, anchor in enumerate(validation["calibrations"]["smallest"]["anchors"]):
+        where = f"{VALIDATION_FILE}: field '{ANCHORS_FIELD}[{index}]"
+        group = (anchor["gpu"], anchor["precision"], anchor["kind"])
+        run = by_id.get(anchor["run"])
+        if run is None:
+            close = difflib.get_close_matches(anchor["run"], by_id, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise DataError(
+                f"{where}.run': '{anchor['run']}' names no run of experiments/measured-elsewhere/, so"
+                f" {described(group)} would have no anchor{hint}"
+            )
+        if anchor_group(run) != group:
+            raise DataError(
+                f"{where}.run': '{run.id}' is one of the {described(anchor_group(run))}, not of the"
+                f" {described(group)} it is named to anchor"
+            )
+        if group in found:
+            raise DataError(f"{where}': a second anchor of the {described(group)} (the first: '{found[group]}')")
+        found[group] = run.id
+    return found
 
 
 @dataclass(frozen=True)
@@ -43,13 +90,17 @@ class Measured:
 
     @property
     def gpu(self) -> str:
-        """The GPU the run measured (its target's accelerator): two files of one GPU share it."""
-        return self.target.spec["hardware"].get("accelerator") or self.run.target
+        return gpu_of(self.run, self.target)
 
     @property
     def group(self) -> tuple[str, str]:
-        """GPU and precision: what one rate is fitted for, whichever file the runs come from."""
+        """GPU and precision: what (b) fits one rate for, whichever file the runs come from."""
         return self.gpu, self.run.precision
+
+    @property
+    def anchor_group(self) -> Group:
+        """GPU, precision and model kind: what (a) fits one rate for, on the group's named anchor."""
+        return anchor_group(self.run, self.target)
 
     def step_s(self, rate: float, setting: Setting, speed: dict[str, Any], free: tuple[str, ...] = ()) -> float:
         at = rates(self.target, rate, setting, self.run.precision, speed).free(*free)
@@ -108,6 +159,12 @@ def throughput_error(step_error: float) -> float:
     return 1 / (1 + step_error) - 1
 
 
+def source_family(line: dict[str, Any]) -> str:
+    """The source's family of a run's kind, from its line (a line written before a run's own family
+    was recorded apart names the source's as its family)."""
+    return line.get("source_family", line["family"])
+
+
 def real_hardware_errors(
     pairs: list[dict[str, Any]], runs: list[dict[str, Any]], kinds: dict[str, Any]
 ) -> dict[str, dict[str, Any] | None]:
@@ -121,7 +178,7 @@ def real_hardware_errors(
         mine = [
             pair
             for pair in pairs
-            if by_run[pair["predicted"]]["family"] in kind["families"]
+            if source_family(by_run[pair["predicted"]]) in kind["families"]
             and by_run[pair["predicted"]]["model"] == by_run[pair["calibrated_on"]]["model"]
         ]
         if not mine:
@@ -170,15 +227,35 @@ def unrecorded_across_hardware(errors: dict[str, Any], recorded: dict[str, Any],
     return found
 
 
-def smallest_of(group: list[Measured]) -> Measured:
-    return min(group, key=lambda entry: (entry.run.gpus, entry.run.id))
-
-
 def groups(measured: dict[str, Measured]) -> dict[tuple[str, str], list[Measured]]:
+    """The runs by GPU and precision: (b)'s groups."""
     found: dict[tuple[str, str], list[Measured]] = {}
     for entry in measured.values():
         found.setdefault(entry.group, []).append(entry)
     return found
+
+
+def anchor_groups(measured: dict[str, Measured]) -> dict[Group, list[Measured]]:
+    """The runs by GPU, precision and model kind: (a)'s groups."""
+    found: dict[Group, list[Measured]] = {}
+    for entry in measured.values():
+        found.setdefault(entry.anchor_group, []).append(entry)
+    return found
+
+
+def anchors_of(measured: dict[str, Measured], named: dict[Group, str]) -> dict[Group, Measured]:
+    """Each group's named anchor that has a program (one that did not compile or fit anchors nothing)."""
+    return {group: measured[run_id] for group, run_id in named.items() if run_id in measured}
+
+
+def no_anchor(group: Group, named: dict[Group, str], failed: dict[str, dict[str, Any]]) -> str | None:
+    """Why calibration (a) predicts no run of `group`, in words; None where it does (its named
+    anchor has a program)."""
+    if group not in named:
+        return f"no anchor is named for the {described(group)} ({VALIDATION_FILE}, {ANCHORS_FIELD})"
+    if (why := failed.get(named[group])) is not None:
+        return f"the anchor of the {described(group)}, {named[group]}, has no prediction ({why['message']})"
+    return None
 
 
 def calibrated_pairs(
@@ -207,13 +284,16 @@ def calibrated_pairs(
 
 
 def by_calibration(
-    measured: dict[str, Measured], speed: dict[str, Any], free: tuple[str, ...] = ()
+    measured: dict[str, Measured], speed: dict[str, Any], anchors: dict[Group, Measured], free: tuple[str, ...] = ()
 ) -> dict[str, list[dict[str, Any]]]:
-    """The pairs of calibrations (a) and (b) for one model (its `free` terms left out)."""
+    """The pairs of calibrations (a) (each group's anchor, `anchors`) and (b) for one model (its
+    `free` terms left out)."""
     found: dict[str, list[dict[str, Any]]] = {"smallest": [], "every_run": []}
-    for group in groups(measured).values():
-        found["smallest"] += calibrated_pairs(group, speed, free, [smallest_of(group)])
-        found["every_run"] += calibrated_pairs(group, speed, free, group)
+    for group, entries in anchor_groups(measured).items():
+        if group in anchors:
+            found["smallest"] += calibrated_pairs(entries, speed, free, [anchors[group]])
+    for entries in groups(measured).values():
+        found["every_run"] += calibrated_pairs(entries, speed, free, entries)
     return found
 
 
@@ -252,7 +332,7 @@ def across_hardware(
     the measured step that error allows around the settings' steps."""
     found = {}
     for run_id, entry in measured.items():
-        family = entry.run.family
+        family = entry.run.source_family  # the source's of its kind: its own (mixtral, say) has no rows
         row = speed["calibration"]["rows"].get(family)
         by_precision = (source.get("calibration") or {}).get(family) or {}
         # the source's default precision for the family: its first listed
@@ -285,16 +365,16 @@ def carried_band(steps: list[float], recorded: dict[str, Any] | None) -> dict[st
 
 
 def fitted_rates(
-    smallest: dict[tuple[str, str], Measured],
-    fitted: dict[tuple[str, str], list[float | None]],
+    anchors: dict[Group, Measured],
+    fitted: dict[Group, list[float | None]],
     carried: dict[str, dict[str, Any]],
     speed: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """Per GPU and precision, the rate calibration (a) fits at the central setting and its share of
-    that precision's dense peak: what the runs reach, beside the share (c) carries to them (None
-    where the source's calibration carries none)."""
+    """Per GPU, precision and model kind with an anchor, the rate calibration (a) fits at the central
+    setting and its share of that precision's dense peak: what the runs reach, beside the share (c)
+    carries to them (None where the source's calibration carries none)."""
     found = []
-    for group, calibrating in sorted(smallest.items()):
+    for group, calibrating in sorted(anchors.items()):
         rate, peak = fitted[group][0], peak_flops(calibrating.target, calibrating.run.precision, speed)
         source = carried.get(calibrating.run.id)
         found.append(
@@ -302,6 +382,7 @@ def fitted_rates(
                 "gpu": calibrating.gpu,
                 "target": calibrating.target.name,
                 "precision": calibrating.run.precision,
+                "kind": calibrating.run.kind,
                 "calibrated_on": calibrating.run.id,
                 "effective_tflops": rate / 1e12 if rate else None,
                 "share_of_peak": rate / peak if rate and peak else None,
@@ -367,17 +448,20 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
 
 def run_line(
     entry: Measured,
-    smallest: dict[tuple[str, str], Measured],
-    fitted_of: dict[tuple[str, str], list[float | None]],
+    anchors: dict[Group, Measured],
+    fitted_of: dict[Group, list[float | None]],
     pairs_of: dict[str, dict[str, list[dict[str, Any]]]],
     across: dict[str, Any] | None,
     speed: dict[str, Any],
+    unanchored: str | None = None,
 ) -> dict[str, Any]:
-    """A predicted run: its step under calibration (a) (its group's smallest run, and the rates that
-    run fits at every setting) at every setting and by every model of the ablation, its errors under
-    (b) and (c), and its step's terms at the central setting. (Its error from runs of its own model,
-    which predicted bands take, is real_hardware_errors' over every pair.)"""
-    run, calibrating, fitted = entry.run, smallest[entry.group], fitted_of[entry.group]
+    """A predicted run: its step under calibration (a) (its group's named anchor, and the rates that
+    run fits at every setting; none where the group has no anchor, `unanchored` saying why) at every
+    setting and by every model of the ablation, its errors under (b) and (c), and its step's terms at
+    the central setting. (Its error from runs of its own model, which predicted bands take, is
+    real_hardware_errors' over every pair.)"""
+    run, calibrating = entry.run, anchors.get(entry.anchor_group)
+    fitted = fitted_of[entry.anchor_group] if calibrating else [None] * len(settings(speed))
     own = {name: [p for p in pairs["smallest"] if p["predicted"] == run.id] for name, pairs in pairs_of.items()}
     every = [p for p in pairs_of[MODELS[-1][0]]["every_run"] if p["predicted"] == run.id]
     steps = band(entry, fitted, speed)
@@ -391,12 +475,12 @@ def run_line(
         "model_tflops": entry.program["model_flops"] / 1e12,
         "counted_tflops": (entry.program["flops"].total - entry.program["flops"].unspent) / 1e12,
         "smallest": {
-            "calibrated_on": calibrating.run.id,
+            "calibrated_on": calibrating.run.id if calibrating else None,
             "step_s": steps,
             "error": error(steps[0], run.step_seconds) if steps[0] and not calibrates else None,
             "by_model": {name: found[0]["error"] if found else None for name, found in own.items()},
         },
-        "untested": untested(entry, calibrates, every),
+        "untested": untested(entry, calibrates, every, unanchored),
         "every_run": {"pairs": len(every), **summarised([abs(p["error"]) for p in every])},
         "across_hardware": across
         and {**across, "error": error(across["step_s"][0], run.step_seconds) if across["step_s"][0] else None},
@@ -404,9 +488,19 @@ def run_line(
     }
 
 
-def untested(entry: Measured, calibrates: bool, every: list[dict[str, Any]]) -> str | None:
-    """Why no calibration of the run's own GPU tests its prediction, in words; None where one does."""
+def untested(
+    entry: Measured, calibrates: bool, every: list[dict[str, Any]], unanchored: str | None = None
+) -> str | None:
+    """Why no calibration of the run's own GPU tests its prediction, in words; None where one does.
+    `unanchored`: why (a) predicts no run of its group, where it predicts none."""
     gpu, precision = entry.group
+    if unanchored:
+        also = (
+            "(b) does, from the other runs of its GPU and precision"
+            if every
+            else "no other run of its GPU and precision tests it (only (c), across hardware, predicts it)"
+        )
+        return f"{unanchored}: (a) does not predict it; {also}"
     if calibrates and not every:
         return (
             f"the only run of {precision} on {gpu}: it calibrates the model there, and no other run of its GPU"
@@ -414,8 +508,8 @@ def untested(entry: Measured, calibrates: bool, every: list[dict[str, Any]]) -> 
         )
     if calibrates:
         return (
-            f"calibrates (a) for {precision} on {gpu} as its smallest run: its own measured step fixes the rate,"
-            " so (a) does not test it; (b) does, from the other runs"
+            f"calibrates (a) for the {described(entry.anchor_group)} as their named anchor: its own measured step"
+            " fixes the rate, so (a) does not test it; (b) does, from the other runs"
         )
     return None
 
@@ -440,21 +534,31 @@ def compile_record(validation: dict[str, Any], compiled: dict[str, dict[str, Any
 
 
 def write_run_profiles(
-    runs: list[MeasuredRun], compiled: dict[str, dict[str, Any]], out: Path, speed: dict[str, Any]
+    runs: list[MeasuredRun],
+    compiled: dict[str, dict[str, Any]],
+    out: Path,
+    speed: dict[str, Any],
+    validation: dict[str, Any],
 ) -> dict[str, Any]:
     """A latency profile of every run's program that compiled and fits, written whole to `out`; per run,
     what its entries were costed at (or why it has none). The runs' timed steps were scheduled by a
     profile recorded on their cluster (PGLE), which is not published: this one is the model's costs of
     each program (produce/predicted/model_profile.py), compute at the rate calibration (a) fits at the
-    central setting. One file serves every run: each entry is named by its program's fingerprint."""
-    measured, _ = read_measured(runs, compiled, speed, keep_parsed=True)
+    central setting (none for a group without an anchor). One file serves every run: each entry is
+    named by its program's fingerprint."""
+    named = named_anchors(runs, validation)
+    measured, failed = read_measured(runs, compiled, speed, keep_parsed=True)
+    anchors = anchors_of(measured, named)
     central = settings(speed)[0]
     record: dict[str, Any] = {}
     written: dict[str, str] = {}  # fingerprint -> its entries: runs that share a program share them
-    for entries in groups(measured).values():
-        calibrating = smallest_of(entries)
-        rate = calibrating.calibrate(central, speed)
+    for group, entries in anchor_groups(measured).items():
+        calibrating = anchors.get(group)
+        rate = calibrating.calibrate(central, speed) if calibrating else None
         for entry in sorted(entries, key=lambda e: (e.run.gpus, e.run.id)):
+            if calibrating is None:
+                record[entry.run.id] = {"skipped": f"{no_anchor(group, named, failed)}: (a) fits no rate for it"}
+                continue
             if rate is None:
                 record[entry.run.id] = {"skipped": f"no rate within the peak reaches {calibrating.run.id}"}
                 continue
@@ -469,7 +573,7 @@ def write_run_profiles(
 
 
 def profile_guided(
-    runs: list[MeasuredRun], profiled: dict[str, dict[str, Any]], speed: dict[str, Any]
+    runs: list[MeasuredRun], profiled: dict[str, dict[str, Any]], speed: dict[str, Any], named: dict[Group, str]
 ) -> dict[str, Any] | None:
     """The same runs, each compiled again with a profile of the model's own costs of its program
     (write_run_profiles), as the runs were scheduled with a profile recorded on the
@@ -478,7 +582,8 @@ def profile_guided(
     measured, failed = read_measured(runs, profiled, speed)
     if not measured:
         return None
-    pairs_of = {name: by_calibration(measured, speed, free) for name, free in (MODELS[0], MODELS[-1])}
+    anchors = anchors_of(measured, named)
+    pairs_of = {name: by_calibration(measured, speed, anchors, free) for name, free in (MODELS[0], MODELS[-1])}
     return {
         "errors": errors_by_model(pairs_of, measured),
         "matched": {
@@ -499,22 +604,31 @@ def validate_model(
 ) -> dict[str, Any]:
     """The model against the runs (`compiled`); `profiled`: the runs compiled again with a profile of
     the model's costs, whose errors are reported beside (`profile_guided`)."""
+    named = named_anchors(runs, validation)
     measured, failed = read_measured(runs, compiled, speed)
     if not measured:
         raise DataError("no measured run compiled and fits: nothing to validate the model against")
     full = MODELS[-1][0]
-    pairs_of = {name: by_calibration(measured, speed, free) for name, free in MODELS}
+    anchors = anchors_of(measured, named)
+    pairs_of = {name: by_calibration(measured, speed, anchors, free) for name, free in MODELS}
     recorded = validation["calibrations"]["across_hardware"].get("recorded_error")
     carried = (
         across_hardware(measured, speed, source, calibration_target, recorded) if source and calibration_target else {}
     )
-    smallest = {group: smallest_of(entries) for group, entries in groups(measured).items()}
-    # the compute rate each group's smallest run fits at every setting (None where none reaches its step)
+    # the compute rate each group's anchor fits at every setting (None where none reaches its step)
     fitted = {
-        group: [entry.calibrate(setting, speed) for setting in settings(speed)] for group, entry in smallest.items()
+        group: [entry.calibrate(setting, speed) for setting in settings(speed)] for group, entry in anchors.items()
     }
     rows = [
-        run_line(measured[run.id], smallest, fitted, pairs_of, carried.get(run.id), speed)
+        run_line(
+            measured[run.id],
+            anchors,
+            fitted,
+            pairs_of,
+            carried.get(run.id),
+            speed,
+            no_anchor(measured[run.id].anchor_group, named, failed),
+        )
         if run.id in measured
         else {**identity(run), **failed[run.id]}
         for run in runs
@@ -538,9 +652,9 @@ def validate_model(
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
         "real_hardware_error": real_hardware_errors(pairs_of[full]["every_run"], rows, validation["kinds"]),
-        "fitted_rates": fitted_rates(smallest, fitted, carried, speed),
+        "fitted_rates": fitted_rates(anchors, fitted, carried, speed),
         "where_off": where_off(rows),
         "settings": [list(setting) for setting in settings(speed)],
         "compile": compile_record(validation, compiled),
-        "profile_guided": profile_guided(runs, profiled, speed) if profiled else None,
+        "profile_guided": profile_guided(runs, profiled, speed, named) if profiled else None,
     }
