@@ -203,6 +203,64 @@ def reading_metrics(page: Path, width: int = 1400) -> dict:
     return _probed(page, "reading", _READING_PROBE, width)
 
 
+_LABELS_PROBE = """<script>
+const labelsProbe = () => {
+  // found in every chart: labels that overlap, that reach past the chart, cut short by a limit,
+  // and quantity axes without a title
+  const found = {overlaps: [], clipped: [], untitled_axes: [], truncated: [], tables_scrolling: []};
+  for (const frame of document.querySelectorAll(".wide")) {
+    if (frame.scrollWidth > frame.clientWidth + 1) {
+      const table = frame.querySelector("table")?.className;
+      found.tables_scrolling.push(`${table}: ${frame.scrollWidth} px in ${frame.clientWidth}`);
+    }
+  }
+  for (const figure of document.querySelectorAll("figure.chart")) {
+    const svg = figure.querySelector("svg");
+    if (!svg) continue;
+    const frame = svg.getBoundingClientRect();
+    const shown = (t) => getComputedStyle(t).opacity !== "0" && !t.closest('[opacity="0"]');
+    const texts = [...svg.querySelectorAll("text")].filter((t) => t.textContent.trim() && shown(t))
+      .map((t) => [t.textContent.trim(), t.getBoundingClientRect()]).filter(([, b]) => b.width && b.height);
+    for (const [text, b] of texts) {
+      const outside = b.left < frame.left - 1 || b.right > frame.right + 1;
+      if (outside || b.top < frame.top - 1 || b.bottom > frame.bottom + 1) {
+        found.clipped.push(`${figure.id}: "${text}"`);
+      }
+    }
+    for (const [text] of texts) if (text.endsWith("\u2026")) found.truncated.push(`${figure.id}: "${text}"`);
+    for (const axis of svg.querySelectorAll("g.role-axis")) {
+      const labels = axis.querySelectorAll(".role-axis-label text");
+      const title = [...axis.querySelectorAll(".role-axis-title text")].some((t) => t.textContent.trim());
+      // a quantity's axis is titled (an axis of row labels names its rows itself)
+      const numeric = labels.length && !isNaN(parseFloat(labels[0].textContent.replace(/,/g, "")));
+      if (numeric && !title) found.untitled_axes.push(`${figure.id}: an axis labelled "${labels[0].textContent}"`);
+    }
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      const [a, p] = texts[i], [c, q] = texts[j];
+      const apart = p.right - 1 <= q.left || q.right - 1 <= p.left || p.bottom - 1 <= q.top || q.bottom - 1 <= p.top;
+      if (!apart) found.overlaps.push(`${figure.id}: "${a}" and "${c}"`);
+    }
+  }
+  document.body.setAttribute("data-labels", JSON.stringify(found));
+};
+let labelsWaits = 0;
+const labelsWait = setInterval(() => {
+  labelsWaits += 1;
+  if (labelsWaits > 60 || !document.querySelector("figure.chart:not([data-rendered])")) {
+    clearInterval(labelsWait);
+    setTimeout(labelsProbe, 300);
+  }
+}, 250);</script>"""
+
+
+def label_problems(page: Path, width: int = 1400) -> dict[str, list[str]]:
+    """What a reader of the page's charts and tables at `width` pixels would trip on: labels of one
+    chart that overlap (labels a chart hides to avoid that are not counted), that reach past the
+    chart or are cut short with an ellipsis, quantity axes without a title, and tables that scroll
+    sideways in their frame."""
+    return _probed(page, "labels", _LABELS_PROBE, width)
+
+
 def with_appendix(page: Path) -> str:
     """A target's page followed by its appendix (cpu.html, cpu-appendix.html): the diagnostics a
     test looks for live in the appendix, the verdicts on the page."""

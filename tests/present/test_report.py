@@ -358,6 +358,10 @@ def test_the_first_screen_says_in_plain_words_why_no_speed_claim_is_decided(tmp_
     assert f"Speed: not decided here. {len(predicted)} speed claims rest on the step-time model alone" in summary
     assert f"(±{error * 100:.1f}%) is wider than the post's tolerances" in summary
     assert "Predicted against the post" not in summary
+    # the predicted throughputs are drawn from zero: an axis from near the values would make a few
+    # percent look like a gulf
+    spec = json.dumps(chart_spec(html, "predicted"))
+    assert '"zero": true' in spec and '"zero": false' not in spec
 
 
 def test_the_first_screen_states_what_offloading_takes_off_the_device(built, rows):

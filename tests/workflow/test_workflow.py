@@ -29,7 +29,15 @@ from offload_repro.plan import inputs as plan
 from offload_repro.plan import sample as plan_sample
 from offload_repro.produce.compiled.compiled_row import DEFAULT_AUTOTUNING
 from offload_repro.produce.compiled.program_cache import compile_program
-from report_page import layout_widths, reading_metrics, rendered_charts, rendered_dom, vega_graphics, with_appendix
+from report_page import (
+    label_problems,
+    layout_widths,
+    reading_metrics,
+    rendered_charts,
+    rendered_dom,
+    vega_graphics,
+    with_appendix,
+)
 from workflow_copy import copy_workflow, snakemake
 
 GIB = 1024**3
@@ -495,6 +503,18 @@ def test_the_main_page_reads_in_five_screens_summary_first(main_job):
     assert reading["summary_top"] is not None and reading["summary_top"] < reading["verdicts_top"], reading
     assert reading["longest_paragraph"] <= 120, reading
     assert reading["height"] <= 6000, reading
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_no_label_overlaps_or_is_cut_and_no_table_scrolls_at_1400_px(main_job):
+    """Every page of the main job and its appendix, at 1,400 px: no two labels of a chart overlap,
+    none reaches past its chart or is cut short, every quantity axis has a title, and every table
+    fits its frame."""
+    require("chromium")
+    for name in ("cpu", "cpu-appendix", "tpu-v5e-1", "tpu-v5e-1-appendix"):
+        found = label_problems(main_job / f"results/report/{name}.html", width=1400)
+        assert found == {key: [] for key in found}, (name, found)
 
 
 def test_malformed_table_fails_before_anything_runs(tmp_path):

@@ -66,7 +66,9 @@ def _bars(
 
 def _by_table(chart: alt.Chart, title: alt.TitleParams, column=alt.Undefined, **independent: str) -> alt.TopLevelMixin:
     """One panel per table of rows (one model each), each with its own row axis."""
-    facets = chart.facet(row=alt.Row("table:N", title=None), column=column, title=title)
+    # each panel's table named above it, level: a rotated name beside a short panel overlaps the next one's
+    header = alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold")
+    facets = chart.facet(row=alt.Row("table:N", title=None, header=header), column=column, title=title)
     return facets.resolve_scale(y="independent", **independent)
 
 
@@ -153,8 +155,8 @@ def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLe
         .encode(
             x=alt.X("step:Q", title="step"),
             y=alt.Y("loss:Q", scale=alt.Scale(zero=False)),
-            color=alt.Color("label:N", title="row"),
-            strokeDash="label:N",
+            color=alt.Color("label:N", title="row", legend=alt.Legend(labelLimit=LABEL_LIMIT)),
+            strokeDash=alt.StrokeDash("label:N", legend=alt.Legend(labelLimit=LABEL_LIMIT)),
             tooltip=["label", "step", alt.Tooltip("loss:Q", format=".5f")],
         )
         .properties(width=420, height=220)
@@ -309,9 +311,9 @@ def predicted_throughput(
     base = alt.Chart(data).encode(
         y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)), yOffset="source:N"
     )
-    # the claims are about differences of a few percent: each model's axis spans its own values, not from 0
+    # from zero: an axis that starts near the values would make a few percent look like a gulf
     points = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("tflops:Q", title="TFLOPs/s/device", scale=alt.Scale(zero=False)),
+        x=alt.X("tflops:Q", title="TFLOPs/s/device", scale=alt.Scale(zero=True)),
         color=alt.Color("source:N", scale=colours(data["source"]), title="evidence"),
         tooltip=["row", "source", *(alt.Tooltip(f"{field}:Q", format=",.0f") for field in ("tflops", "low", "high"))],
     )
