@@ -104,7 +104,9 @@ def test_every_claim_is_one_line_read_whole_with_its_verdict_and_strongest_evide
         empty = observed if claim["summary"]["evidence"] == "predicted" else predicted
         assert values[empty].strip() == "—"
     host = line(html, "claim-llama-qkv-host-gib")
-    assert "70.88" in host and "-0.025" in host  # observed and deviation on the line itself
+    # observed and deviation on the line itself, the deviation in one unit: percent of the published
+    # for a value (its GiB in the title), percentage points for a ratio
+    assert "70.88" in host and '<span title="-0.025 GiB">-0.0%</span>' in host
 
 
 def test_a_reason_shared_by_many_claims_is_stated_once(built):
@@ -358,6 +360,11 @@ def test_the_first_screen_says_in_plain_words_why_no_speed_claim_is_decided(tmp_
     assert f"Speed: not decided here. {len(predicted)} speed claims rest on the step-time model alone" in summary
     assert f"(±{error * 100:.1f}%) is wider than the post's tolerances" in summary
     assert "Predicted against the post" not in summary
+    # a prediction is never called observed, in the table or in a claim's judgements
+    items = [item.split("</li>")[0] for item in html.split("<li>") if item.lstrip().startswith('<span class="ev')]
+    judged = [re.search(r"</span>\s*(\w+) <strong>", item) for item in items if 'ev-predicted">predicted' in item]
+    words = {found.group(1) for found in judged if found}
+    assert words == {"predicted"}
     # the predicted throughputs are drawn from zero: an axis from near the values would make a few
     # percent look like a gulf
     spec = json.dumps(chart_spec(html, "predicted"))
