@@ -19,7 +19,8 @@ from offload_repro.core.files import read_yaml
 from offload_repro.core.measured_elsewhere import MEASURED_DIR, load_measured, load_validation
 from offload_repro.core.published import load_speed
 from offload_repro.produce.compiled import hlo_text
-from offload_repro.produce.predicted import hlo_flops, hlo_schedule
+from offload_repro.produce.predicted import device_prediction, hlo_flops, hlo_schedule
+from offload_repro.produce.predicted.target_rates import peak_flops, settings
 from offload_repro.produce.validation import against_measured
 
 
@@ -50,9 +51,25 @@ def validated(
     GB200 prediction kept in tests/fixtures (or `source`), as the workflow always carries it."""
     monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
     compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in runs}
-    source = source or json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    source = source or source_prediction()
     speed, gb200 = load_speed(), load_target("gb200-nvl72")
     return against_measured.validate_model(runs, compiled, speed, validation or load_validation(), source, gb200)
+
+
+def source_prediction() -> dict:
+    """The source's GB200 prediction kept in tests/fixtures: Llama calibrated at NVFP4 only, BF16 ruled out."""
+    return json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+
+
+def calibrated_at(precision: str, share: float) -> dict:
+    """The source's GB200 prediction with a Llama calibration at `precision` too, on its default row at
+    `share` of the peak at every setting (none is ruled out): as if its rows had been measured so."""
+    source = source_prediction()
+    nvfp4 = source["calibration"]["llama"]["nvfp4"]["llama-baseline"]
+    by_setting = [{**entry, "share_of_peak": share} for entry in nvfp4["by_setting"]]
+    source["calibration"]["llama"][precision] = {"llama-baseline": {**nvfp4, "by_setting": by_setting}}
+    source["ruled_out_precisions"] = []
+    return source
 
 
 def with_anchor(**anchor: str) -> dict:
@@ -96,7 +113,9 @@ def test_a_calibrating_run_is_not_said_predicted_and_a_lone_run_carries_a_band(p
     runs = load_measured()
     lone = min(runs, key=lambda run: run.gpus)
     anchored = with_anchor(gpu="NVIDIA H200", precision=lone.precision, kind=lone.kind, run="lone-run")
-    result = validated(monkeypatch, program, [*runs, replace(lone, id="lone-run", target="h200-8")], anchored)
+    source = calibrated_at(lone.precision, 0.5)  # (c) carries only a calibration at the run's own precision
+    runs = [*runs, replace(lone, id="lone-run", target="h200-8")]
+    result = validated(monkeypatch, program, runs, anchored, source)
     by_run = {line["run"]: line for line in result["runs"]}
     calibrators = {rate["calibrated_on"] for rate in result["fitted_rates"]}
     assert {rate["gpu"] for rate in result["fitted_rates"]} == {"NVIDIA H100", "NVIDIA H200"}
@@ -191,11 +210,11 @@ def test_an_anchor_that_names_no_run_is_refused_naming_the_file_and_field(progra
 
 def test_an_moe_run_is_labelled_moe_with_its_own_family(program, monkeypatch, tmp_path):
     """A Mixtral run's line says MoE and mixtral, never deepseek; what reads the source's family of
-    its kind still finds it: (c) carries the source's MoE calibration to it, and its pairs bound the
-    MoE claims' error on real hardware."""
+    its kind still finds it: (c) carries the source's MoE calibration to its BF16 runs (the source
+    calibrates DeepSeek at BF16 only), and its pairs bound the MoE claims' error on real hardware."""
     moe = moe_file(tmp_path)
     # the source's default MoE calibration row (experiments/speed.yaml), at the fixture's MoE calibration
-    source = json.loads((FIXTURES / "results/predicted/gb200-nvl72.json").read_text())
+    source = source_prediction()
     row = load_speed()["calibration"]["rows"]["deepseek"]
     by_row = source["calibration"]["deepseek"]["bfloat16"]
     by_row[row] = next(iter(by_row.values()))
@@ -205,8 +224,81 @@ def test_an_moe_run_is_labelled_moe_with_its_own_family(program, monkeypatch, tm
         line = by_run[run.id]
         assert (line["kind"], line["family"]) == ("MoE", "mixtral")
         assert line["source_family"] == "deepseek"
-        assert line["across_hardware"]["calibrated_on"] == f"gb200-nvl72/{row}"
+        if run.precision == "bfloat16":
+            assert line["across_hardware"]["calibrated_on"] == f"gb200-nvl72/{row}" and line["not_carried"] is None
+        else:
+            assert line["across_hardware"] is None
+            assert line["not_carried"] == (
+                f"the source's rows calibrate deepseek at bfloat16, not at {run.precision}, and a share of one"
+                " precision's peak is not carried to another"
+            )
     assert {line["family"] for line in result["runs"] if line["kind"] == "dense"} == {"llama"}
     kinds = load_validation()["kinds"]
     assert result["real_hardware_error"]["deepseek"]["worst"]["predicted"] in {run.id for run in moe}
     assert kinds["deepseek"]["what"] == "MoE"
+
+
+def test_across_hardware_carries_the_sources_share_measured_at_the_runs_own_precision(program, monkeypatch):
+    """(c) carries to a run the share of GB200's peak the source's rows fit at the run's own precision,
+    never the family's default (Llama's NVFP4) carried to a BF16 or FP8 run; a run of a precision the
+    source's rows give no calibration at is not predicted by (c), and its line says why, in the words
+    a device's prediction uses for the same source."""
+    runs = load_measured()
+    speed, h100 = load_speed(), load_target("h100-sxm")
+    # as published: Llama calibrated at NVFP4 only, BF16 ruled out, so no run is carried anything
+    result = validated(monkeypatch, program, runs)
+    assert all(line["across_hardware"] is None for line in result["runs"])
+    why = {line["precision"]: line["not_carried"] for line in result["runs"]}
+    assert why["bfloat16"].startswith(
+        "the source's llama throughputs at bfloat16 would need 161% or more of gb200-nvl72's bfloat16 peak,"
+        " so they are taken as nvfp4, and a share of the nvfp4 peak is not carried to bfloat16"
+    )
+    assert why["fp8"] == (
+        "the source's rows calibrate llama at nvfp4, nvfp4-bf16-gathers, not at fp8, and a share of one"
+        " precision's peak is not carried to another"
+    )
+    assert result["errors"]["across_hardware"]["pairs"] == 0
+    assert result["errors"]["across_hardware"]["carried_at"] == "run_precision"
+    carried = device_prediction.carried_shares({"a-program": "llama"}, source_prediction(), speed)
+    assert carried["gb200"]["llama"]["none"] == why["bfloat16"]  # one wording, shared
+    # a source with a BF16 calibration: BF16 runs take its share of the BF16 peak, FP8 runs nothing
+    result = validated(monkeypatch, program, runs, source=calibrated_at("bfloat16", 0.5))
+    for line, run in zip(result["runs"], runs, strict=True):
+        carried = line["across_hardware"]
+        if run.precision != "bfloat16":
+            assert carried is None and "not at fp8" in line["not_carried"]
+            continue
+        assert line["not_carried"] is None
+        assert (carried["calibration_precision"], carried["share_of_peak"]) == ("bfloat16", 0.5)
+        assert carried["calibrated_on"] == "gb200-nvl72/llama-baseline"
+        rate = 0.5 * peak_flops(h100, "bfloat16", speed)
+        entry = against_measured.Measured(run, against_measured.target_for(run), program)
+        assert carried["step_s"][0] == pytest.approx(entry.step_s(rate, settings(speed)[0], speed))
+    assert result["errors"]["across_hardware"]["pairs"] == sum(run.precision == "bfloat16" for run in runs)
+
+
+def test_a_recorded_across_hardware_error_is_compared_only_with_one_carried_alike():
+    """The recorded error of (c) says how its pairs were carried; the stage compares it only with an
+    error carried the same way, and where they differ names what it computes, to record again."""
+    recorded = {"largest_abs": 0.486, "mean_abs": 0.3781, "pairs": 22, "carried_at": "family_default_precision"}
+    mine = {"largest_abs": 0.1, "mean_abs": 0.05, "pairs": 11, "carried_at": "run_precision"}
+    where = "experiments/validation.yaml"
+    assert against_measured.unrecorded_across_hardware(mine, recorded, where) == []
+    assert against_measured.unlike_across_hardware(mine, recorded, where) == (
+        "experiments/validation.yaml: field 'calibrations.across_hardware.recorded_error': records an error carried"
+        " at family_default_precision, this stage carries at run_precision and computes largest_abs 0.1000,"
+        " mean_abs 0.0500 over 11 pairs; not compared: record it again from this result, with carried_at:"
+        " run_precision"
+    )
+    none = {"largest_abs": None, "mean_abs": None, "pairs": 0, "carried_at": "run_precision"}
+    assert "computes no pair" in against_measured.unlike_across_hardware(none, recorded, where)
+    alike = recorded | {"carried_at": "run_precision"}
+    assert against_measured.unlike_across_hardware(mine, alike, where) is None
+    assert [line.split(": ")[1] for line in against_measured.unrecorded_across_hardware(mine, alike, where)] == [
+        "field 'calibrations.across_hardware.recorded_error.largest_abs'",
+        "field 'calibrations.across_hardware.recorded_error.mean_abs'",
+    ]
+    # the published record is of the former carry: kept, not compared, until recorded again
+    assert load_validation()["calibrations"]["across_hardware"]["recorded_error"]["carried_at"] == (
+        "family_default_precision"
+    )

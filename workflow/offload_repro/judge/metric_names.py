@@ -133,6 +133,7 @@ MEASURED_RUN = (
     "across_hardware_step_s",
     "across_hardware_error",
     "untested",  # why no run of its own GPU and precision tests its prediction, where none does
+    "not_carried",  # why (c) carries no calibration of the source to it, where it carries none
 )
 
 NAMES = frozenset(

@@ -432,6 +432,7 @@ def validation_observations(result: dict[str, Any], source: str) -> list[Observa
             band = {"low": across["band"]["low_s"], "high": across["band"]["high_s"]} if across.get("band") else {}
             seen.add("across_hardware_step_s", (across.get("step_s") or [None])[0], "s", **band)
             seen.add("across_hardware_error", across.get("error"), "fraction")
+            seen.add("not_carried", run.get("not_carried"))
             for name, value in (run.get("breakdown") or {}).items():
                 seen.add(name, value, "s")
         found += seen.observations

@@ -46,4 +46,14 @@ def section(observations: pd.DataFrame, validation: dict[str, Any] | None) -> di
     the model is off, calibrations, how the runs were compiled, and its file)."""
     if validation is None:
         return None
-    return {"runs": runs(observations), **validation}
+    lines = runs(observations)
+    return {"runs": lines, "not_carried": not_carried(lines), **validation}
+
+
+def not_carried(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each reason (c) carries nothing to a run, once, with the runs it holds for."""
+    found: dict[str, list[str]] = {}
+    for line in lines:
+        if line["not_carried"]:
+            found.setdefault(line["not_carried"], []).append(line["run"])
+    return [{"why": why, "runs": ids} for why, ids in found.items()]

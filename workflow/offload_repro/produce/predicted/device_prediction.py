@@ -34,6 +34,7 @@ from offload_repro.core.results import read_result
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.tpu_programs import TABLES
 from offload_repro.produce.predicted import hlo_flops, hlo_schedule, step_model, step_traffic
+from offload_repro.produce.predicted.source_calibration import source_calibration
 from offload_repro.produce.predicted.target_rates import Setting, peak_flops, rates
 
 MODELS = ("full", "no_host_copies", "serial_copies")
@@ -94,8 +95,11 @@ def fitted_rate(program: dict[str, Any], target: Target, speed: dict[str, Any], 
     return step_model.calibrate(program["events"][model], program["entry"], model_flops, model_flops / measured_s, at)
 
 
-def carried_shares(family_of: dict[str, str], gb200: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """Per calibration carried from elsewhere, per family: the share of peak it gives, or why none."""
+def carried_shares(
+    family_of: dict[str, str], gb200: dict[str, Any] | None, speed: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Per calibration carried from elsewhere, per family: the share of peak it gives, or why none
+    (GB200's at the chip's precision only: source_calibration)."""
     h100 = {
         family: kind["recorded_fitted_rate"]
         for kind in load_validation()["kinds"].values()
@@ -111,22 +115,12 @@ def carried_shares(family_of: dict[str, str], gb200: dict[str, Any] | None) -> d
             }
         else:
             found["h100"][family] = {"none": f"no measured run of a {family} model's kind at {PRECISION} is recorded"}
-        calibrated = ((gb200 or {}).get("calibration") or {}).get(family, {}).get(PRECISION)
-        if calibrated:
-            row, how = next(iter(calibrated.items()))
-            central = next(s for s in how["by_setting"] if (s["link_level"], s["network_end"], s["overlap"]) == CENTRAL)
-            found["gb200"][family] = {"share_of_peak": central["share_of_peak"], "calibrated_on": f"gb200-nvl72/{row}"}
-        elif gb200 is None:
-            found["gb200"][family] = {"none": "no GB200 prediction was given"}
-        else:
-            ruled = [r for r in gb200.get("ruled_out_precisions", []) if r["family"] == family]
-            why = (
-                f"the source's {family} throughputs at {PRECISION} would need {ruled[0]['low_share']:.0%} or more"
-                " of GB200's BF16 peak, so they are taken as NVFP4, and an NVFP4 share is not carried to BF16"
-                if ruled and ruled[0]["precision"] == PRECISION
-                else f"the source's rows give no {PRECISION} calibration for {family}"
-            )
-            found["gb200"][family] = {"none": why}
+        carried = source_calibration(gb200, family, PRECISION, speed)
+        found["gb200"][family] = (
+            {"none": carried.none}
+            if carried.none
+            else {"share_of_peak": carried.share_of_peak, "calibrated_on": carried.calibrated_on}
+        )
     return found
 
 
@@ -156,7 +150,7 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
             "equals_the_runs_analysis": program["equals_the_runs_analysis"],
         }
     peak = peak_flops(target, PRECISION) or 0.0
-    carried = carried_shares({name: p["family"] for name, p in programs.items()}, gb200)
+    carried = carried_shares({name: p["family"] for name, p in programs.items()}, gb200, speed)
     by_model: dict[str, Any] = {}
     for model in MODELS:
         rates_fitted = {n: fitted_rate(p, target, speed, p["measured_step_s"], model) for n, p in programs.items()}

@@ -7,7 +7,8 @@ Calibrated as a user would, with no parameter per run: one compute rate per GPU 
   model kind (calibrations.smallest.anchors), predicting every other run of that group;
 - (b) every run of a GPU and precision in turn calibrating, predicting the others (every pair);
 - (c) across hardware: the source's own calibration (its share of the dense peak on the source's
-  hardware) carried to the runs' GPU by the targets' cited peaks and bandwidths.
+  hardware) at the run's own precision, carried to the runs' GPU by the targets' cited peaks and
+  bandwidths; none where the source's rows give none at that precision (the run says why).
 Beside the full model, the simpler models of its ablation (leave_one_out.MODELS), each calibrated
 the same ways, so that each term shows what it earns on real hardware; the simplest, counted FLOPs
 over one rate, is the model to beat. The same calibration (a) costs the runs' programs for the
@@ -27,6 +28,7 @@ from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, 
 from offload_repro.produce.predicted import model_profile, step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
 from offload_repro.produce.predicted.prediction import network_shape, read_program
+from offload_repro.produce.predicted.source_calibration import source_calibration
 from offload_repro.produce.predicted.target_rates import Setting, peak_flops, rates, replayed, settings
 
 CALIBRATIONS = ("smallest", "every_run", "across_hardware")
@@ -34,6 +36,8 @@ SIMPLE = MODELS[0][0]  # counted FLOPs over one rate
 # a run's fields its line carries under their own names
 RUN_FIELDS = ("source", "target", "kind", "family", "source_family", "model", "precision", "gpus", "nodes")
 ANCHORS_FIELD = "calibrations.smallest.anchors"
+# how (c) carries the source's calibration: each run the share measured at its own precision
+CARRIED_AT = "run_precision"
 # what calibration (a) fits one rate for: GPU, precision and model kind (dense or MoE)
 Group = tuple[str, str, str]
 
@@ -214,7 +218,10 @@ def unrecorded(computed: dict[str, dict[str, Any] | None], kinds: dict[str, Any]
 
 def unrecorded_across_hardware(errors: dict[str, Any], recorded: dict[str, Any], where: str) -> list[str]:
     """Where the across-hardware error this stage computed (`errors`, its summary) differs from what
-    `where` records (to four decimals): the field and the value to record."""
+    `where` records (to four decimals): the field and the value to record. Only an error carried the
+    same way is compared (`carried_at`: unlike_across_hardware says where it is not)."""
+    if carried_at(errors) != recorded["carried_at"]:
+        return []
     found = []
     for key in ("largest_abs", "mean_abs"):
         mine = errors.get(key)
@@ -225,6 +232,30 @@ def unrecorded_across_hardware(errors: dict[str, Any], recorded: dict[str, Any],
                 f" this stage computes {value}"
             )
     return found
+
+
+def carried_at(errors: dict[str, Any]) -> str:
+    """How a result's across-hardware pairs were carried (a result written before it said so carried
+    the family's default precision to every run)."""
+    return errors.get("carried_at", "family_default_precision")
+
+
+def unlike_across_hardware(errors: dict[str, Any], recorded: dict[str, Any], where: str) -> str | None:
+    """Where `where` records an across-hardware error carried otherwise than this stage carries
+    (`carried_at`), so that the two are not compared: what this stage computes, to record again;
+    None where they are carried alike."""
+    if carried_at(errors) == recorded["carried_at"]:
+        return None
+    mine = (
+        f"largest_abs {errors['largest_abs']:.4f}, mean_abs {errors['mean_abs']:.4f} over {errors['pairs']} pairs"
+        if errors.get("pairs")
+        else "no pair: no run has a calibration of the source at its own precision"
+    )
+    return (
+        f"{where}: field 'calibrations.across_hardware.recorded_error': records an error carried at"
+        f" {recorded['carried_at']}, this stage carries at {carried_at(errors)} and computes {mine};"
+        f" not compared: record it again from this result, with carried_at: {carried_at(errors)}"
+    )
 
 
 def groups(measured: dict[str, Measured]) -> dict[tuple[str, str], list[Measured]]:
@@ -322,36 +353,38 @@ def errors_by_model(
 def across_hardware(
     measured: dict[str, Measured],
     speed: dict[str, Any],
-    source: dict[str, Any],
+    source: dict[str, Any] | None,
     calibration_target: Target,
     recorded: dict[str, Any] | None = None,
-) -> dict[str, dict[str, Any]]:
-    """(c) Each run at the source's default calibration of its family, carried by share of peak:
-    its step at every setting (None where the calibration reaches no rate there), and, with the
-    error such a carry was measured to have (`recorded`: experiments/validation.yaml), the band of
-    the measured step that error allows around the settings' steps."""
-    found = {}
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """(c) Each run at the source's calibration of its family at the run's own precision, carried by
+    share of peak: its step at every setting (None where the calibration reaches no rate there), and,
+    with the error such a carry was measured to have (`recorded`: experiments/validation.yaml), the
+    band of the measured step that error allows around the settings' steps. Beside it, per run (c)
+    does not predict, why, in words: a share of one precision's peak is never carried to another."""
+    found, none = {}, {}
     for run_id, entry in measured.items():
         family = entry.run.source_family  # the source's of its kind: its own (mixtral, say) has no rows
-        row = speed["calibration"]["rows"].get(family)
-        by_precision = (source.get("calibration") or {}).get(family) or {}
-        # the source's default precision for the family: its first listed
-        precision = next(iter(speed["precision"]["families"].get(family, [])), None)
-        calibration = (by_precision.get(precision) or {}).get(row)
-        if calibration is None:
+        carried = source_calibration(source, family, entry.run.precision, speed)
+        if carried.calibration is None:
+            none[run_id] = carried.none
             continue
-        carried = rates_from(calibration, entry.target, calibration_target, entry.run.precision, speed)
-        if not carried:
+        rates_of = rates_from(carried.calibration, entry.target, calibration_target, entry.run.precision, speed)
+        if not rates_of:
+            none[run_id] = (
+                f"experiments/targets/{entry.target.name}.yaml states no {entry.run.precision} peak"
+                " (hardware.peak_dense_tflops) to carry a share of peak to"
+            )
             continue
-        steps = band(entry, carried, speed)
+        steps = band(entry, rates_of, speed)
         found[run_id] = {
-            "calibrated_on": f"{calibration_target.name}/{row}",
-            "calibration_precision": precision,
-            "share_of_peak": calibration["by_setting"][0]["share_of_peak"],
+            "calibrated_on": carried.calibrated_on,
+            "calibration_precision": entry.run.precision,
+            "share_of_peak": carried.share_of_peak,
             "step_s": steps,
             "band": carried_band([step for step in steps if step], recorded),
         }
-    return found
+    return found, none
 
 
 def carried_band(steps: list[float], recorded: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -454,12 +487,14 @@ def run_line(
     across: dict[str, Any] | None,
     speed: dict[str, Any],
     unanchored: str | None = None,
+    not_carried: str | None = None,
 ) -> dict[str, Any]:
     """A predicted run: its step under calibration (a) (its group's named anchor, and the rates that
     run fits at every setting; none where the group has no anchor, `unanchored` saying why) at every
-    setting and by every model of the ablation, its errors under (b) and (c), and its step's terms at
-    the central setting. (Its error from runs of its own model, which predicted bands take, is
-    real_hardware_errors' over every pair.)"""
+    setting and by every model of the ablation, its errors under (b) and (c) (none where (c) carries
+    nothing to it, `not_carried` saying why), and its step's terms at the central setting. (Its
+    error from runs of its own model, which predicted bands take, is real_hardware_errors' over
+    every pair.)"""
     run, calibrating = entry.run, anchors.get(entry.anchor_group)
     fitted = fitted_of[entry.anchor_group] if calibrating else [None] * len(settings(speed))
     own = {name: [p for p in pairs["smallest"] if p["predicted"] == run.id] for name, pairs in pairs_of.items()}
@@ -484,6 +519,7 @@ def run_line(
         "every_run": {"pairs": len(every), **summarised([abs(p["error"]) for p in every])},
         "across_hardware": across
         and {**across, "error": error(across["step_s"][0], run.step_seconds) if across["step_s"][0] else None},
+        "not_carried": not_carried,
         "breakdown": step_model.breakdown(replayed(entry.program, at), entry.program["entry"], at) if at else None,
     }
 
@@ -612,8 +648,8 @@ def validate_model(
     anchors = anchors_of(measured, named)
     pairs_of = {name: by_calibration(measured, speed, anchors, free) for name, free in MODELS}
     recorded = validation["calibrations"]["across_hardware"].get("recorded_error")
-    carried = (
-        across_hardware(measured, speed, source, calibration_target, recorded) if source and calibration_target else {}
+    carried, not_carried = (
+        across_hardware(measured, speed, source, calibration_target, recorded) if calibration_target else ({}, {})
     )
     # the compute rate each group's anchor fits at every setting (None where none reaches its step)
     fitted = {
@@ -628,6 +664,7 @@ def validate_model(
             carried.get(run.id),
             speed,
             no_anchor(measured[run.id].anchor_group, named, failed),
+            not_carried.get(run.id),
         )
         if run.id in measured
         else {**identity(run), **failed[run.id]}
@@ -648,7 +685,7 @@ def validate_model(
             "model": full,
             "simple_model": SIMPLE,
             "by_model": errors_by_model(pairs_of, measured),
-            "across_hardware": summary(across_pairs, measured),
+            "across_hardware": {**summary(across_pairs, measured), "carried_at": CARRIED_AT},
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
         "real_hardware_error": real_hardware_errors(pairs_of[full]["every_run"], rows, validation["kinds"]),
