@@ -19,6 +19,7 @@ from offload_repro.core.data import DataError
 from offload_repro.core.files import read_yaml
 from offload_repro.core.measured_elsewhere import compiled_as, load_file, load_measured, load_validation, target_for
 from offload_repro.core.published import load_speed
+from offload_repro.plan import jobs
 from offload_repro.plan.jobs import make_plan
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.predicted import hlo_schedule, model_profile
@@ -261,18 +262,58 @@ def test_a_compile_here_folds_dcn_into_ici_and_records_what_it_changes():
     assert substituted >= {("attention", "cudnn_flash_jax"), ("hardware", "gpu")}
 
 
-def test_a_new_file_of_runs_enters_the_validation_stage_by_itself(tmp_path, monkeypatch):
-    shutil.copy(LLAMA3, tmp_path / LLAMA3.name)
+def someone_elses_run(directory: Path, target: str) -> None:
+    """The published files, and beside them a user's file of one BF16 Llama 3 70B run on `target`."""
+    for path in measured_elsewhere.MEASURED_DIR.glob("*.yaml"):
+        shutil.copy(path, directory / path.name)
     data = read_yaml(LLAMA3)
-    data["source"] = "someone-llama3-70b"
+    data["source"], data["target"] = "someone-llama3-70b", target
     data["runs"] = [{**data["runs"][0], "id": "someone-llama3-70b-bf16-128gpu", "step_seconds": 15.0}]
-    written(tmp_path, data, "someone-llama3-70b")
-    monkeypatch.setattr(measured_elsewhere, "MEASURED_DIR", tmp_path)
+    written(directory, data, "someone-llama3-70b")
+
+
+def validation_plan(results: Path):
     config = read_yaml(REPO / "experiments" / "config.yaml") | {"validation": True}
-    plan = make_plan(config, {}, exists=lambda path: False, results=tmp_path / "results")
-    assert plan.measured_runs["someone-llama3-70b-bf16-128gpu"] == "h100-sxm"
-    assert len(plan.measured_runs) == 11
+    return make_plan(config, {}, exists=lambda path: False, results=results)
+
+
+def test_a_new_file_of_runs_enters_the_validation_stage_by_itself(tmp_path, monkeypatch):
+    """A run of a GPU no published run measured forms no pair of (b) within one model: the recorded
+    pairs stand, and the run enters the stage."""
+    someone_elses_run(tmp_path, "h200-8")
+    monkeypatch.setattr(measured_elsewhere, "MEASURED_DIR", tmp_path)
+    plan = validation_plan(tmp_path / "results")
+    assert plan.measured_runs["someone-llama3-70b-bf16-128gpu"] == "h200-8"
+    assert len(plan.measured_runs) == 23
     assert plan.evidence_files["validation"] == ["results/validation/model.json"]
+
+
+def test_a_run_that_changes_the_recorded_pairs_stops_the_plan_before_any_compile(tmp_path, monkeypatch):
+    """The pairs a kind's recorded error is the largest over are counted from the run files alone
+    (runs of one GPU, precision and model, n x (n - 1) each), so a run added to such a group stops
+    the plan, which the rules read before any compile, at once, naming the file, the field, both
+    counts and what to record; once recorded, the plan goes on."""
+    kinds = load_validation()["kinds"]
+    assert measured_elsewhere.unrecorded_pairs(load_measured(), kinds) == []  # 6 x 5 x 2 + 5 x 4 x 2 = 100
+    someone_elses_run(tmp_path, "h100-sxm")
+    monkeypatch.setattr(measured_elsewhere, "MEASURED_DIR", tmp_path)
+    with pytest.raises(DataError) as err:
+        validation_plan(tmp_path / "results")
+    assert str(err.value) == (
+        "experiments/validation.yaml: field 'kinds.llama.recorded_error.pairs': records 100, but the runs of"
+        " experiments/measured-elsewhere/ form 110 pairs, each run predicted from every other of its GPU, precision"
+        " and model (6 bfloat16 llama2-70b runs on NVIDIA H100, 6 fp8 llama2-70b runs on NVIDIA H100, 6 bfloat16"
+        " llama3-70b runs on NVIDIA H100, 5 fp8 llama3-70b runs on NVIDIA H100); record pairs: 110, then the error"
+        " the stage computes over them (it names it)"
+    )
+    kinds["llama"]["recorded_error"]["pairs"] = 110
+    monkeypatch.setattr(jobs, "load_validation", lambda: {"kinds": kinds})
+    assert len(validation_plan(tmp_path / "results").measured_runs) == 23
+    # no run of a kind with an error recorded: record null
+    kinds["llama"]["recorded_error"]["pairs"] = 100
+    (found,) = measured_elsewhere.unrecorded_pairs([], kinds)
+    assert "records 100, but the runs of experiments/measured-elsewhere/ form 0 pairs" in found
+    assert found.endswith("(none); record null (no two runs of one GPU, precision and model)")
 
 
 def test_the_validation_stage_dry_runs_with_a_job_per_published_run(tmp_path):

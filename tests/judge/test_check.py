@@ -475,7 +475,7 @@ def test_a_validation_stage_that_computes_another_error_than_recorded_names_the_
     assert unrecorded(same, kinds, "experiments/validation.yaml") == []
     moved = {"llama": {"throughput_error": 0.25, "pairs": 104}, "deepseek": {"throughput_error": 0.3, "pairs": 2}}
     assert unrecorded(moved, kinds, "experiments/validation.yaml") == [
-        "experiments/validation.yaml: field 'kinds.llama.recorded_error': records 0.2160,"
+        "experiments/validation.yaml: field 'kinds.llama.recorded_error': records 0.2160 over 100 pairs,"
         " this stage computes 0.2500 over 104 pairs",
         "experiments/validation.yaml: field 'kinds.deepseek.recorded_error': records null,"
         " this stage computes 0.3000 over 2 pairs",

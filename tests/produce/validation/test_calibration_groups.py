@@ -302,3 +302,26 @@ def test_a_recorded_across_hardware_error_is_compared_only_with_one_carried_alik
     assert load_validation()["calibrations"]["across_hardware"]["recorded_error"]["carried_at"] == (
         "family_default_precision"
     )
+
+
+def test_a_recorded_error_over_another_number_of_pairs_stops_the_stage_naming_both(program, monkeypatch):
+    """The stage compares the pairs a kind's recorded error is the largest over with those it
+    computes, as it compares the error: a run that did not compile here, say, leaves fewer pairs, and
+    an error equal to four decimals over them is still another record, named with both counts."""
+    kinds = load_validation()["kinds"]
+    recorded = kinds["llama"]["recorded_error"]
+    fewer = {"llama": {"throughput_error": recorded["throughput_error"], "pairs": 90}, "deepseek": None}
+    assert against_measured.unrecorded(fewer, kinds, "experiments/validation.yaml") == [
+        "experiments/validation.yaml: field 'kinds.llama.recorded_error': records 0.2160 over 100 pairs,"
+        " this stage computes 0.2160 over 90 pairs"
+    ]
+    # end to end: one run of a group of six not compiled leaves 6 x 5 - 5 x 4 = 10 pairs fewer
+    runs = load_measured()
+    monkeypatch.setattr(against_measured, "read_program", lambda result, shape, keep_parsed=False: program)
+    compiled = {run.id: {"status": "ok", "fits": True, "program": {"key": "one"}} for run in runs}
+    compiled["llama2-70b-bf16-512gpu"] = {"status": "error", "message": "a compile that failed"}
+    speed, gb200 = load_speed(), load_target("gb200-nvl72")
+    result = against_measured.validate_model(runs, compiled, speed, load_validation(), source_prediction(), gb200)
+    assert result["real_hardware_error"]["llama"]["pairs"] == 90
+    (differs,) = against_measured.unrecorded(result["real_hardware_error"], kinds, "experiments/validation.yaml")
+    assert differs.endswith(" over 90 pairs") and "records 0.2160 over 100 pairs" in differs

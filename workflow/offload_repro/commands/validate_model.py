@@ -8,7 +8,7 @@ from pathlib import Path
 
 from offload_repro.commands import arguments
 from offload_repro.core.data import DataError, load_target
-from offload_repro.core.measured_elsewhere import VALIDATION_FILE, load_measured, load_validation
+from offload_repro.core.measured_elsewhere import VALIDATION_FILE, load_measured, load_validation, unrecorded_pairs
 from offload_repro.core.published import load_speed
 from offload_repro.core.results import read_by_row, read_result, write_result
 from offload_repro.produce.validation.against_measured import (
@@ -35,13 +35,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    validation, runs = load_validation(), load_measured()
+    # what the run files alone show, as the plan checks it before any compile
+    if differs := unrecorded_pairs(runs, validation["kinds"]):
+        raise DataError("; ".join(differs))
     speed = load_speed()
     compiled = read_by_row(args.compiled, "compile")
     profiled = read_by_row(args.profiled, "compile")
     source = read_result(args.calibrated_by, "predicted") if args.calibrated_by else None
     calibration_target = load_target(speed["calibration"]["target"])
-    validation = load_validation()
-    found = validate_model(load_measured(), compiled, speed, validation, source, calibration_target, profiled or None)
+    found = validate_model(runs, compiled, speed, validation, source, calibration_target, profiled or None)
     # every run's verdicts take the recorded error: a stage that computes another stops, naming it
     differs = unrecorded(found["real_hardware_error"], validation["kinds"], VALIDATION_FILE)
     unlike = None

@@ -18,7 +18,7 @@ from offload_repro.cluster.slurm import container_for, job_resources, preflight_
 from offload_repro.core.assumptions import check_ids, variants
 from offload_repro.core.data import DataError, Row, Target, kept_run_targets, load_rows, load_target
 from offload_repro.core.files import DEVICE_RESULTS_DIR, REPO_ROOT, read_yaml
-from offload_repro.core.measured_elsewhere import load_measured
+from offload_repro.core.measured_elsewhere import load_measured, load_validation, unrecorded_pairs
 from offload_repro.core.variants import resolved, schedules_by_profile, variant_id
 
 READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
@@ -222,7 +222,13 @@ def make_plan(
     refuse_unpinned(target, rows, config["container_runtime"], as_bool(config["allow_unpinned_container"]))
 
     whatif, sensitivity, validation = (as_bool(config[key]) for key in ("whatif", "assumptions", "validation"))
-    measured = {run.id: run.target for run in load_measured()} if validation else {}
+    measured: dict[str, str] = {}
+    if validation:
+        runs = load_measured()
+        # a recorded pair count the runs no longer form stops here, before any of their compiles
+        if differs := unrecorded_pairs(runs, load_validation()["kinds"]):
+            raise DataError("; ".join(differs))
+        measured = {run.id: run.target for run in runs}
     found_whatif = whatif_targets(config["frontier_targets"]) if whatif else []
     grid = [compile_target.name, *[name for name in found_whatif if name != compile_target.name]]
     slurm_gpu = target.kind == "gpu" and target.launcher == "slurm"

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, Target, load_target
+from offload_repro.core.data import DataError, Target
 from offload_repro.core.error_band import widened
-from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, target_for
+from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, gpu_of, target_for
 from offload_repro.produce.predicted import model_profile, step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
 from offload_repro.produce.predicted.prediction import network_shape, read_program
@@ -40,11 +40,6 @@ ANCHORS_FIELD = "calibrations.smallest.anchors"
 CARRIED_AT = "run_precision"
 # what calibration (a) fits one rate for: GPU, precision and model kind (dense or MoE)
 Group = tuple[str, str, str]
-
-
-def gpu_of(run: MeasuredRun, target: Target | None = None) -> str:
-    """The GPU the run measured (its target's accelerator): two files of one GPU share it."""
-    return (target or load_target(run.target)).spec["hardware"].get("accelerator") or run.target
 
 
 def anchor_group(run: MeasuredRun, target: Target | None = None) -> Group:
@@ -202,16 +197,22 @@ def real_hardware_errors(
 
 
 def unrecorded(computed: dict[str, dict[str, Any] | None], kinds: dict[str, Any], where: str) -> list[str]:
-    """Where the error this stage computed differs from what `where` records for a kind (to four
-    decimals, as recorded): each as the field and the value to record."""
+    """Where the error this stage computed, or the number of pairs it is the largest over, differs
+    from what `where` records for a kind (the error to four decimals, as recorded): each as the
+    field and the values to record."""
     found = []
     for name, kind in kinds.items():
         recorded, mine = kind["recorded_error"], computed.get(name)
         if recorded is None and mine is None:
             continue
-        if recorded is None or mine is None or round(mine["throughput_error"], 4) != recorded["throughput_error"]:
+        if (
+            recorded is None
+            or mine is None
+            or round(mine["throughput_error"], 4) != recorded["throughput_error"]
+            or mine["pairs"] != recorded["pairs"]
+        ):
             value = "null" if mine is None else f"{mine['throughput_error']:.4f} over {mine['pairs']} pairs"
-            was = "null" if recorded is None else f"{recorded['throughput_error']:.4f}"
+            was = "null" if recorded is None else f"{recorded['throughput_error']:.4f} over {recorded['pairs']} pairs"
             found.append(f"{where}: field 'kinds.{name}.recorded_error': records {was}, this stage computes {value}")
     return found
 
