@@ -7,6 +7,7 @@ bookkeeping, not the model's numbers, is what is checked."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import replace
 
@@ -14,14 +15,17 @@ import pytest
 import yaml
 
 from conftest import FIXTURES
+from offload_repro.core import measured_elsewhere
 from offload_repro.core.data import DataError, load_target
 from offload_repro.core.files import read_yaml
 from offload_repro.core.measured_elsewhere import MEASURED_DIR, load_measured, load_validation
 from offload_repro.core.published import load_speed
+from offload_repro.core.results import write_result
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.predicted import device_prediction, hlo_flops, hlo_schedule
 from offload_repro.produce.predicted.target_rates import peak_flops, settings
 from offload_repro.produce.validation import against_measured
+from report_page import rendered_page, visible_text
 
 
 @pytest.fixture(scope="module")
@@ -325,3 +329,63 @@ def test_a_recorded_error_over_another_number_of_pairs_stops_the_stage_naming_bo
     assert result["real_hardware_error"]["llama"]["pairs"] == 90
     (differs,) = against_measured.unrecorded(result["real_hardware_error"], kinds, "experiments/validation.yaml")
     assert differs.endswith(" over 90 pairs") and "records 0.2160 over 100 pairs" in differs
+
+
+def test_where_it_is_off_is_one_line_per_group_of_calibration_a_whatever_files_its_runs_come_from(program, monkeypatch):
+    """Runs of one GPU in two target files (another cluster's H100s, say) are one group of (a), and
+    "where it is off" names that group once, by GPU, precision and model kind, with the run of either
+    file (a) predicts worst; never one GPU twice under two target files."""
+
+    # another cluster's file of the same H100 nodes, as a user would copy experiments/targets/h100-sxm.yaml
+    def load(name: str, directory=None, nodes: int | None = None):
+        found = load_target("h100-sxm" if name == "h100-elsewhere" else name, nodes=nodes)
+        return replace(found, name=name)
+
+    monkeypatch.setattr(measured_elsewhere, "load_target", load)
+    runs = load_measured()
+    moved = [replace(run, target="h100-elsewhere") if run.model == "llama3-70b" else run for run in runs]
+    result = validated(monkeypatch, program, moved)
+    assert {line["target"] for line in result["runs"]} == {"h100-sxm", "h100-elsewhere"}
+    assert all(line["smallest"]["error"] for line in result["runs"] if line["smallest"]["calibrated_on"] != line["run"])
+    assert len(result["where_off"]) == 2  # not one per target file: four
+    groups = [(w["gpu"], w["precision"], w["kind"]) for w in result["where_off"]]
+    assert groups == [("NVIDIA H100", "bfloat16", "dense"), ("NVIDIA H100", "fp8", "dense")]
+    for found in result["where_off"]:
+        mine = [
+            line["smallest"]["error"]
+            for line in result["runs"]
+            if (line["gpu"], line["precision"], line["kind"]) == (found["gpu"], found["precision"], found["kind"])
+            and line["smallest"]["error"] is not None
+        ]
+        assert abs(found["error"]) == max(abs(error) for error in mine)
+
+
+def test_the_page_says_what_each_error_is_over_from_the_result(program, monkeypatch, tmp_path, tables):
+    """The page's counts and scopes are the result's, never typed: each error over how many
+    predictions of how many runs on which GPUs, "where it is off" once per group of (a), and why (c)
+    predicts none of the runs it carries nothing to, once per reason."""
+    runs = load_measured()
+    h200 = [replace(run, id=f"{run.id}-h200", target="h200-8") for run in runs[:2]]
+    assert {run.precision for run in h200} == {"bfloat16"}
+    anchored = with_anchor(gpu="NVIDIA H200", precision="bfloat16", kind="dense", run=h200[0].id)
+    result = validated(monkeypatch, program, [*runs, *h200], anchored)
+    path = tmp_path / "model.json"
+    write_result(path, "validation", result)
+    html = rendered_page(tmp_path, tables, "cpu", [path])
+
+    said = " ".join(visible_text(re.search(r'<p id="measured-summary">.*?</p>', html, re.S).group(0)).split())
+    full = result["errors"]["by_model"][result["errors"]["model"]]
+    for calibration in ("smallest", "every_run"):
+        errors = full[calibration]
+        assert errors["gpus"] == ["NVIDIA H100", "NVIDIA H200"]
+        assert f"over {errors['pairs']} predictions of {errors['runs']} runs on NVIDIA H100, NVIDIA H200" in said
+    assert (full["smallest"]["pairs"], full["smallest"]["runs"]) == (21, 21)  # every run but the three anchors
+    assert "(c) predicts none of 13 runs: the source's llama throughputs at bfloat16 would need" in said
+    assert "(c) predicts none of 11 runs: the source's rows calibrate llama at nvfp4" in said
+    off = [" ".join(visible_text(p).split()) for p in re.findall(r'<p class="where-off">.*?</p>', html, re.S)]
+    assert [line.split(":")[0] for line in off] == [
+        "Where it is off, the bfloat16 dense runs on NVIDIA H100",
+        "Where it is off, the fp8 dense runs on NVIDIA H100",
+        "Where it is off, the bfloat16 dense runs on NVIDIA H200",
+    ]
+    assert "H100 runs" not in visible_text(html)  # no scope typed on the page

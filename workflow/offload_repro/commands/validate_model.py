@@ -59,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
     simple = written["errors"]["by_model"][written["errors"]["simple_model"]]["smallest"]
     predicted = sum(1 for r in written["runs"] if r["status"] == "ok")
     print(
-        f"validation: {predicted} of {len(written['runs'])} runs predicted; one run per GPU and precision calibrating:"
-        f" mean {model['mean_abs']:.1%}, largest {model['largest_abs']:.1%}"
+        f"validation: {predicted} of {len(written['runs'])} runs predicted; each group's named anchor calibrating (a):"
+        f" mean {model['mean_abs']:.1%}, largest {model['largest_abs']:.1%} over {model['pairs']} predictions of"
+        f" {model['runs']} runs on {', '.join(model['gpus']) or 'no GPU'}"
         f" (counted FLOPs over one rate: {simple['mean_abs']:.1%}, {simple['largest_abs']:.1%})"
     )
     if unlike:  # a record of another carry is kept, not compared: the value to record again

@@ -35,7 +35,7 @@ EVIDENCE = {
         ),
         EvidenceClass(
             "validation",
-            "the step-time model against published runs measured elsewhere (NVIDIA's H100 MaxText runs), each"
+            "the step-time model against published runs measured elsewhere (experiments/measured-elsewhere/), each"
             " predicted from its program compiled here as it ran; judges no claim, but its error widens predicted"
             " bands",
             "#8c564b",

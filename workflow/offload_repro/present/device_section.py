@@ -36,7 +36,7 @@ MODEL_NAMES = {
 PROFILED = names.PROFILED_COPY_MEASURES
 SOURCES = {
     "chip": "the chip's other programs, each in turn",
-    "h100": "NVIDIA's H100 runs (share of BF16 peak)",
+    "h100": "runs measured elsewhere, as experiments/validation.yaml records them (share of BF16 peak)",
     "gb200": "the source's GB200 rows (share of BF16 peak)",
 }
 

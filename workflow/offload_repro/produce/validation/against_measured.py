@@ -330,10 +330,14 @@ def by_calibration(
 
 
 def summary(pairs: list[dict[str, Any]], measured: dict[str, Measured] | None = None) -> dict[str, Any]:
-    """Mean absolute and largest error over the pairs, in all and, with `measured`, per precision and
+    """Mean absolute and largest error over the pairs, in all and, with `measured`, the runs they
+    predict and those runs' GPUs (what the page says the errors are over), and per precision and
     model of the run each predicts."""
     found: dict[str, Any] = {**summarised([abs(p["error"]) for p in pairs]), "pairs": len(pairs)}
     if measured:
+        predicted = {p["predicted"] for p in pairs}
+        found["runs"] = len(predicted)
+        found["gpus"] = sorted({measured[run_id].gpu for run_id in predicted})
         kinds = [f"{measured[p['predicted']].run.precision} {measured[p['predicted']].run.model}" for p in pairs]
         found["by"] = {
             k: summary([p for p, of in zip(pairs, kinds, strict=True) if of == k]) for k in sorted(set(kinds))
@@ -436,17 +440,17 @@ def band(entry: Measured, by_setting: list[float | None], speed: dict[str, Any])
 
 
 def where_off(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per GPU and precision, the run calibration (a) predicts worst, and the term of the step beside
-    compute whose share differs most from that in the run it was calibrated on: where the model is
-    off, and which term carries it."""
+    """Per group of calibration (a) (GPU, precision and model kind, whichever files its runs come
+    from), the run (a) predicts worst, and the term of the step beside compute whose share differs
+    most from that in the run it was calibrated on: where the model is off, and which term carries it."""
     by_id = {row["run"]: row for row in rows if row["status"] == "ok"}
-    worst: dict[tuple[str, str], dict[str, Any]] = {}
+    worst: dict[Group, dict[str, Any]] = {}
     for row in by_id.values():
-        key, off = (row["target"], row["precision"]), row["smallest"]["error"]
+        key, off = (row["gpu"], row["precision"], row["kind"]), row["smallest"]["error"]
         if off and abs(off) > abs(worst[key]["smallest"]["error"] if key in worst else 0):
             worst[key] = row
     found = []
-    for (target, precision), row in sorted(worst.items()):
+    for (gpu, precision, kind), row in sorted(worst.items()):
         calibrating = by_id[row["smallest"]["calibrated_on"]]
         mine, theirs = row["breakdown"], calibrating["breakdown"]
         if not mine or not theirs:
@@ -455,8 +459,10 @@ def where_off(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         term = max(step_model.TERMS[1:], key=lambda t: abs(mine[t] / mine["step_s"] - theirs[t] / theirs["step_s"]))
         found.append(
             {
-                "target": target,
+                "gpu": gpu,
                 "precision": precision,
+                "kind": kind,
+                "target": row["target"],  # the worst run's target file
                 "run": row["run"],
                 "error": row["smallest"]["error"],
                 "calibrated_on": calibrating["run"],
@@ -474,6 +480,7 @@ def identity(run: MeasuredRun) -> dict[str, Any]:
     """What a run's line says of the run itself, predicted or not."""
     return {
         "run": run.id,
+        "gpu": gpu_of(run),
         **{key: getattr(run, key) for key in RUN_FIELDS},
         "measured_step_s": run.step_seconds,
         "citation": run.citation,
