@@ -154,11 +154,14 @@ def test_every_claim_has_a_verdict_and_the_mechanisms_hold(main_job):
     }
     failing = {key for key, j in judged.items() if j["verdict"] == "fail"}
     assert failing == {(claim, "compiled") for claim in ("deepseek-plain-gpu-memory", "deepseek-optimized-gpu-memory")}
-    # the optimized and micro-batch-2 device-save rows compile above the allocator's share of GB200
-    # (docs/moe-dispatch.md), but within the static tolerance of it: their outcomes are not decided
-    for claim_id in ("deepseek-device-save-fits-mb2", "deepseek-offload-fits-mb8"):
-        undecided = judged[claim_id, "compiled"]
-        assert undecided["verdict"] == "inconclusive" and undecided["needs_gib"] > undecided["limit_gib"]
+    # the optimized row compiles above the allocator's share of GB200 (the recipes' 0.94) and the
+    # micro-batch-2 device-save row below it (docs/moe-dispatch.md), each within the static tolerance
+    # of it: their outcomes are not decided
+    over = judged["deepseek-offload-fits-mb8", "compiled"]
+    assert over["verdict"] == "inconclusive" and over["needs_gib"] > over["limit_gib"]
+    under = judged["deepseek-device-save-fits-mb2", "compiled"]
+    assert under["verdict"] == "inconclusive" and under["needs_gib"] < under["limit_gib"] < under["needs_gib"] / 0.85
+    for undecided in (over, under):
         assert "on both sides of the limit" in undecided["reason"]
     by_id = {c["id"]: c for c in verdicts["claims"]}
     for claim_id in ("llama-qkv-mib-per-layer", "llama-qkv-host-gib"):
