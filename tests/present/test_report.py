@@ -365,6 +365,16 @@ def test_the_first_screen_says_in_plain_words_why_no_speed_claim_is_decided(tmp_
     judged = [re.search(r"</span>\s*(\w+) <strong>", item) for item in items if 'ev-predicted">predicted' in item]
     words = {found.group(1) for found in judged if found}
     assert words == {"predicted"}
+    # one value per row: the chart draws each row at the prediction its claim was judged by, the
+    # calibration row too (judged from another row), never its calibration's own published value
+    drawn = {
+        record["row"]: record["tflops"]
+        for records in chart_spec(html, "predicted")["datasets"].values()
+        for record in records
+        if record["source"] == "predicted"
+    }
+    judged_at = {c["subjects"][0]: c["summary"]["observed"] for c in predicted if c["check"] == "value"}
+    assert judged_at and all(drawn[row] == pytest.approx(value) for row, value in judged_at.items())
     # the predicted throughputs are drawn from zero: an axis from near the values would make a few
     # percent look like a gulf
     spec = json.dumps(chart_spec(html, "predicted"))

@@ -266,17 +266,19 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
 
 def verdict_bands(verdicts: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per row, the prediction a value claim on its throughput was judged by, with the band its
-    verdict took: the one value and band of that claim on every page."""
+    verdict took (none where the model's error is unmeasured for it): the one value and band of that
+    claim on every page."""
     found = {}
     for claim in verdicts["claims"]:
         if claim["check"] != "value":
             continue
         for judgement in claim["judgements"]:
             band = judgement.get("band") or {}
-            if judgement["evidence"] == "predicted" and "low" in band and judgement.get("metric") == names.TFLOPS:
-                value = judgement["observed"]
-                # an open side (no bound) is drawn only as far as the prediction
-                low, high = (value if end is None else end for end in (band["low"], band["high"]))
+            value = judgement.get("observed")
+            if judgement["evidence"] == "predicted" and value is not None and judgement.get("metric") == names.TFLOPS:
+                # an open side (no bound), or a band left unmeasured, is drawn only as far as the
+                # prediction: the row's one value stands, never its calibration's own
+                low, high = (value if end is None else end for end in (band.get("low"), band.get("high")))
                 found[claim["subjects"][0]] = {"tflops": value, "low": low, "high": high}
     return found
 
