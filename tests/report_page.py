@@ -98,6 +98,20 @@ def raw_placeholders(html: str) -> list[str]:
     return [" ".join(text[max(0, m.start() - 60) : m.end() + 60].split()) for m in found]
 
 
+def _once_charts_drawn(probe: str) -> str:
+    """The end of a probe's script: `probe` called once every chart has drawn (or failed), or after 15 s."""
+    return (
+        "let waits = 0;\n"
+        "const wait = setInterval(() => {\n"
+        "  waits += 1;\n"
+        '  if (waits > 60 || !document.querySelector("figure.chart:not([data-rendered])")) {\n'
+        "    clearInterval(wait);\n"
+        f"    setTimeout({probe}, 300);\n"
+        "  }\n"
+        "}, 250);</script>"
+    )
+
+
 # Written into the page's <body> once it has laid out: the screen's width, each class of table's,
 # and the widest of what sits outside a scrolling frame (`.wide`) in the page's own flow.
 _LAYOUT_PROBE = """<script>window.addEventListener("load", () => setTimeout(() => {
@@ -185,15 +199,7 @@ const readingProbe = () => {
     charts_drawn: document.querySelectorAll('figure.chart[data-rendered="true"]').length,
   }));
 };
-// measured once every chart has drawn (or failed), or after 15 s
-let readingWaits = 0;
-const readingWait = setInterval(() => {
-  readingWaits += 1;
-  if (readingWaits > 60 || !document.querySelector("figure.chart:not([data-rendered])")) {
-    clearInterval(readingWait);
-    setTimeout(readingProbe, 300);
-  }
-}, 250);</script>"""
+""" + _once_charts_drawn("readingProbe")
 
 
 def reading_metrics(page: Path, width: int = 1400) -> dict:
@@ -243,14 +249,7 @@ const labelsProbe = () => {
   }
   document.body.setAttribute("data-labels", JSON.stringify(found));
 };
-let labelsWaits = 0;
-const labelsWait = setInterval(() => {
-  labelsWaits += 1;
-  if (labelsWaits > 60 || !document.querySelector("figure.chart:not([data-rendered])")) {
-    clearInterval(labelsWait);
-    setTimeout(labelsProbe, 300);
-  }
-}, 250);</script>"""
+""" + _once_charts_drawn("labelsProbe")
 
 
 def label_problems(page: Path, width: int = 1400) -> dict[str, list[str]]:
