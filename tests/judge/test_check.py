@@ -14,20 +14,17 @@ from conftest import CLAIMS, PREDICTED, REPO, RESULTS
 from offload_repro.core.data import DataError, hardware_classes, load_target
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.results import write_result
+from offload_repro.core.validation_record import unrecorded_carries
 from offload_repro.judge.check_types import CHECKS, within
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import observe_files
 from offload_repro.judge.evidence_views import EvidenceView, views
-from offload_repro.judge.observers import predicted_observations
+from offload_repro.judge.observers import across_hardware_error, predicted_observations
 from offload_repro.judge.prediction_verdicts import larger_error, predictions, real_hardware_error
 from offload_repro.judge.spread import tolerance_text
 from offload_repro.judge.verdicts import VERDICTS, check_claims, judge_one, overall
 from offload_repro.produce.analytic_bytes import write_accounting
-from offload_repro.produce.validation.against_measured import (
-    real_hardware_errors,
-    unrecorded,
-    unrecorded_across_hardware,
-)
+from offload_repro.produce.validation.against_measured import real_hardware_errors, unrecorded
 from offload_repro.produce.whatif.capacity_frontier import load_policies
 
 
@@ -497,19 +494,43 @@ def test_the_counts_are_the_sources_claims_and_this_reproductions_own_checks_are
     assert results["counts_by_evidence"] == {}  # no evidence decided anything
 
 
-def test_the_error_across_hardware_every_whatif_prediction_takes_is_the_stages_real_result():
-    """experiments/validation.yaml records the error of GB200's calibration carried to the runs measured
-    on H100 as the validation stage computed it (its real result kept as a fixture); a stage that
-    computes another names the field and the value to record."""
-    recorded = load_validation()["calibrations"]["across_hardware"]["recorded_error"]
-    computed = VALIDATION["errors"]["across_hardware"]
-    assert unrecorded_across_hardware(computed, recorded, "experiments/validation.yaml") == []
-    assert recorded["pairs"] == computed["pairs"] == 22
-    moved = computed | {"largest_abs": 0.5}
-    assert unrecorded_across_hardware(moved, recorded, "experiments/validation.yaml") == [
-        "experiments/validation.yaml: field 'calibrations.across_hardware.recorded_error.largest_abs': records 0.4860,"
-        " this stage computes 0.5000 over 22 pairs"
-    ]
+def test_the_runs_measured_elsewhere_record_no_carry_across_hardware_as_the_stage_computes_none():
+    """The stage carries the source's calibration to a run only at the run's own precision: the 22 H100
+    runs are BF16 and FP8 and the source's Llama rows NVFP4, so its real result (kept as a fixture)
+    computes no carry, over the recorded runs or all, and experiments/validation.yaml records none
+    measured by the runs; each run says why it has no (c)."""
+    validation = load_validation()
+    assert VALIDATION["since_record"]["across_hardware"] == VALIDATION["errors"]["across_hardware"]["by_carry"] == []
+    assert VALIDATION["errors"]["across_hardware"]["pairs"] == 0
+    assert unrecorded_carries(VALIDATION["errors"]["across_hardware"]["by_carry"], "validation", validation) == []
+    for run in VALIDATION["runs"]:
+        assert run["across_hardware"] is None, run["run"]
+        assert run["not_carried"].endswith(
+            "a share of the nvfp4 peak is not carried to bfloat16"
+            if run["precision"] == "bfloat16"
+            else "not at fp8, and a share of one precision's peak is not carried to another"
+        ), run["run"]
+
+
+def test_a_whatif_prediction_takes_the_error_recorded_for_its_familys_carry_at_its_precision_or_none():
+    """A prediction on hardware calibrated elsewhere takes, as its band, the largest error recorded for
+    the carry of its family's calibration at the precision it was calibrated at: DeepSeek at BF16 the
+    carry the chip measured; Llama at NVFP4 none (no run measured elsewhere is NVFP4), and says so; a
+    prediction on the calibration's own hardware takes none."""
+    validation = load_validation()
+    elsewhere = {"calibrated_by": "gb200-nvl72", "target": "gb300-nvl72"}
+    error, why = across_hardware_error(elsewhere, {"family": "deepseek", "precision": "bfloat16"}, validation)
+    assert error == 0.28
+    assert why == (
+        "±28.0% of the step: the largest error of gb200-nvl72's bfloat16 deepseek calibration carried by share of"
+        " peak to programs measured on other hardware (3 on Google TPU v5e (tpu-v5e-1,"
+        " experiments/device-results/tpu-v5e-1), 19.8% mean; experiments/validation.yaml)"
+    )
+    llama = {"family": "llama", "precision": "nvfp4", "calibration_precision": "nvfp4"}
+    error, why = across_hardware_error(elsewhere, llama, validation)
+    assert error is None and why.startswith("no band: the error of gb200-nvl72's nvfp4 llama calibration")
+    home = {"calibrated_by": "gb200-nvl72", "target": "gb200-nvl72"}
+    assert across_hardware_error(home, llama, validation) is None
 
 
 def test_the_recorded_fitted_rate_a_device_carries_is_the_validation_stage_s():

@@ -50,12 +50,13 @@ rule latency_profile:
 
 # A device target whose runs and programs are kept as data (experiments/device-results/): each
 # program replayed by the step-time model against the step the chip measured, under the chip's own
-# calibration, H100's and the source's (GB200's), with and without the model's host-copy terms.
+# calibration, that of the runs measured elsewhere and the source's, with and without the model's
+# host-copy terms.
 rule predict_device:
     input:
         programs=lambda wildcards: kept_programs(wildcards.target),
         runs=lambda wildcards: kept_results(wildcards.target),
-        gb200=f"results/predicted/{PLAN.calibration_target}.json",
+        calibrated_by=f"results/predicted/{PLAN.calibration_target}.json",
         target="experiments/targets/{target}.yaml",
         reads=["experiments/speed.yaml", "experiments/validation.yaml"],
         code=CODE["predict_device"],
@@ -68,5 +69,5 @@ rule predict_device:
     params:
         cli=cli,
     shell:
-        "{params.cli} predict_device --target {wildcards.target} --gb200 {input.gb200} --out {output}"
+        "{params.cli} predict_device --target {wildcards.target} --calibrated-by {input.calibrated_by} --out {output}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"

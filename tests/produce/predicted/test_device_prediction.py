@@ -16,7 +16,9 @@ import pytest
 from conftest import FIXTURES, PREDICTED, REPO
 from offload_repro.core.data import load_target
 from offload_repro.core.files import read_json
+from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.results import read_result
+from offload_repro.core.validation_record import unrecorded_carries
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.predicted import device_prediction, hlo_flops
 
@@ -114,8 +116,42 @@ def test_no_calibration_above_the_peak_and_the_terms_kept_lower_the_error(predic
     assert prediction["kept_model"] == min(within, key=within.get) == "full"
     assert within["full"] < within["no_host_copies"] and within["full"] < within["serial_copies"]
     # a carried calibration names where it comes from, or why there is none
-    assert prediction["carried"]["gb200"]["llama"]["none"].startswith("the source's llama throughputs at bfloat16")
-    assert prediction["carried"]["h100"]["llama"]["calibrated_on"] == "h100-sxm/llama2-70b-bf16-64gpu"
+    assert prediction["carried"]["source"]["llama"]["none"].startswith("the source's llama throughputs at bfloat16")
+    assert prediction["carried"]["runs_elsewhere"]["llama"]["calibrated_on"] == "h100-sxm/llama2-70b-bf16-64gpu"
+
+
+def test_the_sources_calibration_carried_to_the_chip_is_a_carry_error_held_to_its_record(prediction):
+    """GB200's BF16 DeepSeek share of peak carried to the chip is a measured carry across hardware:
+    experiments/validation.yaml records its error (every what-if prediction of DeepSeek takes it as its
+    band), from the main job's prediction, which stops where the two differ (predict_device). Here the
+    prediction is of the GB200 rows kept in tests/fixtures (compiled with the rematerialisation pass
+    on), so its carry is set beside a record of its own, and beside the published one, which it is
+    not: the message names both values."""
+    (carry,) = prediction["carry_errors"]
+    kept = prediction["models"][prediction["kept_model"]]["pairs"]["source"]
+    assert (carry["family"], carry["precision"], carry["measured_by"]) == ("deepseek", "bfloat16", "tpu-v5e-1")
+    assert carry["pairs"] == len(kept) == 3  # the three DeepSeek programs the chip trained
+    # bound: a share of peak carried is within the peak; the error is the largest over the programs
+    assert all(0 < p["share_of_peak"] <= 1 for p in kept)
+    assert carry["largest_abs"] == max(abs(p["error"]) for p in kept) < 1
+    validation = load_validation()
+    (published,) = validation["calibrations"]["across_hardware"]["recorded_errors"]
+    assert published["measured_by"] == "tpu-v5e-1" and published["pairs"] == 3
+    assert unrecorded_carries(prediction["carry_errors"], "tpu-v5e-1", validation) == [
+        "experiments/validation.yaml: field 'calibrations.across_hardware.recorded_errors[0]': records largest_abs"
+        f" {published['largest_abs']:.4f}, mean_abs {published['mean_abs']:.4f} over 3 pairs of the bfloat16 deepseek"
+        f" carry measured by tpu-v5e-1, this stage computes largest_abs {carry['largest_abs']:.4f}, mean_abs"
+        f" {carry['mean_abs']:.4f} over 3 pairs"
+    ]
+    own = {key: round(value, 4) if isinstance(value, float) else value for key, value in carry.items()}
+    validation["calibrations"]["across_hardware"]["recorded_errors"] = [own | {"recorded_from": "this result"}]
+    assert unrecorded_carries(prediction["carry_errors"], "tpu-v5e-1", validation) == []
+    assert unrecorded_carries([], "tpu-v5e-1", validation)[0].endswith("this stage computes no pair (remove the entry)")
+    assert unrecorded_carries(prediction["carry_errors"], "another-chip", validation) == [
+        "experiments/validation.yaml: field 'calibrations.across_hardware.recorded_errors': records no bfloat16"
+        f" deepseek carry measured by another-chip, this stage computes largest_abs {carry['largest_abs']:.4f},"
+        f" mean_abs {carry['mean_abs']:.4f} over 3 pairs"
+    ]
 
 
 def test_the_step_in_its_terms_sums_to_the_predicted_step(prediction):

@@ -10,21 +10,24 @@ import json
 import re
 import shutil
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from conftest import FIXTURES
+from offload_repro.commands import validate_model
 from offload_repro.core import measured_elsewhere
 from offload_repro.core.data import DataError, load_target
 from offload_repro.core.files import read_yaml
 from offload_repro.core.measured_elsewhere import MEASURED_DIR, load_measured, load_validation
 from offload_repro.core.published import load_speed
 from offload_repro.core.results import write_result
+from offload_repro.core.validation_record import unrecorded_carries
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.predicted import device_prediction, hlo_flops, hlo_schedule
 from offload_repro.produce.predicted.target_rates import peak_flops, settings
-from offload_repro.produce.validation import against_measured
+from offload_repro.produce.validation import against_measured, since_record
 from report_page import rendered_page, visible_text
 
 
@@ -113,10 +116,15 @@ def test_a_calibrating_run_is_not_said_predicted_and_a_lone_run_carries_a_band(p
     """The run that calibrates (a) predicts its own step by construction: its error is not a result
     (never "+0.0%"), and the page reads why. A run alone on its GPU and precision says that nothing but
     (c) predicts it: the source's GB200 calibration carried by peaks, whose band is widened by the
-    error such a carry was measured to have (experiments/validation.yaml), never left bare."""
+    error that carry (its family and precision) was measured to have (experiments/validation.yaml),
+    and where it is unmeasured says so, never left bare."""
     runs = load_measured()
     lone = min(runs, key=lambda run: run.gpus)
     anchored = with_anchor(gpu="NVIDIA H200", precision=lone.precision, kind=lone.kind, run="lone-run")
+    carry = {"family": "llama", "precision": lone.precision, "measured_by": "tpu-v5e-1", "largest_abs": 0.25}
+    anchored["calibrations"]["across_hardware"]["recorded_errors"].append(
+        carry | {"mean_abs": 0.2, "pairs": 2, "recorded_from": "a test"}
+    )
     source = calibrated_at(lone.precision, 0.5)  # (c) carries only a calibration at the run's own precision
     runs = [*runs, replace(lone, id="lone-run", target="h200-8")]
     result = validated(monkeypatch, program, runs, anchored, source)
@@ -133,10 +141,23 @@ def test_a_calibrating_run_is_not_said_predicted_and_a_lone_run_carries_a_band(p
     assert by_run["lone-run"]["every_run"]["pairs"] == 0
     assert by_run["lone-run"]["every_run"]["mean_abs"] is None
     carried = by_run["lone-run"]["across_hardware"]
-    error = load_validation()["calibrations"]["across_hardware"]["recorded_error"]["largest_abs"]
+    error = carry["largest_abs"]
     steps = [step for step in carried["step_s"] if step]
     assert carried["band"] == {"error": error, "low_s": min(steps) / (1 + error), "high_s": max(steps) / (1 - error)}
     assert carried["band"]["low_s"] < carried["step_s"][0] < carried["band"]["high_s"]
+    assert carried["band_why"].startswith(f"±25.0% of the step: the largest error of gb200-nvl72's {lone.precision}")
+    assert "2 on Google TPU v5e (tpu-v5e-1, experiments/device-results/tpu-v5e-1), 20.0% mean" in carried["band_why"]
+
+    # the same carry with nothing measuring it: no band, and the line says why
+    unmeasured = with_anchor(**anchored["calibrations"]["smallest"]["anchors"][-1])
+    unmeasured = validated(monkeypatch, program, runs, unmeasured, source)
+    carried = next(line for line in unmeasured["runs"] if line["run"] == "lone-run")["across_hardware"]
+    assert carried["band"] is None and carried["step_s"][0]
+    assert carried["band_why"] == (
+        f"no band: the error of gb200-nvl72's {lone.precision} llama calibration carried to other hardware is"
+        " unmeasured (no run measured elsewhere or on a device was predicted from it; experiments/validation.yaml,"
+        " calibrations.across_hardware.recorded_errors)"
+    )
 
 
 def test_a_run_added_to_a_group_changes_no_shipped_runs_anchor(program, monkeypatch, tmp_path):
@@ -161,6 +182,89 @@ def test_a_run_added_to_a_group_changes_no_shipped_runs_anchor(program, monkeypa
     # the seam, without a program: the anchors named are the same whichever runs are loaded
     validation = load_validation()
     assert against_measured.named_anchors(runs, validation) == against_measured.named_anchors(shipped, validation)
+
+
+def added_run(tmp_path) -> tuple[list, list]:
+    """(the published runs with a user's 8-GPU H100 BF16 Llama 2 70B run beside them, the published runs)."""
+    directory = tmp_path / "measured-elsewhere"
+    shutil.copytree(MEASURED_DIR, directory)
+    shutil.copy(OWN_RUN, directory)
+    runs = load_measured(sorted(directory.glob("*.yaml")))
+    return runs, [run for run in runs if run.id != "own-llama2-70b-bf16-8gpu"]
+
+
+def test_a_run_added_reports_every_recorded_run_it_moved_and_by_how_much(program, monkeypatch, tmp_path):
+    """The added run is the twelfth BF16 run on H100, so under (b) it calibrates each of
+    the 11 recorded BF16 runs once more: each is listed, with its errors over the recorded runs and
+    over all; (a) moves none (anchors are named); the values over the recorded runs are those of the
+    stage without the run, so the record is checked as if it were not there."""
+    runs, shipped = added_run(tmp_path)
+    before, after = validated(monkeypatch, program, shipped), validated(monkeypatch, program, runs)
+    since = after["since_record"]
+    assert since["added"] == ["own-llama2-70b-bf16-8gpu"] and len(since["recorded_runs"]) == 22
+    assert before["since_record"]["added"] == before["since_record"]["moved"] == []
+    full = before["errors"]["by_model"][before["errors"]["model"]]
+    assert since["errors"] == {c: full[c] for c in ("smallest", "every_run")}
+    assert since["real_hardware_error"] == before["real_hardware_error"]
+    bf16 = {run.id for run in shipped if run.precision == "bfloat16"}
+    assert {entry["run"] for entry in since["moved"]} == bf16 and len(bf16) == 11
+    assert {entry["calibration"] for entry in since["moved"]} == {"every_run"}
+    by_run = {line["run"]: line for line in before["runs"]}
+    for entry in since["moved"]:
+        assert entry["before"]["pairs"] == by_run[entry["run"]]["every_run"]["pairs"] == 10
+        assert entry["after"]["pairs"] == 11
+        assert entry["before"]["mean_abs"] == by_run[entry["run"]]["every_run"]["mean_abs"]
+    lines = since_record.since_record_lines(since, after["errors"]["by_model"][after["errors"]["model"]])
+    assert lines[0] == (
+        "1 run added beside the 22 the recorded errors are over: own-llama2-70b-bf16-8gpu; 11 of the 22 recorded"
+        " runs moved; none under (a) its group's anchor"
+    )
+    assert len([line for line in lines if "(b) every other run of its GPU and precision: " in line]) == 11
+    assert since_record.since_record_lines(before["since_record"]) == [
+        "no run added beside the 22 the recorded errors are over (experiments/validation.yaml)"
+    ]
+
+
+def test_the_stage_checks_the_record_over_the_recorded_runs_and_reports_what_the_added_would_record(
+    program, monkeypatch, tmp_path, capsys
+):
+    """End to end, through the stage's command: with a run added, the recorded errors are checked over
+    the recorded runs (so the stage goes on where they hold), and what recording with the added run
+    would change is printed and kept in the result, never applied; a record that does not hold over
+    its own runs stops the stage, naming the value to record."""
+    runs, shipped = added_run(tmp_path)
+    # the record the stage's own result over the published runs gives, with this test's one program
+    validation = load_validation()
+    computed = validated(monkeypatch, program, shipped)["real_hardware_error"]["llama"]
+    validation["kinds"]["llama"]["recorded_error"] |= {
+        "throughput_error": round(computed["throughput_error"], 4),
+        "pairs": computed["pairs"],
+    }
+    monkeypatch.setattr(validate_model, "load_validation", lambda: validation)
+    monkeypatch.setattr(validate_model, "load_measured", lambda: runs)
+    compiled = []
+    for run in runs:
+        path = tmp_path / "compiled" / f"{run.id}.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps({"row": run.id, "status": "ok", "fits": True, "program": {"key": "one"}}))
+        compiled.append(path)
+    by_run = {path.stem: json.loads(path.read_text()) for path in compiled}
+    monkeypatch.setattr(validate_model, "read_by_row", lambda paths, kind: by_run if paths else {})
+    monkeypatch.setattr(validate_model, "write_result", lambda path, kind, data: data)
+    source = FIXTURES / "results/predicted/gb200-nvl72.json"
+    args = SimpleNamespace(compiled=compiled, profiled=[], calibrated_by=source, out=tmp_path / "model.json")
+    assert validate_model.run(args) == 0
+    said = capsys.readouterr().out
+    assert "validation: 1 run added beside the 22 the recorded errors are over: own-llama2-70b-bf16-8gpu" in said
+    assert (
+        "validation: not recorded, so no verdict takes it yet: experiments/validation.yaml: field"
+        " 'kinds.llama.recorded_error': records"
+    ) in said
+    assert " over 100 pairs, this stage computes " in said and " over 112 pairs" in said  # 7 x 6 llama2-70b BF16
+
+    validation["kinds"]["llama"]["recorded_error"]["throughput_error"] = 0.5
+    with pytest.raises(DataError, match=r"field 'kinds.llama.recorded_error': records 0.5000 over 100 pairs"):
+        validate_model.run(args)
 
 
 def test_a_dense_anchor_never_calibrates_an_moe_run(program, monkeypatch, tmp_path):
@@ -262,9 +366,9 @@ def test_across_hardware_carries_the_sources_share_measured_at_the_runs_own_prec
         " precision's peak is not carried to another"
     )
     assert result["errors"]["across_hardware"]["pairs"] == 0
-    assert result["errors"]["across_hardware"]["carried_at"] == "run_precision"
+    assert result["errors"]["across_hardware"]["by_carry"] == []
     carried = device_prediction.carried_shares({"a-program": "llama"}, source_prediction(), speed)
-    assert carried["gb200"]["llama"]["none"] == why["bfloat16"]  # one wording, shared
+    assert carried["source"]["llama"]["none"] == why["bfloat16"]  # one wording, shared
     # a source with a BF16 calibration: BF16 runs take its share of the BF16 peak, FP8 runs nothing
     result = validated(monkeypatch, program, runs, source=calibrated_at("bfloat16", 0.5))
     for line, run in zip(result["runs"], runs, strict=True):
@@ -278,34 +382,44 @@ def test_across_hardware_carries_the_sources_share_measured_at_the_runs_own_prec
         rate = 0.5 * peak_flops(h100, "bfloat16", speed)
         entry = against_measured.Measured(run, against_measured.target_for(run), program)
         assert carried["step_s"][0] == pytest.approx(entry.step_s(rate, settings(speed)[0], speed))
-    assert result["errors"]["across_hardware"]["pairs"] == sum(run.precision == "bfloat16" for run in runs)
-
-
-def test_a_recorded_across_hardware_error_is_compared_only_with_one_carried_alike():
-    """The recorded error of (c) says how its pairs were carried; the stage compares it only with an
-    error carried the same way, and where they differ names what it computes, to record again."""
-    recorded = {"largest_abs": 0.486, "mean_abs": 0.3781, "pairs": 22, "carried_at": "family_default_precision"}
-    mine = {"largest_abs": 0.1, "mean_abs": 0.05, "pairs": 11, "carried_at": "run_precision"}
-    where = "experiments/validation.yaml"
-    assert against_measured.unrecorded_across_hardware(mine, recorded, where) == []
-    assert against_measured.unlike_across_hardware(mine, recorded, where) == (
-        "experiments/validation.yaml: field 'calibrations.across_hardware.recorded_error': records an error carried"
-        " at family_default_precision, this stage carries at run_precision and computes largest_abs 0.1000,"
-        " mean_abs 0.0500 over 11 pairs; not compared: record it again from this result, with carried_at:"
-        " run_precision"
+    bf16 = sum(run.precision == "bfloat16" for run in runs)
+    assert result["errors"]["across_hardware"]["pairs"] == bf16
+    (carry,) = result["errors"]["across_hardware"]["by_carry"]
+    assert (carry["family"], carry["precision"], carry["measured_by"], carry["pairs"]) == (
+        "llama",
+        "bfloat16",
+        "validation",
+        bf16,
     )
-    none = {"largest_abs": None, "mean_abs": None, "pairs": 0, "carried_at": "run_precision"}
-    assert "computes no pair" in against_measured.unlike_across_hardware(none, recorded, where)
-    alike = recorded | {"carried_at": "run_precision"}
-    assert against_measured.unlike_across_hardware(mine, alike, where) is None
-    assert [line.split(": ")[1] for line in against_measured.unrecorded_across_hardware(mine, alike, where)] == [
-        "field 'calibrations.across_hardware.recorded_error.largest_abs'",
-        "field 'calibrations.across_hardware.recorded_error.mean_abs'",
+
+
+def test_a_carry_the_runs_measure_is_held_to_its_record_over_the_recorded_runs_and_reported_over_all(
+    program, monkeypatch, tmp_path
+):
+    """(c)'s error is recorded per family and precision carried. Over the recorded runs the stage
+    computes none (the source's Llama is calibrated at NVFP4 only, the runs are BF16 and FP8), and
+    records none; a source calibrated at BF16 would give the BF16 runs a carry the record lacks, which
+    the stage names, with its value. A run added beside the recorded ones reports its carry, never
+    checks it."""
+    runs = load_measured()
+    validation = load_validation()
+    result = validated(monkeypatch, program, runs)
+    assert result["since_record"]["across_hardware"] == result["errors"]["across_hardware"]["by_carry"] == []
+    assert against_measured.VALIDATION_RUNS == "validation"
+    assert unrecorded_carries(result["since_record"]["across_hardware"], "validation", validation) == []
+    at_bf16 = validated(monkeypatch, program, runs, source=calibrated_at("bfloat16", 0.5))
+    (carry,) = at_bf16["since_record"]["across_hardware"]
+    assert unrecorded_carries(at_bf16["since_record"]["across_hardware"], "validation", validation) == [
+        "experiments/validation.yaml: field 'calibrations.across_hardware.recorded_errors': records no bfloat16"
+        f" llama carry measured by validation, this stage computes largest_abs {carry['largest_abs']:.4f},"
+        f" mean_abs {carry['mean_abs']:.4f} over 11 pairs"
     ]
-    # the published record is of the former carry: kept, not compared, until recorded again
-    assert load_validation()["calibrations"]["across_hardware"]["recorded_error"]["carried_at"] == (
-        "family_default_precision"
-    )
+    # an MoE run added: its carry (GB200's DeepSeek at BF16) is over all runs, not over the recorded ones
+    added = [run for run in moe_file(tmp_path) if run.precision == "bfloat16"][:1]
+    with_added = validated(monkeypatch, program, [*runs, *added])
+    assert with_added["since_record"]["across_hardware"] == []
+    (moe,) = with_added["errors"]["across_hardware"]["by_carry"]
+    assert (moe["family"], moe["precision"], moe["pairs"]) == ("deepseek", "bfloat16", 1)
 
 
 def test_a_recorded_error_over_another_number_of_pairs_stops_the_stage_naming_both(program, monkeypatch):
@@ -389,3 +503,10 @@ def test_the_page_says_what_each_error_is_over_from_the_result(program, monkeypa
         "Where it is off, the bfloat16 dense runs on NVIDIA H200",
     ]
     assert "H100 runs" not in visible_text(html)  # no scope typed on the page
+    # the two runs added beside the recorded ones: the page says what they moved, from the result
+    since = " ".join(visible_text(re.search(r'<div id="since-record">.*?</div>', html, re.S).group(0)).split())
+    assert since.startswith(
+        "Since the record: 2 runs added beside the 22 the recorded errors are over: llama2-70b-bf16-64gpu-h200,"
+        " llama2-70b-bf16-128gpu-h200; 0 of the 22 recorded runs moved; none under (a) its group's anchor or (b)"
+    )
+    assert "(a) over the recorded runs: " in since  # the added runs are predicted too: (a) is over more runs

@@ -448,46 +448,6 @@ def gpu_of(run: MeasuredRun, target: Target | None = None) -> str:
     return (target or load_target(run.target)).spec["hardware"].get("accelerator") or run.target
 
 
-def pairs_within_model(runs: list[MeasuredRun], families: list[str]) -> dict[tuple[str, str, str], int]:
-    """The runs of the source's `families` (their source_family) by GPU, precision and model, each
-    with how many they are: what calibration (b) within one model pairs, each run predicted from
-    every other of its group (n x (n - 1) pairs), where every run compiles and fits."""
-    found: dict[tuple[str, str, str], int] = {}
-    for run in runs:
-        if run.source_family in families:
-            key = (gpu_of(run), run.precision, run.model)
-            found[key] = found.get(key, 0) + 1
-    return found
-
-
-def unrecorded_pairs(runs: list[MeasuredRun], kinds: dict[str, Any]) -> list[str]:
-    """Where the pairs a kind's recorded error counts (experiments/validation.yaml, kinds.<name>.
-    recorded_error.pairs) are not those the runs would form: found from the run files alone, before
-    anything is compiled, so that a run added or removed stops the stage at once, not after its
-    compiles. A kind with no error recorded yet is left to the stage, which computes the error to
-    record."""
-    found = []
-    for name, kind in kinds.items():
-        recorded = kind["recorded_error"]
-        if recorded is None:
-            continue
-        groups = pairs_within_model(runs, kind["families"])
-        pairs = sum(n * (n - 1) for n in groups.values())
-        if pairs == recorded["pairs"]:
-            continue
-        formed = ", ".join(f"{n} {precision} {model} runs on {gpu}" for (gpu, precision, model), n in groups.items())
-        if pairs:
-            what = f"record pairs: {pairs}, then the error the stage computes over them (it names it)"
-        else:
-            what = "record null (no two runs of one GPU, precision and model)"
-        found.append(
-            f"{VALIDATION_FILE}: field 'kinds.{name}.recorded_error.pairs': records {recorded['pairs']}, but the runs"
-            f" of experiments/measured-elsewhere/ form {pairs} pairs, each run predicted from every other of its GPU,"
-            f" precision and model ({formed or 'none'}); {what}"
-        )
-    return found
-
-
 @dataclass(frozen=True)
 class CompiledAs:
     """A run as compiled here: the row, and every way it differs from what ran, each with why."""

@@ -17,6 +17,7 @@ from offload_repro.core.error_band import widened
 from offload_repro.core.failure import hbm_oom
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.observation import Observation, Observer
+from offload_repro.core.validation_record import carry_band
 from offload_repro.judge import metric_names as names
 
 # A run's status -> whether the row fitted on the device (an error says nothing about fitting).
@@ -266,20 +267,17 @@ def clone_observations(seen: Observer, clones: dict[str, Any] | None, limit: dic
             seen.add(f"remat_{name}_gib", memory.gib(limit[f"{name}_bytes"]), "GiB")  # gib(None) is None
 
 
-def across_hardware_error(result: dict[str, Any]) -> tuple[float, str] | None:
-    """The step-time error a prediction takes on hardware that was calibrated elsewhere: the largest
-    error of the source's calibration carried to runs measured on other hardware, as recorded in
-    experiments/validation.yaml, and why; None on the calibration's own hardware."""
+def across_hardware_error(
+    result: dict[str, Any], row: dict[str, Any], validation: dict[str, Any]
+) -> tuple[float | None, str] | None:
+    """The step-time error a row's prediction takes on hardware that was calibrated elsewhere: the
+    largest error recorded for its family's calibration carried across hardware at the precision it
+    was calibrated at (experiments/validation.yaml), and why; an error of None, and why, where that
+    carry is unmeasured; None on the calibration's own hardware."""
     calibrated_by = result.get("calibrated_by")
     if not calibrated_by or calibrated_by == result["target"]:
         return None
-    carried = load_validation()["calibrations"]["across_hardware"]
-    recorded = carried["recorded_error"]
-    return recorded["largest_abs"], (
-        f"±{recorded['largest_abs']:.1%} of the step: the largest error of {carried['from']}'s calibration carried"
-        f" by share of peak to {recorded['pairs']} runs measured on other hardware ({recorded['mean_abs']:.1%} mean;"
-        " experiments/validation.yaml)"
-    )
+    return carry_band(validation, row["family"], row.get("calibration_precision") or row["precision"])
 
 
 def predicted_observations(result: dict[str, Any], source: str) -> list[Observation]:
@@ -288,7 +286,7 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
     itself: judge/prediction_verdicts.py), the published throughput it is compared with and what the
     step is made of; per offload row, its predicted gain."""
     found: list[Observation] = []
-    across = across_hardware_error(result)
+    validation = load_validation()
     for row in result["rows"]:
         seen = Observer(row, source, "predicted", row["row"], result["target"])
         seen.status_line()
@@ -299,7 +297,10 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         present = [value for value in row.get("tflops_per_device") or [] if value is not None]
         if present:
             seen.add(names.TFLOPS, central, "TFLOPs/s/device", low=min(present), high=max(present))
-        if across and present:  # a measured step lies within the error of the carry: its band widens by it
+        across = across_hardware_error(result, row, validation)
+        if across and present and across[0] is None:  # the carry is unmeasured: no band, and why
+            seen.add(names.TFLOPS_ACROSS_HARDWARE, present[0], "TFLOPs/s/device", message=across[1])
+        elif across and present:  # a measured step lies within the error of the carry: its band widens by it
             error, why = across
             low, high = min(present) * (1 - error), max(present) * (1 + error)
             seen.add(names.TFLOPS_ACROSS_HARDWARE, present[0], "TFLOPs/s/device", low=low, high=high, message=why)

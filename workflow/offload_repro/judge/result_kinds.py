@@ -40,7 +40,15 @@ PREDICTED_DETAILS = (
 )
 # The validation stage's error tables, where the model is off, its calibrations, the rates the runs
 # fit and how the runs were compiled.
-VALIDATION_DETAILS = ("errors", "where_off", "calibrations", "fitted_rates", "compile", "profile_guided")
+VALIDATION_DETAILS = (
+    "errors",
+    "where_off",
+    "calibrations",
+    "fitted_rates",
+    "compile",
+    "profile_guided",
+    "since_record",
+)
 
 
 RESULT_KINDS = {

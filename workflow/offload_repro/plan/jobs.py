@@ -18,7 +18,8 @@ from offload_repro.cluster.slurm import container_for, job_resources, preflight_
 from offload_repro.core.assumptions import check_ids, variants
 from offload_repro.core.data import DataError, Row, Target, kept_run_targets, load_rows, load_target
 from offload_repro.core.files import DEVICE_RESULTS_DIR, REPO_ROOT, read_yaml
-from offload_repro.core.measured_elsewhere import load_measured, load_validation, unrecorded_pairs
+from offload_repro.core.measured_elsewhere import load_measured, load_validation
+from offload_repro.core.validation_record import unrecorded_pairs
 from offload_repro.core.variants import resolved, schedules_by_profile, variant_id
 
 READS = ("experiments/frontier.yaml", "experiments/speed.yaml")
@@ -225,8 +226,8 @@ def make_plan(
     measured: dict[str, str] = {}
     if validation:
         runs = load_measured()
-        # a recorded pair count the runs no longer form stops here, before any of their compiles
-        if differs := unrecorded_pairs(runs, load_validation()["kinds"]):
+        # a record out of step with the runs it is over stops here, before any of their compiles
+        if differs := unrecorded_pairs(runs, load_validation()):
             raise DataError("; ".join(differs))
         measured = {run.id: run.target for run in runs}
     found_whatif = whatif_targets(config["frontier_targets"]) if whatif else []

@@ -17,8 +17,9 @@ import altair as alt
 import pandas as pd
 
 from offload_repro.core import gpu, memory
-from offload_repro.core.data import Row, Target
+from offload_repro.core.data import Row, Target, load_target
 from offload_repro.core.maxtext_args import same_program_rows
+from offload_repro.core.published import load_speed
 from offload_repro.judge import metric_names as names
 from offload_repro.present.charts import PALETTE, inline_spec, titled
 from offload_repro.present.lookup import Lookup
@@ -34,23 +35,39 @@ MODEL_NAMES = {
     "serial_copies": "without the overlap term (each copy waited for where it starts)",
 }
 PROFILED = names.PROFILED_COPY_MEASURES
-SOURCES = {
-    "chip": "the chip's other programs, each in turn",
-    "h100": "runs measured elsewhere, as experiments/validation.yaml records them (share of BF16 peak)",
-    "gb200": "the source's GB200 rows (share of BF16 peak)",
-}
+
+
+def source_names() -> dict[str, str]:
+    """Each calibration carried to the chip, by its key in the device prediction, in short words: the
+    source's hardware named by experiments/speed.yaml's calibration target."""
+    source = load_target(load_speed()["calibration"]["target"])
+    return {
+        "runs_elsewhere": "runs measured elsewhere",
+        "source": f"the source's rows on {source.spec['hardware'].get('accelerator', source.name)}",
+    }
+
+
+def sources() -> dict[str, str]:
+    """Each calibration of the chip's predictions, in words."""
+    named = source_names()
+    return {
+        "chip": "the chip's other programs, each in turn",
+        "runs_elsewhere": f"{named['runs_elsewhere']}, as experiments/validation.yaml records it (share of BF16 peak)",
+        "source": f"{named['source']} (share of BF16 peak)",
+    }
 
 
 def predictions(prediction: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Per row, the kept model's predicted step from each calibration: the chip's other programs of
-    its model family (as the result summarises them), H100's and GB200's (one step and its error)."""
+    its model family (as the result summarises them), those carried from runs measured elsewhere and
+    from the source's rows (one step and its error)."""
     if not prediction:
         return {}
     kept = prediction["models"][prediction["kept_model"]]["pairs"]
     found: dict[str, dict[str, Any]] = {}
     for name, program in prediction["programs"].items():
         by_source = {"chip": program["predicted"]} if program["predicted"] else {}
-        for source in ("h100", "gb200"):
+        for source in prediction["carried"]:  # each calibration carried from elsewhere
             if mine := next((p for p in kept[source] if p["program"] == name), None):
                 by_source[source] = {"step_s": mine["predicted_step_s"], "error": mine["error"], "n": 1}
         for row in program["rows"]:
@@ -275,7 +292,8 @@ def section(
         "model_errors": model_errors(prediction),
         "copy_lines": copy_lines(found, prediction),
         "speed": speed_on_chip(claims or [], rows, lookup, target),
-        "sources": SOURCES,
+        "sources": sources(),
+        "source_names": source_names(),
         "charts": [
             inline_spec(name, chart)
             for name, chart in (

@@ -47,7 +47,13 @@ def section(observations: pd.DataFrame, validation: dict[str, Any] | None) -> di
     if validation is None:
         return None
     lines = runs(observations)
-    return {"runs": lines, "not_carried": not_carried(lines), **validation}
+    return {
+        "runs": lines,
+        "not_carried": not_carried(lines),
+        # what runs added beside the recorded ones moved, in the stage's words
+        "since_record_lines": validation["since_record"]["lines"],
+        **validation,
+    }
 
 
 def not_carried(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -94,6 +94,11 @@ def whatif(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None
     }
 
 
+def present(value: Any) -> Any:
+    """A value of the evidence table, None where it has none (a missing number reads as NaN there)."""
+    return None if pd.isna(value) else value
+
+
 def predicted_grid(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any] | None:
     """Rows x GPU targets: each row's predicted throughput and step at its default calibration, the
     model's band, and on hardware calibrated elsewhere the band of the error a calibration carried
@@ -120,10 +125,11 @@ def predicted_grid(rows: list[Row], observations: pd.DataFrame) -> dict[str, Any
             "low": tflops.low,
             "high": tflops.high,
             "step_s": step.value if step else None,
-            "across_low": across.low if across else None,
-            "across_high": across.high if across else None,
-            "step_low": across_step.low if across_step else None,
-            "step_high": across_step.high if across_step else None,
+            # an unmeasured carry has an observation, with why, and no band
+            "across_low": present(across.low) if across else None,
+            "across_high": present(across.high) if across else None,
+            "step_low": present(across_step.low) if across_step else None,
+            "step_high": present(across_step.high) if across_step else None,
         }
 
     errors = sorted({o.message for o in chosen.itertuples() if o.metric == names.TFLOPS_ACROSS_HARDWARE})

@@ -5,10 +5,14 @@ target's rates, its step set beside the measured one.
 The model's one free parameter, the effective compute rate, is set three ways:
 - chip: each other program the chip ran calibrates it in turn (leave one out), those of the
   program's own model family apart (as on the GPUs, a family calibrates itself);
-- h100: the share of its BF16 peak NVIDIA's H100 runs fit (experiments/validation.yaml), carried by
-  the peaks, for dense models only (those runs are dense);
-- gb200: the share of GB200's peak the source's rows fit (results/predicted/gb200-nvl72.json) at the
-  same precision, carried by the peaks; none where the source's rows rule that precision out.
+- runs_elsewhere: the share of its BF16 peak that runs measured elsewhere fit, as
+  experiments/validation.yaml records it per kind (today NVIDIA's H100 runs, dense models only),
+  carried by the peaks;
+- source: the share of its peak the source's rows fit on their hardware (the calibration target of
+  experiments/speed.yaml, results/predicted/<target>.json) at the same precision, carried by the
+  peaks; none where the source's rows rule that precision out. Its error per family is a measured
+  carry across hardware, which experiments/validation.yaml records (the band of every prediction
+  for hardware nobody has run on) and this result is held to (carry_errors).
 Each is replayed under three models, so that each term is kept only where it lowers the error:
 - full: the host copies at the host link's rate, overlapped as XLA scheduled them;
 - no_host_copies: the host copies cost nothing (the offload's traffic left out);
@@ -95,32 +99,47 @@ def fitted_rate(program: dict[str, Any], target: Target, speed: dict[str, Any], 
     return step_model.calibrate(program["events"][model], program["entry"], model_flops, model_flops / measured_s, at)
 
 
+CARRIED = ("runs_elsewhere", "source")
+
+
 def carried_shares(
-    family_of: dict[str, str], gb200: dict[str, Any] | None, speed: dict[str, Any]
+    family_of: dict[str, str], source: dict[str, Any] | None, speed: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
     """Per calibration carried from elsewhere, per family: the share of peak it gives, or why none
-    (GB200's at the chip's precision only: source_calibration)."""
-    h100 = {
+    (the source's at the chip's precision only: source_calibration)."""
+    elsewhere = {
         family: kind["recorded_fitted_rate"]
         for kind in load_validation()["kinds"].values()
         for family in kind["families"]
         if (kind.get("recorded_fitted_rate") or {}).get("precision") == PRECISION
     }
-    found: dict[str, dict[str, Any]] = {"h100": {}, "gb200": {}}
+    found: dict[str, dict[str, Any]] = {name: {} for name in CARRIED}
     for family in sorted(set(family_of.values())):
-        if family in h100:
-            found["h100"][family] = {
-                "share_of_peak": h100[family]["share_of_peak"],
-                "calibrated_on": f"{h100[family]['target']}/{h100[family]['calibrated_on']}",
+        if family in elsewhere:
+            found["runs_elsewhere"][family] = {
+                "share_of_peak": elsewhere[family]["share_of_peak"],
+                "calibrated_on": f"{elsewhere[family]['target']}/{elsewhere[family]['calibrated_on']}",
             }
         else:
-            found["h100"][family] = {"none": f"no measured run of a {family} model's kind at {PRECISION} is recorded"}
-        carried = source_calibration(gb200, family, PRECISION, speed)
-        found["gb200"][family] = (
+            found["runs_elsewhere"][family] = {
+                "none": f"no measured run of a {family} model's kind at {PRECISION} is recorded"
+            }
+        carried = source_calibration(source, family, PRECISION, speed)
+        found["source"][family] = (
             {"none": carried.none}
             if carried.none
             else {"share_of_peak": carried.share_of_peak, "calibrated_on": carried.calibrated_on}
         )
+    return found
+
+
+def carry_errors(pairs: list[dict[str, Any]], programs: dict[str, Any], measured_by: str) -> list[dict[str, Any]]:
+    """The source's calibration carried to the device: its error per family over the programs it
+    predicts, as experiments/validation.yaml records a carry."""
+    found = []
+    for family in sorted({programs[p["program"]]["family"] for p in pairs}):
+        mine = errors([p for p in pairs if programs[p["program"]]["family"] == family])
+        found.append({"family": family, "precision": PRECISION, "measured_by": measured_by, **mine})
     return found
 
 
@@ -129,7 +148,7 @@ def errors(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"mean_abs": statistics.fmean(values), "largest_abs": max(values), "pairs": len(values)} if values else {}
 
 
-def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dict[str, Any]:
+def predict(target: Target, kept_dir: Path, source: dict[str, Any] | None) -> dict[str, Any]:
     speed = load_speed()
     kept = kept_dir / target.name
     listed = read_json(kept / "programs" / "programs.json")
@@ -150,27 +169,25 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
             "equals_the_runs_analysis": program["equals_the_runs_analysis"],
         }
     peak = peak_flops(target, PRECISION) or 0.0
-    carried = carried_shares({name: p["family"] for name, p in programs.items()}, gb200, speed)
+    carried = carried_shares({name: p["family"] for name, p in programs.items()}, source, speed)
     by_model: dict[str, Any] = {}
     for model in MODELS:
         rates_fitted = {n: fitted_rate(p, target, speed, p["measured_step_s"], model) for n, p in programs.items()}
         # a program the model reaches only above the chip's peak rules the model out there: it calibrates nothing
         fitted = {n: rate for n, rate in rates_fitted.items() if rate <= peak}
         unreachable = {n: rate / peak for n, rate in rates_fitted.items() if rate > peak}
-        pairs: dict[str, list[dict[str, Any]]] = {"chip": [], "h100": [], "gb200": []}
+        pairs: dict[str, list[dict[str, Any]]] = {"chip": [], **{name: [] for name in CARRIED}}
         for name, program in programs.items():
             for anchor, rate in fitted.items():
                 if anchor != name:
                     predicted = step(program, target, speed, rate, model)
                     found = pair(name, program, predicted, anchor, rate / peak)
                     pairs["chip"].append(found | {"same_family": programs[anchor]["family"] == program["family"]})
-            for source in ("h100", "gb200"):
-                share = carried[source][program["family"]].get("share_of_peak")
-                if share is not None:
+            for by in CARRIED:
+                mine = carried[by][program["family"]]
+                if (share := mine.get("share_of_peak")) is not None:
                     predicted = step(program, target, speed, share * peak, model)
-                    pairs[source].append(
-                        pair(name, program, predicted, carried[source][program["family"]]["calibrated_on"], share)
-                    )
+                    pairs[by].append(pair(name, program, predicted, mine["calibrated_on"], share))
         within = [p for p in pairs["chip"] if p["same_family"]]
         by_model[model] = {
             "fitted_share_of_peak": {n: rate / peak for n, rate in fitted.items()},
@@ -201,6 +218,9 @@ def predict(target: Target, kept_dir: Path, gb200: dict[str, Any] | None) -> dic
             for name, p in programs.items()
         },
         "carried": carried,
+        # the source's calibration carried to this device, per family, under the kept model: the
+        # measured carry experiments/validation.yaml records (calibrations.across_hardware.recorded_errors)
+        "carry_errors": carry_errors(by_model[kept]["pairs"]["source"], programs, target.name),
         "models": by_model,
         # the model whose terms lower the chip's leave-one-out error (within a family) most: a term is
         # kept only where it does

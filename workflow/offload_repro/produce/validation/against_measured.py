@@ -25,19 +25,19 @@ from typing import Any
 from offload_repro.core.data import DataError, Target
 from offload_repro.core.error_band import widened
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, gpu_of, target_for
+from offload_repro.core.validation_record import VALIDATION_RUNS, carry_band, unrecorded_carries
 from offload_repro.produce.predicted import model_profile, step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
 from offload_repro.produce.predicted.prediction import network_shape, read_program
 from offload_repro.produce.predicted.source_calibration import source_calibration
 from offload_repro.produce.predicted.target_rates import Setting, peak_flops, rates, replayed, settings
+from offload_repro.produce.validation.since_record import among, moved_runs, since_record_lines
 
 CALIBRATIONS = ("smallest", "every_run", "across_hardware")
 SIMPLE = MODELS[0][0]  # counted FLOPs over one rate
 # a run's fields its line carries under their own names
 RUN_FIELDS = ("source", "target", "kind", "family", "source_family", "model", "precision", "gpus", "nodes")
 ANCHORS_FIELD = "calibrations.smallest.anchors"
-# how (c) carries the source's calibration: each run the share measured at its own precision
-CARRIED_AT = "run_precision"
 # what calibration (a) fits one rate for: GPU, precision and model kind (dense or MoE)
 Group = tuple[str, str, str]
 
@@ -217,48 +217,6 @@ def unrecorded(computed: dict[str, dict[str, Any] | None], kinds: dict[str, Any]
     return found
 
 
-def unrecorded_across_hardware(errors: dict[str, Any], recorded: dict[str, Any], where: str) -> list[str]:
-    """Where the across-hardware error this stage computed (`errors`, its summary) differs from what
-    `where` records (to four decimals): the field and the value to record. Only an error carried the
-    same way is compared (`carried_at`: unlike_across_hardware says where it is not)."""
-    if carried_at(errors) != recorded["carried_at"]:
-        return []
-    found = []
-    for key in ("largest_abs", "mean_abs"):
-        mine = errors.get(key)
-        if mine is None or round(mine, 4) != recorded[key]:
-            value = "none" if mine is None else f"{mine:.4f} over {errors.get('pairs')} pairs"
-            found.append(
-                f"{where}: field 'calibrations.across_hardware.recorded_error.{key}': records {recorded[key]:.4f},"
-                f" this stage computes {value}"
-            )
-    return found
-
-
-def carried_at(errors: dict[str, Any]) -> str:
-    """How a result's across-hardware pairs were carried (a result written before it said so carried
-    the family's default precision to every run)."""
-    return errors.get("carried_at", "family_default_precision")
-
-
-def unlike_across_hardware(errors: dict[str, Any], recorded: dict[str, Any], where: str) -> str | None:
-    """Where `where` records an across-hardware error carried otherwise than this stage carries
-    (`carried_at`), so that the two are not compared: what this stage computes, to record again;
-    None where they are carried alike."""
-    if carried_at(errors) == recorded["carried_at"]:
-        return None
-    mine = (
-        f"largest_abs {errors['largest_abs']:.4f}, mean_abs {errors['mean_abs']:.4f} over {errors['pairs']} pairs"
-        if errors.get("pairs")
-        else "no pair: no run has a calibration of the source at its own precision"
-    )
-    return (
-        f"{where}: field 'calibrations.across_hardware.recorded_error': records an error carried at"
-        f" {recorded['carried_at']}, this stage carries at {carried_at(errors)} and computes {mine};"
-        f" not compared: record it again from this result, with carried_at: {carried_at(errors)}"
-    )
-
-
 def groups(measured: dict[str, Measured]) -> dict[tuple[str, str], list[Measured]]:
     """The runs by GPU and precision: (b)'s groups."""
     found: dict[tuple[str, str], list[Measured]] = {}
@@ -345,6 +303,20 @@ def summary(pairs: list[dict[str, Any]], measured: dict[str, Measured] | None = 
     return found
 
 
+def by_carry(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """(c)'s error per family of the source's rows and precision carried, as experiments/validation.yaml
+    records it (calibrations.across_hardware.recorded_errors, measured_by validation)."""
+    keys = sorted({(pair["family"], pair["precision"]) for pair in pairs})
+    found = []
+    for family, precision in keys:
+        mine = [abs(p["error"]) for p in pairs if (p["family"], p["precision"]) == (family, precision)]
+        found.append(
+            {"family": family, "precision": precision, "measured_by": VALIDATION_RUNS, "pairs": len(mine)}
+            | summarised(mine)
+        )
+    return found
+
+
 def errors_by_model(
     pairs_of: dict[str, dict[str, list[dict[str, Any]]]], measured: dict[str, Measured]
 ) -> dict[str, dict[str, Any]]:
@@ -360,13 +332,14 @@ def across_hardware(
     speed: dict[str, Any],
     source: dict[str, Any] | None,
     calibration_target: Target,
-    recorded: dict[str, Any] | None = None,
+    validation: dict[str, Any],
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """(c) Each run at the source's calibration of its family at the run's own precision, carried by
-    share of peak: its step at every setting (None where the calibration reaches no rate there), and,
-    with the error such a carry was measured to have (`recorded`: experiments/validation.yaml), the
-    band of the measured step that error allows around the settings' steps. Beside it, per run (c)
-    does not predict, why, in words: a share of one precision's peak is never carried to another."""
+    share of peak: its step at every setting (None where the calibration reaches no rate there), and
+    the band of the measured step that the error such a carry was measured to have allows around the
+    settings' steps (experiments/validation.yaml, recorded per family and precision; none where that
+    carry is unmeasured). Beside it, per run (c) does not predict, why, in words: a share of one
+    precision's peak is never carried to another."""
     found, none = {}, {}
     for run_id, entry in measured.items():
         family = entry.run.source_family  # the source's of its kind: its own (mixtral, say) has no rows
@@ -382,23 +355,24 @@ def across_hardware(
             )
             continue
         steps = band(entry, rates_of, speed)
+        error, why = carry_band(validation, family, entry.run.precision)
         found[run_id] = {
             "calibrated_on": carried.calibrated_on,
             "calibration_precision": entry.run.precision,
             "share_of_peak": carried.share_of_peak,
             "step_s": steps,
-            "band": carried_band([step for step in steps if step], recorded),
+            "band": carried_band([step for step in steps if step], error),
+            "band_why": why,
         }
     return found, none
 
 
-def carried_band(steps: list[float], recorded: dict[str, Any] | None) -> dict[str, Any] | None:
+def carried_band(steps: list[float], error: float | None) -> dict[str, Any] | None:
     """The measured step a carried prediction allows: its settings' steps widened by the largest
-    step error a carry across hardware was measured to have (predicted / measured - 1 within ±e, so
-    measured within predicted / (1 + e) and predicted / (1 - e))."""
-    if not steps or not recorded:
+    step error the carry was measured to have, `error` (predicted / measured - 1 within ±e, so
+    measured within predicted / (1 + e) and predicted / (1 - e)); None where it is unmeasured."""
+    if not steps or error is None:
         return None
-    error = recorded["largest_abs"]
     return {"error": error, "low_s": widened(min(steps), error)[0], "high_s": widened(max(steps), error)[1]}
 
 
@@ -655,9 +629,8 @@ def validate_model(
     full = MODELS[-1][0]
     anchors = anchors_of(measured, named)
     pairs_of = {name: by_calibration(measured, speed, anchors, free) for name, free in MODELS}
-    recorded = validation["calibrations"]["across_hardware"].get("recorded_error")
     carried, not_carried = (
-        across_hardware(measured, speed, source, calibration_target, recorded) if calibration_target else ({}, {})
+        across_hardware(measured, speed, source, calibration_target, validation) if calibration_target else ({}, {})
     )
     # the compute rate each group's anchor fits at every setting (None where none reaches its step)
     fitted = {
@@ -679,11 +652,18 @@ def validate_model(
         for run in runs
     ]
     across_pairs = [
-        {"predicted": run_id, "error": error(found["step_s"][0], measured[run_id].run.step_seconds)}
+        {
+            "predicted": run_id,
+            "family": measured[run_id].run.source_family,
+            "precision": found["calibration_precision"],
+            "error": error(found["step_s"][0], measured[run_id].run.step_seconds),
+        }
         for run_id, found in carried.items()
         if found["step_s"][0]
     ]
-    return {
+    every_run = pairs_of[full]["every_run"]
+    mine = set(validation["recorded_runs"])
+    found = {
         "evidence": "validation",
         "status": "ok",
         "message": None,
@@ -693,13 +673,38 @@ def validate_model(
             "model": full,
             "simple_model": SIMPLE,
             "by_model": errors_by_model(pairs_of, measured),
-            "across_hardware": {**summary(across_pairs, measured), "carried_at": CARRIED_AT},
+            "across_hardware": {**summary(across_pairs, measured), "by_carry": by_carry(across_pairs)},
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
-        "real_hardware_error": real_hardware_errors(pairs_of[full]["every_run"], rows, validation["kinds"]),
+        "real_hardware_error": real_hardware_errors(every_run, rows, validation["kinds"]),
+        # over the runs experiments/validation.yaml's errors were recorded over: what the record is
+        # checked against, and what the runs added beside them moved
+        "since_record": {
+            "recorded_runs": sorted(mine),
+            "added": [run.id for run in runs if run.id not in mine],
+            "moved": moved_runs({c: pairs_of[full][c] for c in ("smallest", "every_run")}, mine),
+            "errors": {c: summary(among(pairs_of[full][c], mine), measured) for c in ("smallest", "every_run")},
+            "real_hardware_error": real_hardware_errors(among(every_run, mine), rows, validation["kinds"]),
+            "across_hardware": by_carry([pair for pair in across_pairs if pair["predicted"] in mine]),
+        },
         "fitted_rates": fitted_rates(anchors, fitted, carried, speed),
         "where_off": where_off(rows),
         "settings": [list(setting) for setting in settings(speed)],
         "compile": compile_record(validation, compiled),
         "profile_guided": profile_guided(runs, profiled, speed, named) if profiled else None,
     }
+    found["since_record"] |= since_record_words(found, validation)
+    return found
+
+
+def since_record_words(found: dict[str, Any], validation: dict[str, Any]) -> dict[str, Any]:
+    """With runs added beside the recorded ones, what recording with them would change (each recorded
+    error the stage computes otherwise over all runs: reported, never applied); and what they moved,
+    in the words the console and the page give."""
+    since = found["since_record"]
+    to_record = []
+    if since["added"]:
+        to_record = unrecorded(found["real_hardware_error"], validation["kinds"], VALIDATION_FILE)
+        to_record += unrecorded_carries(found["errors"]["across_hardware"]["by_carry"], VALIDATION_RUNS, validation)
+    full = found["errors"]["by_model"][found["errors"]["model"]]
+    return {"to_record": to_record, "lines": since_record_lines(since | {"to_record": to_record}, full)}
