@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -21,6 +23,12 @@ READS = ("workflow/schemas/**/*.yaml",)
 
 class DataError(ValueError):
     """A data file is malformed; the message names the file, the row and the field."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """The end of a refusal that names the closest of `known` to a misspelt `name`, or nothing."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 @cache

@@ -9,7 +9,6 @@ source: every setting a run needs is in its file.
 from __future__ import annotations
 
 import ast
-import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, Row, Target, load_target, schema, validate
+from offload_repro.core.data import DataError, Row, Target, did_you_mean, load_target, schema, validate
 from offload_repro.core.files import REPO_ROOT, checkout_relative, read_yaml
 from offload_repro.core.gpu import FRACTION_VARIABLE, JAX_DEFAULT_FRACTION
 from offload_repro.core.maxtext_configs import (
@@ -74,19 +73,16 @@ def _check_settings(path: Path, where: str, settings: dict[str, Any]) -> None:
     known = maxtext_keys()
     for key in settings:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
             raise DataError(
-                f"{path}: {where}, field 'maxtext.{key}': not a MaxText setting (not in its base.yml){hint}"
+                f"{path}: {where}, field 'maxtext.{key}': not a MaxText setting (not in its base.yml)"
+                + did_you_mean(key, known)
             )
     choices = maxtext_choices()
     for key, value in settings.items():
         if key in choices and value not in choices[key]:
-            close = difflib.get_close_matches(str(value), choices[key], n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
             raise DataError(
                 f"{path}: {where}, field 'maxtext.{key}': {value!r} is not one MaxText takes"
-                f" (its configs/types.py allows {sorted(choices[key])}){hint}"
+                f" (its configs/types.py allows {sorted(choices[key])})" + did_you_mean(str(value), choices[key])
             )
     for key, kinds, what in (
         ("per_device_batch_size", int | float, "a positive number"),

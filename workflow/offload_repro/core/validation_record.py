@@ -8,10 +8,10 @@ reports that effect (produce/validation/since_record.py)."""
 
 from __future__ import annotations
 
-import difflib
+import statistics
 from typing import Any
 
-from offload_repro.core.data import DataError, load_target
+from offload_repro.core.data import DataError, did_you_mean, load_target
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, gpu_of
 
 RUNS_FIELD = "recorded_runs"
@@ -25,12 +25,10 @@ def recorded(runs: list[MeasuredRun], validation: dict[str, Any]) -> tuple[list[
     by_id = {run.id: run for run in runs}
     for index, run_id in enumerate(validation[RUNS_FIELD]):
         if run_id not in by_id:
-            close = difflib.get_close_matches(run_id, by_id, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
             raise DataError(
                 f"{VALIDATION_FILE}: field '{RUNS_FIELD}[{index}]': '{run_id}' is no run of"
                 f" experiments/measured-elsewhere/, so the errors recorded over it cannot be checked: remove it,"
-                f" and record the errors the stage computes without it{hint}"
+                f" and record the errors the stage computes without it" + did_you_mean(run_id, by_id)
             )
     mine = set(validation[RUNS_FIELD])
     return [run for run in runs if run.id in mine], [run.id for run in runs if run.id not in mine]
@@ -73,6 +71,25 @@ def unrecorded_pairs(runs: list[MeasuredRun], validation: dict[str, Any]) -> lis
             f"{VALIDATION_FILE}: field 'kinds.{name}.recorded_error.pairs': records {record['pairs']}, but the"
             f" recorded runs ({RUNS_FIELD}) form {pairs} pairs, each run predicted from every other of its GPU,"
             f" precision and model ({formed or 'none'}); {what}"
+        )
+    return found
+
+
+def carried_errors(pairs: list[dict[str, Any]], measured_by: str) -> list[dict[str, Any]]:
+    """Carried predictions' errors per family and precision (each pair names its family, precision and
+    error), as experiments/validation.yaml records a carry `measured_by` measured."""
+    found = []
+    for family, precision in sorted({(pair["family"], pair["precision"]) for pair in pairs}):
+        mine = [abs(pair["error"]) for pair in pairs if (pair["family"], pair["precision"]) == (family, precision)]
+        found.append(
+            {
+                "family": family,
+                "precision": precision,
+                "measured_by": measured_by,
+                "pairs": len(mine),
+                "mean_abs": statistics.fmean(mine),
+                "largest_abs": max(mine),
+            }
         )
     return found
 

@@ -35,6 +35,7 @@ from offload_repro.core.files import read_json
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.published import load_speed
 from offload_repro.core.results import read_result
+from offload_repro.core.validation_record import carried_errors
 from offload_repro.produce.compiled import hlo_text
 from offload_repro.produce.compiled.tpu_programs import TABLES
 from offload_repro.produce.predicted import hlo_flops, hlo_schedule, step_model, step_traffic
@@ -133,16 +134,6 @@ def carried_shares(
     return found
 
 
-def carry_errors(pairs: list[dict[str, Any]], programs: dict[str, Any], measured_by: str) -> list[dict[str, Any]]:
-    """The source's calibration carried to the device: its error per family over the programs it
-    predicts, as experiments/validation.yaml records a carry."""
-    found = []
-    for family in sorted({programs[p["program"]]["family"] for p in pairs}):
-        mine = errors([p for p in pairs if programs[p["program"]]["family"] == family])
-        found.append({"family": family, "precision": PRECISION, "measured_by": measured_by, **mine})
-    return found
-
-
 def errors(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     values = [abs(p["error"]) for p in pairs]
     return {"mean_abs": statistics.fmean(values), "largest_abs": max(values), "pairs": len(values)} if values else {}
@@ -202,7 +193,7 @@ def predict(target: Target, kept_dir: Path, source: dict[str, Any] | None) -> di
     # the model whose terms lower the chip's leave-one-out error (within a family) most: a term is kept
     # only where it does
     kept = min(chip_error, key=lambda m: chip_error[m] if chip_error[m] is not None else float("inf"))
-    kept_chip = by_model[kept]["pairs"]["chip"]
+    kept_chip, kept_source = by_model[kept]["pairs"]["chip"], by_model[kept]["pairs"]["source"]
     return {
         "target": target.name,
         "status": "ok",
@@ -220,7 +211,10 @@ def predict(target: Target, kept_dir: Path, source: dict[str, Any] | None) -> di
         "carried": carried,
         # the source's calibration carried to this device, per family, under the kept model: the
         # measured carry experiments/validation.yaml records (calibrations.across_hardware.recorded_errors)
-        "carry_errors": carry_errors(by_model[kept]["pairs"]["source"], programs, target.name),
+        "carry_errors": carried_errors(
+            [p | {"family": programs[p["program"]]["family"], "precision": PRECISION} for p in kept_source],
+            target.name,
+        ),
         "models": by_model,
         # the model whose terms lower the chip's leave-one-out error (within a family) most: a term is
         # kept only where it does

@@ -17,15 +17,14 @@ latency profile they are compiled again with (write_run_profiles).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offload_repro.core.data import DataError, Target
+from offload_repro.core.data import DataError, Target, did_you_mean
 from offload_repro.core.error_band import widened
 from offload_repro.core.measured_elsewhere import VALIDATION_FILE, MeasuredRun, gpu_of, target_for
-from offload_repro.core.validation_record import VALIDATION_RUNS, carry_band, unrecorded_carries
+from offload_repro.core.validation_record import VALIDATION_RUNS, carried_errors, carry_band, unrecorded_carries
 from offload_repro.produce.predicted import model_profile, step_model
 from offload_repro.produce.predicted.leave_one_out import MODELS, rates_from, summarised
 from offload_repro.produce.predicted.prediction import network_shape, read_program
@@ -62,11 +61,9 @@ def named_anchors(runs: list[MeasuredRun], validation: dict[str, Any]) -> dict[G
         group = (anchor["gpu"], anchor["precision"], anchor["kind"])
         run = by_id.get(anchor["run"])
         if run is None:
-            close = difflib.get_close_matches(anchor["run"], by_id, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
             raise DataError(
                 f"{where}.run': '{anchor['run']}' names no run of experiments/measured-elsewhere/, so"
-                f" {described(group)} would have no anchor{hint}"
+                f" {described(group)} would have no anchor" + did_you_mean(anchor["run"], by_id)
             )
         if anchor_group(run) != group:
             raise DataError(
@@ -300,20 +297,6 @@ def summary(pairs: list[dict[str, Any]], measured: dict[str, Measured] | None = 
         found["by"] = {
             k: summary([p for p, of in zip(pairs, kinds, strict=True) if of == k]) for k in sorted(set(kinds))
         }
-    return found
-
-
-def by_carry(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """(c)'s error per family of the source's rows and precision carried, as experiments/validation.yaml
-    records it (calibrations.across_hardware.recorded_errors, measured_by validation)."""
-    keys = sorted({(pair["family"], pair["precision"]) for pair in pairs})
-    found = []
-    for family, precision in keys:
-        mine = [abs(p["error"]) for p in pairs if (p["family"], p["precision"]) == (family, precision)]
-        found.append(
-            {"family": family, "precision": precision, "measured_by": VALIDATION_RUNS, "pairs": len(mine)}
-            | summarised(mine)
-        )
     return found
 
 
@@ -673,7 +656,10 @@ def validate_model(
             "model": full,
             "simple_model": SIMPLE,
             "by_model": errors_by_model(pairs_of, measured),
-            "across_hardware": {**summary(across_pairs, measured), "by_carry": by_carry(across_pairs)},
+            "across_hardware": {
+                **summary(across_pairs, measured),
+                "by_carry": carried_errors(across_pairs, VALIDATION_RUNS),
+            },
         },
         "pairs": {calibration: pairs_of[full][calibration] for calibration in ("smallest", "every_run")},
         "real_hardware_error": real_hardware_errors(every_run, rows, validation["kinds"]),
@@ -685,7 +671,9 @@ def validate_model(
             "moved": moved_runs({c: pairs_of[full][c] for c in ("smallest", "every_run")}, mine),
             "errors": {c: summary(among(pairs_of[full][c], mine), measured) for c in ("smallest", "every_run")},
             "real_hardware_error": real_hardware_errors(among(every_run, mine), rows, validation["kinds"]),
-            "across_hardware": by_carry([pair for pair in across_pairs if pair["predicted"] in mine]),
+            "across_hardware": carried_errors(
+                [pair for pair in across_pairs if pair["predicted"] in mine], VALIDATION_RUNS
+            ),
         },
         "fitted_rates": fitted_rates(anchors, fitted, carried, speed),
         "where_off": where_off(rows),
