@@ -39,9 +39,9 @@ def schema(name: str) -> dict[str, Any]:
 def _where(data: Any, path: list[Any]) -> str:
     """ "row 3 (id 'x'), field 'a.b'" for a jsonschema error path (rows and claims by number and id)."""
     parts: list[str] = []
-    if len(path) >= 2 and path[0] in ("rows", "claims", "runs") and isinstance(path[1], int):
+    if len(path) >= 2 and path[0] in ("rows", "claims", "runs", "regimes") and isinstance(path[1], int):
         item = data[path[0]][path[1]]  # the list's item the error lies in
-        item_id = item.get("id") if isinstance(item, dict) else None
+        item_id = (item.get("id") or item.get("regime")) if isinstance(item, dict) else None
         parts.append(f"{path[0][:-1]} {path[1] + 1}" + (f" (id '{item_id}')" if item_id else ""))
         path = path[2:]
     field_name = ".".join(str(p) for p in path)
