@@ -167,3 +167,32 @@ def test_points_whose_flags_xla_reads_differ_cannot_share_a_process():
     # on the CPU, XLA reads them all: the offload row's pipelining flags set it apart
     with pytest.raises(ValueError, match=r"cannot train in one process on 'cpu'.*pipelined_host_offloading"):
         process_environment(sweep.family("deepseek"), load_target("cpu"))
+
+
+def test_what_a_call_left_is_filed_with_each_repeats_log_lines_and_its_program(tmp_path, monkeypatch):
+    import tarfile
+
+    from offload_repro.produce.measured import sweep_results
+
+    path, root, clock = sweep_file(tmp_path, regimes=1), tmp_path / "chip", [0.0]
+    out = root / "results" / "tpu-v5e-1" / "sweep"
+    call(path, out, FakeTrainer(clock, oom_when="query_proj=offload"), 600, monkeypatch)
+    archive = tmp_path / "tpu-v5e-1-sweep.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:  # as the tier's script packs it, from the checkout's root
+        tar.add(out, arcname="results/tpu-v5e-1/sweep")
+    written = sweep_results.keep("tpu-v5e-1", [archive], kept_dir=tmp_path / "kept")
+    kept = tmp_path / "kept" / "tpu-v5e-1" / "sweep"
+    assert sorted(p.relative_to(kept).as_posix() for p in written) == [
+        "points/w512-baseline.json",
+        "points/w512-qkv.json",
+        "programs/w512-baseline.hlo.gz",
+    ]
+    trained = read_result(kept / "points" / "w512-baseline.json", "sweep-point")
+    assert [lines["log"] for lines in trained["log_lines"]] == [
+        f"results/tpu-v5e-1/sweep/work/w512-baseline/repeat-{n}/train.log" for n in (1, 2, 3)
+    ]
+    assert trained["log_lines"][0]["steps"][3].startswith("completed step: 3, seconds: 0.708")
+    refused = read_result(kept / "points" / "w512-qkv.json", "sweep-point")
+    assert refused["log_lines"][0]["failure"] == [OOM]
+    with pytest.raises(ValueError, match="holds no results/h200-1/sweep/points/"):
+        sweep_results.keep("h200-1", [archive], kept_dir=tmp_path / "kept")
