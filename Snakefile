@@ -17,6 +17,7 @@ include: "workflow/rules/predicted.smk"
 include: "workflow/rules/whatif.smk"
 include: "workflow/rules/assumptions.smk"
 include: "workflow/rules/validation.smk"
+include: "workflow/rules/inference.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -25,6 +26,8 @@ rule all:
     input:
         f"results/{TARGET.name}/table.csv",
         "results/report/index.html",
+        # with --config infer=True, the search for the settings the source's outcomes decide
+        ["results/inference/search.json"] if PLAN.infer else [],
 
 
 onsuccess:

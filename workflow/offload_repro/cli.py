@@ -28,6 +28,7 @@ COMMANDS = (
     "frontier",
     "budget",
     "sensitivity",
+    "infer",
     "predict",
     "predict_device",
     "latency_profile",

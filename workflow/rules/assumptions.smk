@@ -23,7 +23,8 @@ rule compile_variant:
     params:
         cli=cli,
         compile_target=COMPILE_TARGET.name,
-        settings=lambda wildcards: shlex.quote(json.dumps(PLAN.variants[wildcards.variant]["settings"])),
+        # on top of the alternatives the source's outcomes chose for the row's other settings
+        settings=lambda wildcards: shlex.quote(json.dumps(PLAN.variant_settings(wildcards.variant, wildcards.row))),
         profile=lambda wildcards, input: " ".join(f"--latency-profile {path}" for path in input.profile),
     shell:
         "{params.cli} compile --tables {input.tables:q} --row {wildcards.row}"

@@ -25,6 +25,29 @@ rule predict:
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
+# Every row predicted from its programs under the defaults (compile_defaults), for the verdicts under them.
+rule predict_defaults:
+    input:
+        tables=config["tables"],
+        compiled=PLAN.defaults_compiled(COMPILE_TARGET.name),
+        target=COMPILE_TARGET_FILE,
+        claims=CLAIMS_FILE,
+        code=CODE["predict"],
+    output:
+        f"results/defaults/predicted/{COMPILE_TARGET.name}.json",
+    log:
+        "results/defaults/predicted/logs/predict.log",
+    conda:
+        CONDA_ENV
+    params:
+        cli=cli,
+        compile_target=COMPILE_TARGET.name,
+    shell:
+        "{params.cli} predict --tables {input.tables:q} --target {params.compile_target} --out {output}"
+        " --claims {input.claims} {input.compiled}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
+
+
 # A profile of each compiled row's instructions costed by the step-time model, for XLA's scheduler:
 # the alternative `xla-latency-estimator.profile-guided` compiles the rows again with it.
 rule latency_profile:

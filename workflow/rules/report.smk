@@ -19,6 +19,25 @@ rule evidence_table:
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 
+# The same evidence with the compile target's programs and prediction under the defaults, where the
+# source's outcomes chose settings that change a row.
+rule evidence_defaults:
+    input:
+        results=lambda wildcards: PLAN.defaults_evidence_inputs(wildcards.target),
+        code=CODE["evidence"],
+    output:
+        "results/{target}/evidence-defaults.json",
+    log:
+        "results/{target}/logs/evidence-defaults.log",
+    conda:
+        CONDA_ENV
+    params:
+        cli=cli,
+    shell:
+        "{params.cli} evidence --target {wildcards.target} --out {output} {input.results}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
+
+
 rule check_claims:
     input:
         tables=config["tables"],
@@ -28,6 +47,10 @@ rule check_claims:
             ["results/whatif/assumptions.json"] if PLAN.sensitivity and wildcards.target == TARGET.name else []
         ),
         targets=PLAN.target_files,
+        # each claim judged again under the defaults, where the chosen settings change a row
+        defaults=lambda wildcards: (
+            ["results/{target}/evidence-defaults.json"] if PLAN.defaults_rows and wildcards.target == TARGET.name else []
+        ),
         code=CODE["check"],
     output:
         "results/{target}/verdicts.json",
@@ -43,9 +66,10 @@ rule check_claims:
         ),
         # with the sensitivity stage: each claim judged by compiled evidence marked robust or not
         assumptions=lambda wildcards, input: (f"--assumptions {input.assumptions}" if input.assumptions else ""),
+        defaults=lambda wildcards, input: (f"--defaults-evidence {input.defaults}" if input.defaults else ""),
     shell:
         "{params.cli} check --tables {input.tables:q} --evidence {input.evidence} --claims {input.claims} --out {output}"
-        " {params.compile_target} {params.assumptions}"
+        " {params.compile_target} {params.assumptions} {params.defaults}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 

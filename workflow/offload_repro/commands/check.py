@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.commands import arguments
-from offload_repro.core import provenance
+from offload_repro.core import outcome_settings, provenance
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import Target, hardware_classes, load_rows, load_target
 from offload_repro.core.files import read_yaml
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
-from offload_repro.judge.independence import mark
+from offload_repro.judge.independence import chosen_in_view, mark
 from offload_repro.judge.robustness import changes_by_alternative, policy_points, robustness, varied_verdicts
-from offload_repro.judge.verdicts import check_claims, tally
+from offload_repro.judge.verdicts import check_claims, counted_as, tally
 
 PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES, arguments.EVIDENCE)
 
@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--assumptions", type=Path, help="the sensitivity stage's result: mark each claim robust or not"
+    )
+    parser.add_argument(
+        "--defaults-evidence",
+        type=Path,
+        help="the evidence with the compile target's programs under the defaults, where the settings the"
+        " source's outcomes chose change a row: every claim is judged under it too",
     )
     parser.add_argument("--frontier", type=Path, default=Path("experiments/frontier.yaml"), help="(with --assumptions)")
     parser.add_argument(
@@ -60,6 +66,33 @@ def _mark_robustness(
     verdicts["changes_by_alternative"] = changes_by_alternative(verdicts["claims"])
 
 
+def under_defaults(
+    args: argparse.Namespace,
+    claims: list[dict[str, Any]],
+    verdicts: dict[str, Any],
+    targets: dict[str, Target],
+    qualifying: dict[str, list[str]],
+) -> None:
+    """Each claim judged again on the evidence under the defaults; its verdict there beside its own,
+    and the counts under the defaults beside the headline's."""
+    evidence = read_result(args.defaults_evidence, "evidence")
+    judged = check_claims(claims, views(evidence["observations"], targets), qualifying)
+    mark(judged["claims"], load_rows(args.tables) if args.tables else [], load_assumptions())
+    by_id = {claim["id"]: claim for claim in judged["claims"]}
+    for claim in verdicts["claims"]:
+        other = by_id[claim["id"]]
+        claim["under_defaults"] = {
+            "verdict": other["verdict"],
+            "counted_as": counted_as(other),
+            "evidence": other["summary"]["evidence"],
+            "observed": other["summary"].get("observed"),
+            "reason": other["summary"].get("reason"),
+            "deviation": other["summary"].get("deviation"),
+            "band": other["summary"].get("band"),
+        }
+    verdicts["under_defaults"] = tally(judged["claims"])
+
+
 def run(args: argparse.Namespace) -> int:
     evidence = read_result(args.evidence, "evidence")
     claims = load_claims(args.claims)
@@ -70,8 +103,15 @@ def run(args: argparse.Namespace) -> int:
     verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying)
     if args.assumptions:
         _mark_robustness(args, claims, evidence, verdicts, targets, qualifying)
-    # a pass on a setting chosen with its own published value in view is counted apart
-    mark(verdicts["claims"], load_rows(args.tables) if args.tables else [], load_assumptions())
+    rows = load_rows(args.tables) if args.tables else []
+    chosen = outcome_settings.chosen(outcome_settings.load()) if args.compile_target else []
+    constrained = {c.row for c in outcome_settings.constraints(rows, claims, str(args.claims))} if rows else set()
+    # a pass on a setting chosen with its own published value in view is counted apart, and so is an
+    # outcome the settings were chosen to reproduce
+    mark(verdicts["claims"], rows, load_assumptions(), chosen_in_view(claims, chosen, constrained))
+    if args.defaults_evidence:
+        under_defaults(args, claims, verdicts, targets, qualifying)
+    verdicts["settings"] = {"chosen": chosen, "headline": "chosen" if chosen else "defaults"}
     verdicts |= tally(verdicts["claims"])
     write_result(
         args.out,

@@ -10,7 +10,7 @@ from typing import Any
 from offload_repro.commands import arguments
 from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, Row, load_target
-from offload_repro.core.variants import apply, schedules_by_profile
+from offload_repro.core.variants import apply_all, schedules_by_profile
 from offload_repro.produce.compiled.compiled_row import compile_row
 from offload_repro.produce.compiled.program_cache import LHS_OFF
 
@@ -20,7 +20,18 @@ PARENTS = arguments.ONE_ROW
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--programs", type=Path, help="the cache of compiled programs for this target")
     parser.add_argument("--variant", help="compile the row under this alternative (assumption.alternative)")
-    parser.add_argument("--variant-settings", type=json.loads, help="the alternative's settings, as JSON")
+    parser.add_argument(
+        "--variant-settings",
+        type=json.loads,
+        help="the alternative's settings, as JSON: one alternative's, or a list of several (a combination)",
+    )
+    parser.add_argument(
+        "--settings",
+        type=json.loads,
+        default=[],
+        help="the settings chosen by the source's outcomes (experiments/outcome-settings.yaml) that affect"
+        " the row, as a JSON list of {id, settings}: applied before anything else, the row's id kept",
+    )
     parser.add_argument(
         "--latency-profile",
         type=Path,
@@ -28,9 +39,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def as_list(settings: dict[str, Any] | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """One alternative's settings, or a combination's, as the list apply_all takes."""
+    if settings is None:
+        return []
+    return settings if isinstance(settings, list) else [settings]
+
+
 def guided_by(row: Row, variant: dict[str, Any], profile: Path | None) -> Path | None:
     """The latency profile the alternative schedules the row by, if it asks for one."""
-    if not schedules_by_profile(variant["settings"]):
+    if not any(schedules_by_profile(one) for one in as_list(variant["settings"])):
         return None
     if profile is None:
         raise DataError(f"alternative '{variant['id']}': it schedules by a latency profile, and none was given")
@@ -45,9 +63,10 @@ def guided_by(row: Row, variant: dict[str, Any], profile: Path | None) -> Path |
 def run(args: argparse.Namespace) -> int:
     row, target = arguments.row(args), load_target(args.target)
     variant, profile = None, None
+    row = apply_all(row, [chosen["settings"] for chosen in args.settings], "")
     if args.variant:
         variant = {"id": args.variant, "settings": args.variant_settings or {}}
-        row = apply(row, variant["settings"], args.variant)
+        row = apply_all(row, as_list(variant["settings"]), args.variant)
         profile = guided_by(row, variant, args.latency_profile)
     result = compile_row(
         row,
@@ -57,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         programs=args.programs,
         variant=variant,
         latency_profile=profile,
+        settings=[chosen["id"] for chosen in args.settings],
     )
     verdict = "fits" if result.get("fits") else "out of memory"
     cached = f" (program {result['program']['key']} from the cache)" if result["program"]["cached"] else ""

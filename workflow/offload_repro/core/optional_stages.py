@@ -9,6 +9,7 @@ TITLES = {
     "whatif": "the what-if stage",
     "assumptions": "the sensitivity stage",
     "validation": "the validation stage",
+    "infer": "the search for settings the source's outcomes decide",
 }
 
 

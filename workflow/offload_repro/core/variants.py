@@ -57,3 +57,10 @@ def apply(row: Row, settings: dict[str, Any], suffix: str) -> Row:
 
 def variant_row(row: Row, assumption: dict[str, Any], alternative: dict[str, Any]) -> Row:
     return apply(row, resolved(assumption, alternative["settings"]), variant_id(assumption, alternative))
+
+
+def apply_all(row: Row, settings: list[dict[str, Any]], suffix: str) -> Row:
+    """The row with each of `settings` (`resolved`, of distinct assumptions) applied in turn."""
+    for one in settings:
+        row = apply(row, one, "")
+    return dataclasses.replace(row, id=f"{row.id}{SEPARATOR}{suffix}") if suffix else row

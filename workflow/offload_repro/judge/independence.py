@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from offload_repro.core import outcome_settings
 from offload_repro.core.data import DataError, Row
 
 BY_CONSTRUCTION = "consistent-by-construction"  # the count of passes that are not independent
@@ -46,13 +47,41 @@ def settings_of(rows: list[Row], subjects: list[str], assumptions: dict[str, dic
     return named | {a for a, entry in assumptions.items() if set(entry.get("affects", [])) & set(subjects)}
 
 
-def mark(claims: list[dict[str, Any]], rows: list[Row], assumptions: dict[str, dict[str, Any]]) -> None:
+def chosen_in_view(
+    claims: list[dict[str, Any]], chosen: list[str], constrained: set[str]
+) -> dict[str, list[dict[str, str]]]:
+    """claim id -> [{assumption, how}] that the settings chosen by the source's outcomes
+    (experiments/outcome-settings.yaml) rest on: every outcome claim whose rows are constraints (the
+    choice made it hold), and every published value in view when a chosen alternative was found."""
+    if not chosen:
+        return {}
+    found: dict[str, list[dict[str, str]]] = {}
+    named = " + ".join(chosen)
+    for claim in claims:
+        rows = set(claim["check"].get("rows", []))
+        if claim["check"]["type"] == "outcome" and rows and rows <= constrained:
+            how = f"{named} was chosen so that the source's reported outcomes, this one among them, hold"
+            found.setdefault(claim["id"], []).extend({"assumption": change, "how": how} for change in chosen)
+    for item in outcome_settings.in_view(chosen):
+        found.setdefault(item["claim"], []).append({"assumption": item["change"], "how": item["how"]})
+    return found
+
+
+def mark(
+    claims: list[dict[str, Any]],
+    rows: list[Row],
+    assumptions: dict[str, dict[str, Any]],
+    chosen: dict[str, list[dict[str, str]]] | None = None,
+) -> None:
     """Each judged claim gets `independent`, and one decided by evidence the reproduction built gets
     `built_under`, the unstated settings its rows were built under (a failure may lie in one of
     them). A pass resting on a setting chosen with its own published value in view gets
     `independent: false` and `by_construction`, the settings it rests on (its verdict stays;
-    judge/verdicts.py, `tally`, counts it apart)."""
+    judge/verdicts.py, `tally`, counts it apart). `chosen`: what the settings chosen by the source's
+    outcomes rest on (`chosen_in_view`), which every compiled row they change is built under."""
     chosen_with = in_view(assumptions, {claim["id"] for claim in claims})
+    for claim_id, items in (chosen or {}).items():
+        chosen_with.setdefault(claim_id, []).extend(items)
     for claim in claims:
         claim["independent"] = True
         if claim["summary"]["evidence"] not in BUILT:
@@ -61,7 +90,12 @@ def mark(claims: list[dict[str, Any]], rows: list[Row], assumptions: dict[str, d
         claim["built_under"] = sorted(built_under)
         if claim["verdict"] != "pass":
             continue
-        resting = [item for item in chosen_with.get(claim["id"], []) if item["assumption"] in built_under]
+        resting = [
+            item
+            for item in chosen_with.get(claim["id"], [])
+            # a chosen alternative is named '<assumption>.<alternative>'
+            if item["assumption"].partition(".")[0] in built_under
+        ]
         if not resting:
             continue
         claim["independent"] = False

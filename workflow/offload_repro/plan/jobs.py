@@ -8,7 +8,9 @@ happen to lie in `results/`, so the same command gives the same verdicts.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,9 @@ from offload_repro.core.assumptions import check_ids, variants
 from offload_repro.core.data import DataError, Row, Target, kept_run_targets, load_rows, load_target
 from offload_repro.core.files import DEVICE_RESULTS_DIR, REPO_ROOT, read_yaml
 from offload_repro.core.measured_elsewhere import load_measured, load_validation
+from offload_repro.core.outcome_settings import chosen as chosen_changes
+from offload_repro.core.outcome_settings import load as load_outcome_settings
+from offload_repro.core.outcome_settings import settings_of
 from offload_repro.core.validation_record import unrecorded_pairs
 from offload_repro.core.variants import resolved, schedules_by_profile, variant_id
 
@@ -54,10 +59,67 @@ class Plan:
     target_files: list[str]  # every target file: the hardware classes claims are judged by come from them
     sensitivity: bool  # each alternative assumption compiled
     measured_runs: dict[str, str]  # run id -> its target (experiments/measured-elsewhere/), with validation
+    # the alternatives the source's outcomes chose (experiments/outcome-settings.yaml's record): every
+    # compile for a GPU takes them; each {id, settings, rows}
+    chosen: list[dict[str, Any]]
+    infer: bool  # the declared search for them runs (--config infer=True)
 
     @property
     def row_ids(self) -> list[str]:
         return [row.id for row in self.rows]
+
+    def chosen_for(self, row: str, leaving_out: str | None = None) -> list[dict[str, Any]]:
+        """The chosen alternatives that affect `row` ({id, settings}), less those of the setting
+        `leaving_out` (an alternative of that setting takes its place)."""
+        return [
+            {"id": c["id"], "settings": c["settings"]}
+            for c in self.chosen
+            if row in c["rows"] and c["id"].partition(".")[0] != leaving_out
+        ]
+
+    def settings_option(self, row: str) -> str:
+        """The compile command's `--settings` for `row`: the chosen alternatives that affect it."""
+        chosen = self.chosen_for(row)
+        return f"--settings {shlex.quote(json.dumps(chosen))}" if chosen else ""
+
+    @property
+    def defaults_rows(self) -> list[str]:
+        """The rows the chosen settings change: each compiled under the defaults too, so that every
+        claim is also judged under the defaults."""
+        return [row for row in self.row_ids if self.chosen_for(row)]
+
+    def defaults_compiled(self, gpu_target: str) -> list[str]:
+        """Every row's compile under the defaults: its own where the chosen settings change it."""
+        changed = set(self.defaults_rows)
+        return [
+            f"results/defaults/compiled/{row}.json" if row in changed else f"results/compiled/{gpu_target}/{row}.json"
+            for row in self.row_ids
+        ]
+
+    def defaults_evidence_inputs(self, target: str) -> list[str]:
+        """This run's evidence with the compile target's programs and prediction under the
+        defaults; the what-if stage's results are left out (it runs under the chosen settings)."""
+        compiled = self.defaults_compiled(self.compile_target.name)
+        own = f"results/predicted/{self.compile_target.name}.json"
+        swapped = {
+            f"results/compiled/{self.compile_target.name}/{row}.json": path
+            for row, path in zip(self.row_ids, compiled, strict=True)
+        }
+        found = []
+        for producer, paths in self.evidence_files.items():
+            if producer in ("frontier", "budget"):
+                continue
+            for path in paths:
+                if path == own:
+                    path = f"results/defaults/predicted/{self.compile_target.name}.json"
+                found.append(swapped.get(path, path))
+        return found
+
+    def variant_settings(self, name: str, row: str) -> list[dict[str, Any]]:
+        """What `row` is compiled under for the alternative `name`: the chosen alternatives of other
+        settings that affect it, then the alternative itself."""
+        setting = name.partition(".")[0]
+        return [c["settings"] for c in self.chosen_for(row, leaving_out=setting)] + [self.variants[name]["settings"]]
 
     def evidence_inputs(self, target: str) -> list[str]:
         """The result files a target's evidence table is built from: this run's, or for a target
@@ -160,14 +222,16 @@ def whatif_targets(frontier_targets: list[str]) -> list[str]:
     return found
 
 
-def variants_of(row_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Each alternative of experiments/assumptions.yaml, with the rows of this run it affects."""
+def variants_of(row_ids: list[str], chosen: list[str]) -> dict[str, dict[str, Any]]:
+    """Each alternative of experiments/assumptions.yaml, with the rows of this run it affects; the
+    alternatives chosen by the source's outcomes are left out (the main job compiles them)."""
     return {
         variant_id(assumption, alternative): {
             "settings": resolved(assumption, alternative["settings"]),
             "rows": [row for row in assumption["affects"] if row in row_ids],
         }
         for assumption, alternative in variants()
+        if variant_id(assumption, alternative) not in chosen
     }
 
 
@@ -223,6 +287,7 @@ def make_plan(
     refuse_unpinned(target, rows, config["container_runtime"], as_bool(config["allow_unpinned_container"]))
 
     whatif, sensitivity, validation = (as_bool(config[key]) for key in ("whatif", "assumptions", "validation"))
+    chosen = chosen_changes(load_outcome_settings())
     measured: dict[str, str] = {}
     if validation:
         runs = load_measured()
@@ -265,7 +330,7 @@ def make_plan(
         grid_targets=grid,
         frontier_targets=frontiers,
         policies=policies,
-        variants=variants_of(row_ids) if sensitivity else {},
+        variants=variants_of(row_ids, chosen) if sensitivity else {},
         calibration_target=speed["calibration"]["target"],
         evidence_files=evidence,
         page_targets=[
@@ -277,4 +342,6 @@ def make_plan(
         target_files=sorted(f"{TARGETS_DIR}/{path.name}" for path in (REPO_ROOT / TARGETS_DIR).glob("*.yaml")),
         sensitivity=sensitivity,
         measured_runs=measured,
+        chosen=settings_of(chosen),
+        infer=as_bool(config["infer"]),
     )

@@ -31,6 +31,7 @@ from offload_repro.present.assumptions_section import assumptions_section
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
 from offload_repro.present.lookup import Lookup, frame
+from offload_repro.present.outcome_settings_section import outcome_settings_section
 from offload_repro.present.rerun import rerun, snakemake_command
 from offload_repro.present.row_tables import tables
 from offload_repro.present.speed_section import speed
@@ -55,6 +56,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         fmt=text.fmt,
         percent=text.percent,
+        signed=text.signed,
         points=text.points,
         claim_value=text.claim_value,
         claim_tolerance=text.claim_tolerance,
@@ -107,6 +109,8 @@ def render_target(
         compiled_on=compiled_on,
         verdicts=verdicts,
         first_screen=first_screen(verdicts, target, compiled_on),
+        # the settings the source's outcomes chose: on the page that shows the compile target's programs
+        outcome_settings=outcome_settings_section(verdicts, rows) if compiled_on else None,
         mechanism=mechanism.lines(rows, lookup) if compiled_on else [],
         rerun=rerun(target, rows, out_path.name, run_provenance, compile_provenance),
         main_page=out_path.name,

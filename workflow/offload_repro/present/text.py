@@ -28,6 +28,11 @@ def fmt(value: Any) -> str:
     return f"{value:.4g}"
 
 
+def signed(value: float | None) -> str:
+    """A margin in GiB with its sign, to one decimal: '+13.6', '-0.9'."""
+    return "—" if value is None else f"{value:+.1f}"
+
+
 def percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.1f}%"
 

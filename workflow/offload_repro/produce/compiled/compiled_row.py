@@ -137,10 +137,14 @@ def compile_row(
     variant: dict[str, Any] | None = None,
     launcher: Launcher = run_subprocess,
     latency_profile: Path | None = None,
+    settings: list[str] | None = None,
 ) -> dict[str, Any]:
     """Compile the row (or take its program from the cache `programs`) and write its result;
-    `variant`: the alternative to an assumption the row is compiled under, recorded with it."""
+    `variant`: the alternative to an assumption the row is compiled under, recorded with it;
+    `settings`: the alternatives chosen by the source's outcomes it was compiled under (recorded)."""
     result = compiled_evidence(row, target, work_dir, programs, launcher=launcher, latency_profile=latency_profile)
+    if settings:
+        result["settings_chosen"] = settings
     if variant is not None:
         result["variant"] = variant
     return write_result(out_json, "compile", result)
