@@ -131,3 +131,58 @@ def test_kept_runs_of_a_target_without_a_file_are_named(monkeypatch, tmp_path):
 
 def test_a_device_targets_own_run_does_not_also_build_its_kept_page():
     assert "tpu-v5e-1" not in planned(target="tpu-v5e-1").device_targets
+
+
+def with_record(monkeypatch, chosen: list[str] | None) -> None:
+    """experiments/outcome-settings.yaml as if its search had recorded `chosen`."""
+    from offload_repro.core import outcome_settings
+    from offload_repro.plan import jobs
+
+    declared = outcome_settings.load()
+    record = {
+        "recorded_on": "2026-12-07",
+        "defaults": {"margins_gib": {}},
+        "candidates": [],
+        "chosen": chosen,
+        "why": "x",
+    }
+    monkeypatch.setattr(jobs, "load_outcome_settings", lambda: declared | {"record": record})
+
+
+def test_without_a_choice_recorded_every_row_compiles_under_the_defaults_alone(monkeypatch):
+    with_record(monkeypatch, None)
+    plan = planned()
+    assert plan.chosen == [] and plan.defaults_rows == []
+    assert plan.chosen_option == ""
+
+
+def test_the_recorded_choice_reaches_every_compile_of_the_rows_it_changes_and_those_compile_under_the_defaults_too(
+    monkeypatch,
+):
+    with_record(monkeypatch, ["deepseek-parallelism.fsdp-over-experts"])
+    plan = planned(assumptions=True)
+    deepseek = [row for row in plan.row_ids if row.startswith("deepseek")]
+    assert plan.defaults_rows == deepseek
+    option = plan.chosen_option
+    assert option.startswith("--chosen ") and '"id": "deepseek-parallelism.fsdp-over-experts"' in option
+    assert '"param_scan_axis": 0' in option and '"rows": ["deepseek-remat", ' in option
+    # 9 compiles and 5 again under the defaults: the main job stays within 15
+    assert len(plan.evidence_files["compile"]) + len(plan.defaults_rows) == 14
+    compiled = plan.defaults_compiled("gb200-nvl72")
+    assert compiled[plan.row_ids.index("deepseek-remat")] == "results/defaults/compiled/deepseek-remat.json"
+    assert compiled[plan.row_ids.index("llama-baseline")] == "results/compiled/gb200-nvl72/llama-baseline.json"
+    inputs = plan.defaults_evidence_inputs("cpu")
+    assert (
+        "results/defaults/predicted/gb200-nvl72.json" in inputs and "results/predicted/gb200-nvl72.json" not in inputs
+    )
+    assert "results/defaults/compiled/deepseek-remat.json" in inputs
+    assert "results/defaults/analytic.json" in inputs and "results/analytic.json" not in inputs
+    # the sensitivity stage varies around the choice: the chosen alternative is the base, not a variant,
+    # and an alternative of another setting takes the choice with it
+    assert "deepseek-parallelism.fsdp-over-experts" not in plan.variants
+    stacked = plan.variant_settings("deepseek-sequence-length.seq-2048", "deepseek-remat")
+    assert stacked[0]["maxtext"]["param_scan_axis"] == 0 and stacked[-1] == {"row": {"max_target_length": 2048}}
+    # another alternative of the chosen setting replaces it
+    assert plan.variant_settings("deepseek-parallelism.expert-8", "deepseek-remat") == [
+        plan.variants["deepseek-parallelism.expert-8"]["settings"]
+    ]

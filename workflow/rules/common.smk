@@ -82,6 +82,7 @@ wildcard_constraints:
 localrules:
     collect_runs,
     analytic,
+    analytic_defaults,
     budget,
     predict,
     predict_defaults,

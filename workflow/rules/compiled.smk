@@ -21,11 +21,11 @@ rule compile_row:
         mem_mb=3000,
     params:
         cli=cli,
-        # the alternatives the source's outcomes chose that change the row (experiments/outcome-settings.yaml)
-        settings=lambda wildcards: PLAN.settings_option(wildcards.row),
+        # the alternatives the source's outcomes chose (experiments/outcome-settings.yaml's record)
+        chosen=PLAN.chosen_option,
     shell:
         "{params.cli} compile --tables {input.tables:q} --row {wildcards.row}"
-        " --target {wildcards.gpu_target} --out {output} {params.settings}"
+        " --target {wildcards.gpu_target} --out {output} {params.chosen}"
         " --work-dir results/compiled/{wildcards.gpu_target}/work/{wildcards.row}"
         " --programs results/programs/{wildcards.gpu_target}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
@@ -68,6 +68,26 @@ rule analytic:
         "results/analytic.json",
     log:
         "results/logs/analytic.log",
+    conda:
+        CONDA_ENV
+    params:
+        cli=cli,
+        chosen=PLAN.chosen_option,
+    shell:
+        "{params.cli} analytic --tables {input.tables:q} --out {output} {params.chosen}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"
+
+
+# The same bytes under the defaults, where the source's outcomes chose settings that change a row.
+rule analytic_defaults:
+    input:
+        tables=config["tables"],
+        tensors="experiments/tensors.yaml",
+        code=CODE["analytic"],
+    output:
+        "results/defaults/analytic.json",
+    log:
+        "results/defaults/logs/analytic.log",
     conda:
         CONDA_ENV
     params:

@@ -24,9 +24,11 @@ rule frontier:
         mem_mb=4000,
     params:
         cli=cli,
+        chosen=PLAN.chosen_option,
     shell:
         "{params.cli} frontier --tables {input.tables:q} --policy {wildcards.policy}"
         " --target {wildcards.gpu_target} --out {output} --programs results/programs/{wildcards.gpu_target}"
+        " {params.chosen}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 

@@ -90,7 +90,7 @@ def test_an_outcome_claim_that_disagrees_with_its_row_or_names_no_row_is_refused
         " 'deepseek-device-mb8' (experiments/rows/deepseek-v3-671b.yaml) publishes outcome 'oom'"
     )
     claim["check"]["expect"], claim["check"]["rows"] = "oom", ["deepseek-device-mb9"]
-    with pytest.raises(DataError, match="field 'check.rows': unknown row 'deepseek-device-mb9'; did you mean"):
+    with pytest.raises(DataError, match=r"field 'check\.rows': unknown row 'deepseek-device-mb9'; did you mean"):
         outcome_settings.constraints(ROWS, claims)
 
 
@@ -120,7 +120,8 @@ def test_an_outcome_claim_that_disagrees_with_its_row_or_names_no_row_is_refused
                     "why": "x",
                 }
             ),
-            "record, candidate 1, field 'changes': setting 'deepseek-parallelism' has no alternative 'expert-9'; did you mean 'expert-8'?",
+            "record, candidate 1, field 'changes': setting 'deepseek-parallelism' has no alternative 'expert-9';"
+            " did you mean 'expert-8'?",
         ),
     ],
 )

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 
 from offload_repro.commands import arguments
-from offload_repro.core.data import load_rows
 from offload_repro.produce.analytic_bytes import write_accounting
 
-PARENTS = (arguments.TABLES, arguments.OUT)
+PARENTS = (arguments.TABLES, arguments.OUT, arguments.CHOSEN)
 
 
 def run(args: argparse.Namespace) -> int:
-    write_accounting(load_rows(args.tables), args.out)
+    write_accounting(arguments.rows(args), args.out)
     return 0

@@ -4,10 +4,12 @@ reader of the row they name."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import DataError, Row, load_rows
+from offload_repro.core.variants import apply_chosen
 
 
 def _option(*names: str, **settings: Any) -> argparse.ArgumentParser:
@@ -48,13 +50,27 @@ CONTAINER.add_argument(
     action="store_true",
     help="run an image by its tag where envs/containers.yaml records no digest",
 )
+# The alternatives the source's outcomes chose (experiments/outcome-settings.yaml's record, through
+# the plan), as JSON: [{id, settings, rows}]; a command applies each to the rows it affects.
+CHOSEN = _option(
+    "--chosen",
+    type=json.loads,
+    default=[],
+    help="the settings chosen by the source's outcomes, as JSON [{id, settings, rows}], each applied where it applies",
+)
 # The arguments of a command that works on one row of one target.
 ONE_ROW = (TABLES, ROW, TARGET, OUT, WORK_DIR)
 
 
+def rows(args: argparse.Namespace) -> list[Row]:
+    """The rows of `--tables`, each under the alternatives of `--chosen` that affect it (where the
+    command takes `--chosen`)."""
+    return [apply_chosen(found, getattr(args, "chosen", [])) for found in load_rows(args.tables)]
+
+
 def row(args: argparse.Namespace) -> Row:
-    """The row `--row` names, from `--tables`."""
-    for found in load_rows(args.tables):
+    """The row `--row` names, from `--tables`, under the alternatives of `--chosen` that affect it."""
+    for found in rows(args):
         if found.id == args.row:
             return found
     raise DataError(f"no row with id '{args.row}' in {', '.join(args.tables)}")

@@ -10,11 +10,11 @@ from typing import Any
 from offload_repro.commands import arguments
 from offload_repro.core import maxtext_args
 from offload_repro.core.data import DataError, Row, load_target
-from offload_repro.core.variants import apply_all, schedules_by_profile
+from offload_repro.core.variants import SEPARATOR, apply_all, schedules_by_profile
 from offload_repro.produce.compiled.compiled_row import compile_row
 from offload_repro.produce.compiled.program_cache import LHS_OFF
 
-PARENTS = arguments.ONE_ROW
+PARENTS = (*arguments.ONE_ROW, arguments.CHOSEN)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,13 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--variant-settings",
         type=json.loads,
         help="the alternative's settings, as JSON: one alternative's, or a list of several (a combination)",
-    )
-    parser.add_argument(
-        "--settings",
-        type=json.loads,
-        default=[],
-        help="the settings chosen by the source's outcomes (experiments/outcome-settings.yaml) that affect"
-        " the row, as a JSON list of {id, settings}: applied before anything else, the row's id kept",
     )
     parser.add_argument(
         "--latency-profile",
@@ -63,7 +56,6 @@ def guided_by(row: Row, variant: dict[str, Any], profile: Path | None) -> Path |
 def run(args: argparse.Namespace) -> int:
     row, target = arguments.row(args), load_target(args.target)
     variant, profile = None, None
-    row = apply_all(row, [chosen["settings"] for chosen in args.settings], "")
     if args.variant:
         variant = {"id": args.variant, "settings": args.variant_settings or {}}
         row = apply_all(row, as_list(variant["settings"]), args.variant)
@@ -76,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         programs=args.programs,
         variant=variant,
         latency_profile=profile,
-        settings=[chosen["id"] for chosen in args.settings],
+        settings=[chosen["id"] for chosen in args.chosen if row.id.partition(SEPARATOR)[0] in chosen["rows"]],
     )
     verdict = "fits" if result.get("fits") else "out of memory"
     cached = f" (program {result['program']['key']} from the cache)" if result["program"]["cached"] else ""

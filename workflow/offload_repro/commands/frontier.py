@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 
 from offload_repro.commands import arguments
-from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.data import load_target
 from offload_repro.produce.whatif.capacity_frontier import write_frontier
 
-PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT)
+PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.CHOSEN)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows, target = load_rows(args.tables), load_target(args.target)
+    rows, target = arguments.rows(args), load_target(args.target)
     result = write_frontier(args.policy, rows, target, args.out, args.programs)
     cached = sum(point["cached"] for point in result["points"])
     note = f"; {result['message']}" if result["message"] else ""

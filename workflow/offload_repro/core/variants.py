@@ -64,3 +64,8 @@ def apply_all(row: Row, settings: list[dict[str, Any]], suffix: str) -> Row:
     for one in settings:
         row = apply(row, one, "")
     return dataclasses.replace(row, id=f"{row.id}{SEPARATOR}{suffix}") if suffix else row
+
+
+def apply_chosen(row: Row, chosen: list[dict[str, Any]]) -> Row:
+    """The row under the alternatives `chosen` ({id, settings, rows}) that affect it, its id kept."""
+    return apply_all(row, [c["settings"] for c in chosen if row.id in c["rows"]], "")

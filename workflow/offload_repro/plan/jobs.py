@@ -77,10 +77,10 @@ class Plan:
             if row in c["rows"] and c["id"].partition(".")[0] != leaving_out
         ]
 
-    def settings_option(self, row: str) -> str:
-        """The compile command's `--settings` for `row`: the chosen alternatives that affect it."""
-        chosen = self.chosen_for(row)
-        return f"--settings {shlex.quote(json.dumps(chosen))}" if chosen else ""
+    @property
+    def chosen_option(self) -> str:
+        """`--chosen` of the commands that build rows at full scale (compile, analytic, frontier)."""
+        return f"--chosen {shlex.quote(json.dumps(self.chosen))}" if self.chosen else ""
 
     @property
     def defaults_rows(self) -> list[str]:
@@ -97,23 +97,22 @@ class Plan:
         ]
 
     def defaults_evidence_inputs(self, target: str) -> list[str]:
-        """This run's evidence with the compile target's programs and prediction under the
-        defaults; the what-if stage's results are left out (it runs under the chosen settings)."""
-        compiled = self.defaults_compiled(self.compile_target.name)
-        own = f"results/predicted/{self.compile_target.name}.json"
+        """This run's evidence with the compile target's programs, their prediction and the analytic
+        bytes under the defaults; the what-if stage's results are left out (it runs under the chosen
+        settings)."""
+        name = self.compile_target.name
+        compiled = self.defaults_compiled(name)
         swapped = {
-            f"results/compiled/{self.compile_target.name}/{row}.json": path
-            for row, path in zip(self.row_ids, compiled, strict=True)
+            f"results/compiled/{name}/{row}.json": path for row, path in zip(self.row_ids, compiled, strict=True)
         }
-        found = []
-        for producer, paths in self.evidence_files.items():
-            if producer in ("frontier", "budget"):
-                continue
-            for path in paths:
-                if path == own:
-                    path = f"results/defaults/predicted/{self.compile_target.name}.json"
-                found.append(swapped.get(path, path))
-        return found
+        swapped[f"results/predicted/{name}.json"] = f"results/defaults/predicted/{name}.json"
+        swapped["results/analytic.json"] = "results/defaults/analytic.json"
+        return [
+            swapped.get(path, path)
+            for producer, paths in self.evidence_files.items()
+            if producer not in ("frontier", "budget")
+            for path in paths
+        ]
 
     def variant_settings(self, name: str, row: str) -> list[dict[str, Any]]:
         """What `row` is compiled under for the alternative `name`: the chosen alternatives of other
