@@ -84,3 +84,34 @@ def test_every_setting_records_what_was_in_view_and_names_real_claims():
         in_view(assumptions, CLAIM_IDS - {"deepseek-plain-gpu-memory"})
     # an alternative found with a value in view marks nothing in the default run
     assert "deepseek-plain-gpu-memory" not in in_view(assumptions, CLAIM_IDS)
+
+
+def test_under_settings_chosen_by_outcomes_those_outcomes_and_the_values_in_view_when_found_are_by_construction():
+    from offload_repro.judge.claims import load_claims
+    from offload_repro.judge.independence import chosen_in_view
+
+    claims = verdicts(
+        ("deepseek-device-save-oom-mb8", "pass", "compiled", ["deepseek-device-mb8"]),
+        ("deepseek-offload-fits-mb8", "pass", "compiled", ["deepseek-offload-optimized"]),
+        ("deepseek-device-save-fits-mb2", "pass", "measured", ["deepseek-device-mb2"]),
+        ("deepseek-plain-gpu-memory", "pass", "compiled", ["deepseek-offload-plain"]),
+        ("llama-qkv-host-gib", "pass", "compiled", ["llama-qkv-offload-lhs"]),
+    )
+    declared = load_claims(CLAIMS)
+    constrained = {row.id for row in load_rows(TABLES)}
+    fsdp = "deepseek-parallelism.fsdp-over-experts"
+    mark(claims, load_rows(TABLES), load_assumptions(), chosen_in_view(declared, [fsdp], constrained))
+    by_id = {claim["id"]: claim for claim in claims}
+    # the outcomes it was chosen to reproduce, on the programs it shaped
+    for outcome in ("deepseek-device-save-oom-mb8", "deepseek-offload-fits-mb8"):
+        assert not by_id[outcome]["independent"]
+        assert fsdp in {item["assumption"] for item in by_id[outcome]["by_construction"]}
+    # a run measured elsewhere is not shaped by it
+    assert by_id["deepseek-device-save-fits-mb2"]["independent"]
+    # found while explaining plain offload's 145.6 GiB: that value cannot confirm it
+    plain = by_id["deepseek-plain-gpu-memory"]
+    assert not plain["independent"] and plain["by_construction"][0]["assumption"] == fsdp
+    # a Llama claim is not built under a DeepSeek setting
+    assert by_id["llama-qkv-host-gib"]["independent"]
+    # nothing chosen: nothing more is by construction
+    assert chosen_in_view(declared, [], constrained) == {}

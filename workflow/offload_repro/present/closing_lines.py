@@ -47,6 +47,13 @@ def summary_lines(verdicts_path: Path, page: Path, evidence_path: Path | None = 
     claims, findings = sum(verdicts["counts"].values()), len(verdicts["findings"])
     line = f"{PREFIX} {verdicts['target']}: {counts} (of {findings} findings, the source's {claims} claims)"
     lines = [line + (f"; its own checks: {held} (of {sum(checks.values())})" if held else "")]
+    chosen = (verdicts.get("settings") or {}).get("chosen") or []
+    if chosen and verdicts.get("under_defaults"):
+        # the headline is under the settings the source's outcomes chose; the defaults beside it
+        defaults = verdicts["under_defaults"]["finding_counts"]
+        under = ", ".join(f"{count} {verdict}" for verdict, count in defaults.items())
+        lines[0] += f"; under {' + '.join(chosen)}, which the source's outcomes chose"
+        lines.append(f"{PREFIX} {verdicts['target']}: under the defaults: {under}")
     if evidence_path is not None:
         lines += failed(read_result(evidence_path, "evidence")["observations"])
     return [*lines, f"{PREFIX} report: {page}"]
