@@ -30,6 +30,7 @@ COMMANDS = (
     "sensitivity",
     "predict",
     "predict_device",
+    "predict_pairs",
     "latency_profile",
     "compile_measured",
     "measured_profile",
