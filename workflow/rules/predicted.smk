@@ -75,7 +75,8 @@ rule predict_device:
 
 # The step-time model's error on ratios, per kind of pair, in percentage points: the source's pairs of
 # published throughputs, and each device's pairs of kept programs and sweep points, with and without
-# the host-copy and overlap terms; each pair's regime and the speed claims' records.
+# the host-copy and overlap terms (with the validation stage, also its runs' pairs of two scales);
+# each pair's regime and the speed claims' records.
 rule pair_errors:
     input:
         tables=config["tables"],
@@ -85,6 +86,8 @@ rule pair_errors:
         targets=PLAN.target_files,
         claims=CLAIMS_FILE,
         reads=["experiments/speed.yaml"],
+        # with the validation stage: two scales of one placement, from its runs measured elsewhere
+        validation=["results/validation/model.json"] if PLAN.measured_runs else [],
         code=CODE["predict_pairs"],
     output:
         "results/predicted/pair-errors.json",
@@ -96,7 +99,9 @@ rule pair_errors:
         cli=cli,
         devices=" ".join(PAIR_DEVICES),
         target=PLAN.calibration_target,
+        validation=lambda wildcards, input: (f"--validation {input.validation}" if input.validation else ""),
     shell:
         "{params.cli} predict_pairs --tables {input.tables:q} --target {params.target} --out {output}"
         " --claims {input.claims} --prediction {input.prediction} {input.compiled} --devices {params.devices}"
+        " {params.validation}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"

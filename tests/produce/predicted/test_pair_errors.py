@@ -290,3 +290,49 @@ def test_the_kept_result_is_this_codes_on_the_chip(chip_lines):
     for line in lines:
         same = next(k for k in kept["pairs"] if k["set"] == line["set"] and k["first"] == line["first"])
         assert same["by_model"] == line["by_model"] and same["measured"] == line["measured"]
+
+
+def test_two_scales_of_one_placement_are_the_validation_stages_pairs_read_as_ratios():
+    from offload_repro.core.measured_elsewhere import load_validation
+
+    validation = read_result(REPO / "tests" / "fixtures" / "results" / "validation" / "model.json", "validation")
+    lines = pair_errors.scale_pairs(validation)
+    recorded = load_validation()["kinds"]["llama"]["recorded_error"]
+    # the pairs experiments/validation.yaml's recorded error is over: runs of one model and precision
+    assert len(lines) == recorded["pairs"] and all(line["kind"] == pair_errors.SCALES for line in lines)
+    runs = {run["run"]: run for run in validation["runs"]}
+    for line in lines:
+        first, second = runs[line["first"]], runs[line["second"]]
+        assert (first["model"], first["precision"]) == (second["model"], second["precision"])
+        assert first["gpus"] > second["gpus"]
+        full = line["by_model"]["full"]
+        # a ratio's error in pp is the run's throughput error times the measured ratio: the throughput
+        # error of the predicted run, seen from the run that calibrated it
+        predicted_run = line["second"] if line["calibrated_on"] == [line["first"]] else line["first"]
+        error = (
+            1
+            / (
+                1
+                + next(
+                    p["error"]
+                    for p in validation["pairs"]["every_run"]
+                    if p["predicted"] == predicted_run and p["calibrated_on"] == line["calibrated_on"][0]
+                )
+            )
+            - 1
+        )
+        expected = (
+            (1 + line["measured"]) * error
+            if predicted_run == line["first"]
+            else (1 + line["measured"]) * (1 / (1 + error) - 1)
+        )
+        assert full["pp"] == pytest.approx(expected * 100)
+    worst = max(lines, key=lambda line: abs(line["by_model"]["full"]["pp"]))
+    # the recorded worst pair: the 256-GPU run predicted from the 64-GPU one, 21.6% high
+    assert (worst["first"], worst["calibrated_on"]) == ("llama2-70b-fp8-256gpu", ["llama2-70b-fp8-64gpu"])
+    assert worst["by_model"]["full"]["pp"] == pytest.approx(
+        recorded["throughput_error"] * (1 + worst["measured"]) * 100, abs=0.01
+    )
+    found = pair_errors.summaries(lines)[pair_errors.SCALES]
+    assert found["computed"] and found["by_model"]["full"]["pairs"] == 100
+    assert not pair_errors.summaries([])[pair_errors.SCALES]["computed"]

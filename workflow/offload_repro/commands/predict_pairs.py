@@ -21,6 +21,7 @@ PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.SPEED, a
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prediction", type=Path, required=True, help="the target's prediction (held to it)")
     parser.add_argument("--devices", nargs="*", default=[], help="device targets whose runs are kept as data")
+    parser.add_argument("--validation", type=Path, help="the validation stage's result: two scales of one placement")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         speed,
         read_result(args.prediction, "predicted"),
         load_record(),
+        read_result(args.validation, "validation") if args.validation else None,
     )
     result = write_result(args.out, "pair-errors", found)
     for name, summary in result["summaries"][PLACEMENTS].items():

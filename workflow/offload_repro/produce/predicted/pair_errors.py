@@ -51,10 +51,10 @@ SCALES = "scales at one placement"
 RANK = {"remat": 0, "device": 1, "offload": 2}  # a pair's first member is the one that keeps more off the recompute
 SPEED_CHECKS = ("ratio", "greater", "fastest", "slowest")
 SCALES_NOT_COMPUTED = (
-    "not computed in the main job: the runs measured elsewhere (experiments/measured-elsewhere) are compiled and"
-    " predicted only by the optional validation stage (--config validation=True), and a result of the main job"
-    " never depends on what an optional stage left in results/; experiments/validation.yaml records their largest"
-    " throughput error (a relative error of one run's throughput, not a ratio's error in percentage points)"
+    "not computed: the runs measured elsewhere (experiments/measured-elsewhere) are compiled and predicted only by"
+    " the optional validation stage, which did not run (--config validation=True runs it and gives its result"
+    " here); experiments/validation.yaml records their largest throughput error (a relative error of one run's"
+    " throughput, not a ratio's error in percentage points)"
 )
 
 
@@ -356,6 +356,45 @@ def chip_pairs(
     return lines
 
 
+# --- two scales of one placement: the runs measured elsewhere ---------------------------------------
+
+
+def scale_pairs(validation: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every two runs measured elsewhere of one model and precision (one placement, two scales), the one
+    on more GPUs first, under each of the two calibrations the validation stage's (b) makes (each run
+    calibrating the other: its predicted step is its measured one): the throughput ratio predicted
+    against measured. The full model only: the stage predicts each run under it."""
+    runs = {run["run"]: run for run in validation["runs"] if run["status"] == "ok"}
+    lines = []
+    for pair in validation["pairs"]["every_run"]:
+        x, y = runs.get(pair["predicted"]), runs.get(pair["calibrated_on"])
+        if x is None or y is None or (x["model"], x["precision"]) != (y["model"], y["precision"]):
+            continue
+        first, second = (x, y) if (x["gpus"], x["run"]) > (y["gpus"], y["run"]) else (y, x)
+        rate = {r["run"]: r["model_tflops"] / r["measured_step_s"] for r in (x, y)}
+        measured = rate[first["run"]] / rate[second["run"]] - 1
+        rate[x["run"]] = x["model_tflops"] / pair["predicted_step_s"]  # the calibrated run's stays measured
+        lines.append(
+            {
+                "kind": SCALES,
+                "set": "runs_elsewhere",
+                "target": x["target"],
+                "family": x["family"],
+                "first": first["run"],
+                "second": second["run"],
+                "rows": [first["run"], second["run"]],
+                "measured": measured,
+                "measured_how": "measured",
+                "scale": f"{first['gpus']} / {second['gpus']} GPUs",
+                "calibrated_on": [y["run"]],
+                "calibration_outside_pair": False,
+                "regime": 0.0,
+                "by_model": {"full": compared(rate[first["run"]] / rate[second["run"]] - 1, measured)},
+            }
+        )
+    return lines
+
+
 # --- summaries, regimes and what a verdict needs -------------------------------------------------
 
 
@@ -383,8 +422,10 @@ def summary(lines: list[dict[str, Any]]) -> dict[str, Any]:
     return {"lines": len(lines), "by_model": by_model, "terms_lower_the_error": terms, "kept_model": kept}
 
 
-def summaries(lines: list[dict[str, Any]]) -> dict[str, Any]:
+def summaries(every: list[dict[str, Any]]) -> dict[str, Any]:
     """Each set of pairs of one kind apart, the chip's measured sets together, and all together."""
+    lines = [line for line in every if line["kind"] == PLACEMENTS]
+    scales = [line for line in every if line["kind"] == SCALES]
     sets = {
         "source": [line for line in lines if line["set"] == "source"],
         "source_calibrated_outside_pair": [
@@ -401,7 +442,14 @@ def summaries(lines: list[dict[str, Any]]) -> dict[str, Any]:
             name: summary(found) | {"by_family": {f: summary([x for x in found if x["family"] == f]) for f in families}}
             for name, found in sets.items()
         },
-        SCALES: {"computed": False, "why": SCALES_NOT_COMPUTED},
+        SCALES: {"computed": True, **summary(scales)}
+        | {
+            "by_family": {
+                f: summary([x for x in scales if x["family"] == f]) for f in sorted({x["family"] for x in scales})
+            }
+        }
+        if scales
+        else {"computed": False, "why": SCALES_NOT_COMPUTED},
     }
 
 
@@ -547,7 +595,9 @@ def curve(lines: list[dict[str, Any]], model: str | None) -> list[dict[str, Any]
     chosen = sorted(lines, key=lambda line: not line["calibration_outside_pair"])
     for line in chosen:
         key = (line["set"], line["target"], line["first"], line["second"])
-        if line["placements"][1] == "offload" or line["placements"][0] != "offload" or key in seen:
+        if line["regime"] <= 0 or line["placements"][1] == "offload" or line["placements"][0] != "offload":
+            continue
+        if key in seen:
             continue
         if model not in line["by_model"]:
             continue
@@ -684,6 +734,7 @@ def pair_errors(
     speed: dict[str, Any],
     prediction: dict[str, Any] | None = None,
     record: dict[str, Any] | None = None,
+    validation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every pair, the summaries per kind of pair, the record checked, the regimes and the claims'
     records (module doc)."""
@@ -697,6 +748,8 @@ def pair_errors(
     for device, kept in devices:
         found, read[device.name] = chip_lines(device, kept, by_id, speed)
         lines += [line | {"target": device.name} for line in found]
+    if validation is not None:
+        lines += scale_pairs(validation)
     for line in lines:
         line.setdefault("target", source.name)
         line["id"] = line_id(line)
