@@ -29,17 +29,28 @@ def test_the_chart_draws_every_record_at_its_regime_and_its_measured_and_predict
             and r["predicted_pct"] == record["predicted_pct"]
             for r in same
         )
-    # measured points, the model's line over the chip's pairs, the source's predictions, the zero line
-    assert len(spec["layer"]) == 4 and spec["layer"][2]["mark"]["type"] == "line"
-    assert spec["layer"][1]["encoding"]["x"]["scale"]["type"] == "log"
+    # the chip's measured range along the foot, the zero line, measured points, the model's line over the
+    # chip's pairs, the source's predictions, the range's two ends
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+    assert marks == ["rule", "rule", "point", "line", "point", "tick", "tick"]
+    assert spec["layer"][2]["encoding"]["x"]["scale"]["type"] == "log"
 
 
 def test_a_record_is_a_pair_of_an_offloading_row_over_one_that_offloads_nothing():
     lines = {(line["set"], f"{line['first']} / {line['second']}"): line for line in PAIRS["pairs"]}
+    unpredicted = []
     for record in PAIRS["chart"]:
-        line = lines[(record["set"], record["pair"])]
+        line = lines.get((record["set"], record["pair"]))
+        if line is None:  # a published pair the model does not predict: placed all the same
+            assert record["set"] == "source" and record["predicted_pct"] is None
+            unpredicted.append(record["pair"])
+            continue
         assert line["placements"][0] == "offload" and line["placements"][1] != "offload"
         assert record["measured_pct"] == line["measured"] * 100 and record["copy_to_compute"] == line["regime"] > 0
+    # DeepSeek's remat row ran out of memory as compiled: its published 57% stands on the axis unpredicted
+    assert "deepseek-offload-optimized / deepseek-remat" in unpredicted
+    published = next(r for r in PAIRS["chart"] if r["pair"] == "deepseek-offload-optimized / deepseek-remat")
+    assert round(published["measured_pct"], 6) == 57.0 and round(published["copy_to_compute"], 3) == 0.234
 
 
 def test_no_records_no_chart():

@@ -446,13 +446,22 @@ def offload_cost(pairs: dict[str, Any] | None) -> alt.TopLevelMixin | None:
     source = base.transform_filter(alt.datum.set == "source").mark_point(filled=False, size=80, shape="diamond")
     source = source.encode(y="predicted_pct:Q")
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#999").encode(y="y:Q")
+    layers = [zero, measured, predicted, source]
+    spans = [
+        {"family": family, **span}
+        for family, span in ((pairs or {}).get("regimes") or {}).get("chip_range", {}).items()
+    ]
+    if spans:  # the regimes the chip measured pairs at, per model: a bar along the foot, its ends ticked
+        foot = alt.Chart(pd.DataFrame(spans)).encode(color="family:N", y=alt.value(290))
+        layers.insert(0, foot.mark_rule(strokeWidth=6, opacity=0.4).encode(x="low:Q", x2="high:Q"))
+        layers += [foot.mark_tick(thickness=3, size=14).encode(x=f"{end}:Q") for end in ("low", "high")]
     title = titled(
         "The cost of offloading against the regime: the chip's pairs and the source's rows",
         "Filled: measured on the chip, or published for the source's rows on GB200; dashed line and hollow"
         " circles: the step-time model's prediction of the chip's pairs; hollow diamonds: its prediction of"
-        " the source's pairs. Right of the chip's points is more copy-bound than the chip measured.",
+        " the source's pairs. Along the foot: the regimes the chip measured each model's pairs at.",
     )
-    return alt.layer(zero, measured, predicted, source).properties(width=460, height=300, title=title)
+    return alt.layer(*layers).properties(width=460, height=300, title=title)
 
 
 def inline_spec(name: str, chart: alt.TopLevelMixin) -> dict[str, str]:

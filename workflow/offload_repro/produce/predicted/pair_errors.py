@@ -586,32 +586,62 @@ def from_record(entry: dict[str, Any] | None, model: str | None) -> dict[str, An
     return {"recorded": True, **values, "over": entry["pairs"]}  # type: ignore[index]
 
 
-def curve(lines: list[dict[str, Any]], model: str | None) -> list[dict[str, Any]]:
+def published_offloads(
+    rows: dict[str, Row],
+    published: dict[str, dict[str, dict[str, Any]]],
+    regimes: dict[str, float],
+    claimed: frozenset[tuple[str, str]],
+    target: str,
+) -> list[dict[str, Any]]:
+    """Each published pair of an offloading row over one that offloads nothing, at its regime: placed on
+    the chart whether or not the model predicts it (a row out of memory as compiled is not predicted)."""
+    found = []
+    for family, entries in published.items():
+        listed = list(entries)
+        for a, b in combinations(listed, 2):
+            first, second = ordered((a, placement_kind(rows[a])), (b, placement_kind(rows[b])), listed, claimed)
+            if placement_kind(rows[first]) == "offload" != placement_kind(rows[second]):
+                found.append(
+                    {
+                        "set": "source",
+                        "target": target,
+                        "family": family,
+                        "first": first,
+                        "second": second,
+                        "regime": max(regimes.get(first, 0.0), regimes.get(second, 0.0)),
+                        "measured": entries[first]["tflops"] / entries[second]["tflops"] - 1,
+                    }
+                )
+    return found
+
+
+def curve(lines: list[dict[str, Any]], model: str | None, published: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The chart's records: each pair of an offloading row over one that offloads nothing, at its regime,
-    its measured (or published) cost of offloading and the model's (ratio - 1, in %), drawn by
-    present/charts.py as they are. A source pair once: under its first calibration outside the pair,
-    else its first."""
+    its measured (or published) cost of offloading and the model's (ratio - 1, in %; null where it does
+    not predict it), drawn by present/charts.py as they are. A source pair once: under its first
+    calibration outside the pair, else its first."""
     found, seen = [], set()
-    chosen = sorted(lines, key=lambda line: not line["calibration_outside_pair"])
-    for line in chosen:
+    offloading = [
+        line
+        for line in sorted(lines, key=lambda line: not line["calibration_outside_pair"])
+        if line["regime"] > 0 and line["placements"][0] == "offload" != line["placements"][1]
+    ]
+    for line in [*offloading, *published]:  # a published pair the model predicts comes first, with it
         key = (line["set"], line["target"], line["first"], line["second"])
-        if line["regime"] <= 0 or line["placements"][1] == "offload" or line["placements"][0] != "offload":
-            continue
         if key in seen:
             continue
-        if model not in line["by_model"]:
-            continue
         seen.add(key)
+        predicted = (line.get("by_model") or {}).get(model)
         found.append(
             {
                 "set": line["set"],
                 "target": line["target"],
                 "family": line["family"],
                 "pair": f"{line['first']} / {line['second']}",
-                "calibrated_on": ", ".join(line["calibrated_on"]),
+                "calibrated_on": ", ".join(line.get("calibrated_on", [])),
                 "copy_to_compute": line["regime"],
                 "measured_pct": line["measured"] * 100,
-                "predicted_pct": line["by_model"][model]["predicted"] * 100,
+                "predicted_pct": predicted["predicted"] * 100 if predicted else None,
             }
         )
     return sorted(found, key=lambda record: (record["set"], record["family"], record["copy_to_compute"]))
@@ -773,5 +803,7 @@ def pair_errors(
         },
         "record": checked,
         "claims": claim_records(claims, by_id, lines, regimes, ranges, kept_model, checked),
-        "chart": curve(lines, kept_model),
+        "chart": curve(
+            lines, kept_model, published_offloads(by_id, published, regimes, claimed_pairs(claims), source.name)
+        ),
     }
