@@ -186,3 +186,20 @@ def test_the_recorded_choice_reaches_every_compile_of_the_rows_it_changes_and_th
     assert plan.variant_settings("deepseek-parallelism.expert-8", "deepseek-remat") == [
         plan.variants["deepseek-parallelism.expert-8"]["settings"]
     ]
+
+
+def test_a_kept_sweep_enters_the_pairs_and_a_device_with_neither_programs_nor_sweep_does_not(monkeypatch, tmp_path):
+    from offload_repro.plan import jobs
+
+    monkeypatch.setattr(jobs, "REPO_ROOT", tmp_path)
+    kept = tmp_path / "experiments" / "device-results"
+    (kept / "chip-a" / "sweep" / "points").mkdir(parents=True)
+    (kept / "chip-a" / "sweep" / "programs").mkdir()
+    (kept / "chip-a" / "sweep" / "points" / "p1.json").write_text("{}")
+    (kept / "chip-a" / "sweep" / "programs" / "p1.hlo.gz").write_bytes(b"")
+    (kept / "chip-b" / "runs").mkdir(parents=True)
+    assert jobs.kept_sweep("chip-a") == [
+        "experiments/device-results/chip-a/sweep/points/p1.json",
+        "experiments/device-results/chip-a/sweep/programs/p1.hlo.gz",
+    ]
+    assert jobs.kept_sweep("chip-b") == [] and jobs.pair_devices(["chip-a", "chip-b", "chip-a"]) == ["chip-a"]

@@ -31,6 +31,7 @@ COMMANDS = (
     "infer",
     "predict",
     "predict_device",
+    "predict_pairs",
     "latency_profile",
     "compile_measured",
     "measured_profile",

@@ -16,6 +16,7 @@ sys.path.insert(0, PACKAGE_DIR)
 from offload_repro.core.data import DataError, load_target  # noqa: E402
 from offload_repro.plan.inputs import COMMANDS, stage_code  # noqa: E402
 from offload_repro.plan.jobs import FRONTIER_PRIORITY, as_bool, kept_programs, kept_results, make_plan  # noqa: E402
+from offload_repro.plan.jobs import kept_sweep, pair_devices  # noqa: E402
 
 validate(config, "../schemas/config.schema.yaml")
 config["allow_unpinned_container"] = as_bool(config["allow_unpinned_container"])
@@ -26,6 +27,8 @@ except DataError as err:
     raise WorkflowError(str(err)) from None
 
 TARGET, COMPILE_TARGET = PLAN.target, PLAN.compile_target
+# the devices whose kept programs or sweep give pairs measured on a device
+PAIR_DEVICES = pair_devices([TARGET.name, *PLAN.device_targets])
 TARGET_FILE = f"experiments/targets/{TARGET.name}.yaml"
 COMPILE_TARGET_FILE = f"experiments/targets/{COMPILE_TARGET.name}.yaml"
 CLAIMS_FILE = "experiments/claims.yaml"

@@ -94,3 +94,37 @@ rule predict_device:
     shell:
         "{params.cli} predict_device --target {wildcards.target} --calibrated-by {input.calibrated_by} --out {output}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
+
+
+# The step-time model's error on ratios, per kind of pair, in percentage points: the source's pairs of
+# published throughputs, and each device's pairs of kept programs and sweep points, with and without
+# the host-copy and overlap terms (with the validation stage, also its runs' pairs of two scales);
+# each pair's regime and the speed claims' records.
+rule pair_errors:
+    input:
+        tables=config["tables"],
+        compiled=expand(f"results/compiled/{PLAN.calibration_target}/{{row}}.json", row=PLAN.row_ids),
+        prediction=f"results/predicted/{PLAN.calibration_target}.json",
+        kept=[path for name in PAIR_DEVICES for path in [*kept_results(name), *kept_programs(name), *kept_sweep(name)]],
+        targets=PLAN.target_files,
+        claims=CLAIMS_FILE,
+        reads=["experiments/speed.yaml"],
+        # with the validation stage: two scales of one placement, from its runs measured elsewhere
+        validation=["results/validation/model.json"] if PLAN.measured_runs else [],
+        code=CODE["predict_pairs"],
+    output:
+        "results/predicted/pair-errors.json",
+    log:
+        "results/predicted/logs/pair-errors.log",
+    conda:
+        CONDA_ENV
+    params:
+        cli=cli,
+        devices=" ".join(PAIR_DEVICES),
+        target=PLAN.calibration_target,
+        validation=lambda wildcards, input: (f"--validation {input.validation}" if input.validation else ""),
+    shell:
+        "{params.cli} predict_pairs --tables {input.tables:q} --target {params.target} --out {output}"
+        " --claims {input.claims} --prediction {input.prediction} {input.compiled} --devices {params.devices}"
+        " {params.validation}"
+        " > {log} 2>&1 || (cat {log} >&2; exit 1)"

@@ -81,6 +81,8 @@ rule report:
         assumptions=lambda wildcards: (
             ["results/whatif/assumptions.json"] if PLAN.sensitivity and wildcards.target == TARGET.name else []
         ),
+        # the step-time model's error on ratios, charted on this run's target's appendix
+        pairs=lambda wildcards: (["results/predicted/pair-errors.json"] if wildcards.target == TARGET.name else []),
         code=CODE["report"],
     output:
         page="results/report/{target}.html",
@@ -92,9 +94,10 @@ rule report:
     params:
         cli=cli,
         assumptions=lambda wildcards, input: (f"--assumptions {input.assumptions}" if input.assumptions else ""),
+        pairs=lambda wildcards, input: (f"--pairs {input.pairs}" if input.pairs else ""),
     shell:
         "{params.cli} report --tables {input.tables:q} --evidence {input.evidence} --verdicts {input.verdicts}"
-        " --out {output.page} {params.assumptions}"
+        " --out {output.page} {params.assumptions} {params.pairs}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 

@@ -149,6 +149,9 @@ def test_singles_first_failing_rows_first_and_the_rank_prefers_a_choice_found_wi
         fsdp["not_compiled"]["deepseek-offload-plain"]
         == "not compiled: deepseek-offload-optimized still fails under it"
     )
+    # a row it changes but did not compile has no margin: never the defaults' in its place
+    assert fsdp["margins_gib"]["deepseek-offload-plain"] is None
+    assert fsdp["margins_gib"]["llama-baseline"] == DEFAULTS["llama-baseline"]  # a row it does not change
     asked = [rows for changes, rows in compiles.asked if changes == ("deepseek-parallelism.fsdp-over-experts",)]
     assert asked == [["deepseek-offload-optimized", "deepseek-remat"]]
     # capacity-1.0 holds on both failing rows, then its other rows are compiled, and it is the one single that holds

@@ -251,6 +251,19 @@ def kept_programs(target: str) -> list[str]:
     return [str(path.relative_to(REPO_ROOT)) for path in files]
 
 
+def kept_sweep(target: str) -> list[str]:
+    """A device target's kept sweep (each point's record and scheduled HLO), from which its placement
+    pairs are predicted; [] where no sweep is kept yet."""
+    kept = REPO_ROOT / DEVICE_RESULTS_DIR / target / "sweep"
+    files = [*sorted(kept.glob("points/*.json")), *sorted(kept.glob("programs/*.hlo.gz"))]
+    return [str(path.relative_to(REPO_ROOT)) for path in files]
+
+
+def pair_devices(targets: list[str]) -> list[str]:
+    """The targets whose kept programs or sweep give the step-time model's pairs measured on a device."""
+    return [name for name in dict.fromkeys(targets) if kept_programs(name) or kept_sweep(name)]
+
+
 def device_targets(current: str) -> list[str]:
     """Every target but this run's whose device tier's runs are kept as data, and that has a target file."""
     found = kept_run_targets()

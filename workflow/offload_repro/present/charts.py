@@ -411,6 +411,59 @@ def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin
     ).properties(title=title)
 
 
+SETS = {"sweep": "chip sweep, measured", "chip_rows": "chip rows, measured", "source": "source on GB200, published"}
+
+
+def offload_cost(pairs: dict[str, Any] | None) -> alt.TopLevelMixin | None:
+    """Each pair's cost of offloading (an offloading row's throughput over one that offloads nothing,
+    less one) against its regime (host-copy over compute time): the chip's pairs as measured, the model's
+    prediction of them as a line per family, and the source's rows as published, each at its regime, so
+    that a reader sees whether the source's rows lie inside the range the chip measured. Drawn from the
+    result's `chart` records as they are."""
+    records = (pairs or {}).get("chart") or []
+    if not records:
+        return None
+    data = pd.DataFrame(records).assign(where=lambda d: d["set"].map(SETS))
+    x = alt.X("copy_to_compute:Q", title="host-copy time / compute time", scale=alt.Scale(type="log"))
+    tooltip = [
+        "pair",
+        "where",
+        "calibrated_on",
+        alt.Tooltip("copy_to_compute:Q", format=".3f"),
+        alt.Tooltip("measured_pct:Q", format="+.1f", title="measured or published, %"),
+        alt.Tooltip("predicted_pct:Q", format="+.1f", title="predicted, %"),
+    ]
+    base = alt.Chart(data).encode(x=x, color=alt.Color("family:N", title="model"), tooltip=tooltip)
+    measured = base.mark_point(filled=True, size=80).encode(
+        y=alt.Y("measured_pct:Q", title="throughput ratio - 1, %"), shape=alt.Shape("where:N", title="pair")
+    )
+    chip = data[data["set"] != "source"]
+    predicted = (
+        alt.Chart(chip)
+        .mark_line(strokeDash=[5, 3], point=alt.OverlayMarkDef(filled=False, size=50))
+        .encode(x=x, y="predicted_pct:Q", color="family:N", tooltip=tooltip)
+    )
+    source = base.transform_filter(alt.datum.set == "source").mark_point(filled=False, size=80, shape="diamond")
+    source = source.encode(y="predicted_pct:Q")
+    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#999").encode(y="y:Q")
+    layers = [zero, measured, predicted, source]
+    spans = [
+        {"family": family, **span}
+        for family, span in ((pairs or {}).get("regimes") or {}).get("chip_range", {}).items()
+    ]
+    if spans:  # the regimes the chip measured pairs at, per model: a bar along the foot, its ends ticked
+        foot = alt.Chart(pd.DataFrame(spans)).encode(color="family:N", y=alt.value(290))
+        layers.insert(0, foot.mark_rule(strokeWidth=6, opacity=0.4).encode(x="low:Q", x2="high:Q"))
+        layers += [foot.mark_tick(thickness=3, size=14).encode(x=f"{end}:Q") for end in ("low", "high")]
+    title = titled(
+        "The cost of offloading against the regime: the chip's pairs and the source's rows",
+        "Filled: measured on the chip, or published for the source's rows on GB200; dashed line and hollow"
+        " circles: the step-time model's prediction of the chip's pairs; hollow diamonds: its prediction of"
+        " the source's pairs. Along the foot: the regimes the chip measured each model's pairs at.",
+    )
+    return alt.layer(*layers).properties(width=460, height=300, title=title)
+
+
 def inline_spec(name: str, chart: alt.TopLevelMixin) -> dict[str, str]:
     """A chart's Vega-Lite spec, safe inside a <script> element."""
     return {"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")}
@@ -463,3 +516,9 @@ def measured_chart(measured: dict[str, Any] | None) -> dict[str, str] | None:
     """The runs measured elsewhere, predicted against measured (present/measured_runs.py's section)."""
     chart = measured_against_predicted(measured["runs"]) if measured else None
     return inline_spec("measured-runs", chart) if chart is not None else None
+
+
+def pair_charts(pairs: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The step-time model's error on ratios, against the regime (produce/predicted/pair_errors.py)."""
+    chart = offload_cost(pairs)
+    return [] if chart is None else [inline_spec("offload-cost", chart)]

@@ -81,7 +81,12 @@ def appendix_path(page: Path) -> Path:
 
 
 def render_target(
-    rows: list[Row], evidence_path: Path, verdicts_path: Path, out_path: Path, assumptions_path: Path | None = None
+    rows: list[Row],
+    evidence_path: Path,
+    verdicts_path: Path,
+    out_path: Path,
+    assumptions_path: Path | None = None,
+    pairs_path: Path | None = None,
 ) -> str:
     """The target's page at `out_path` (what a reviewer reads first: the verdicts and the tables) and
     its appendix beside it (the diagnostics they rest on); returns the page."""
@@ -126,7 +131,9 @@ def render_target(
             load_claims(REPO_ROOT / verdicts["built_from"]["claims"]),
         ),
         main_charts=main_charts,
-        appendix_charts=appendix_charts + charts.whatif_charts(observations),
+        appendix_charts=appendix_charts
+        + charts.whatif_charts(observations)
+        + charts.pair_charts(read_result(pairs_path, "pair-errors") if pairs_path else None),
         whatif=whatif(rows, observations),
         speed=speed(rows, lookup, observations[own], verdicts, prediction, target.name == verdicts["compile_target"]),
         measured_runs=measured,

@@ -44,8 +44,8 @@ class Candidate:
 
     @property
     def smallest(self) -> float:
-        """Its smallest margin over the rows compiled (-inf where one did not compile)."""
-        known = [float("-inf") if m is None else m for m in self.margins.values()]
+        """Its smallest margin over the rows it was judged on (-inf where one did not compile)."""
+        known = [float("-inf") if m is None else m for r, m in self.margins.items() if r not in self.not_compiled]
         return min(known, default=float("-inf"))
 
     def record(self) -> dict[str, Any]:
@@ -103,6 +103,7 @@ class Search:
             ):
                 still = sorted(row for row in self.failing if (candidate.margins[row] or -1) < 0)
                 candidate.not_compiled = {row: f"not compiled: {', '.join(still)} still fails under it" for row in rest}
+                candidate.margins.update(dict.fromkeys(rest))  # unknown: it changes them, and they were not compiled
                 break
             if rows:
                 margins, errors = margins_of(self.constraints, self.compile(changes, rows))
