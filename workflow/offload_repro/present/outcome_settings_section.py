@@ -18,7 +18,23 @@ def rows_not_reproduced(record: dict[str, Any], rows: dict[str, Row]) -> list[di
     ]
 
 
-def outcome_settings_section(verdicts: dict[str, Any], rows: list[Row]) -> dict[str, Any] | None:
+def unpredicted(prediction: dict[str, Any] | None, rows: dict[str, Row]) -> list[dict[str, str]]:
+    """Each model family the prediction could not calibrate at all, with why, in the words of its rows
+    that have a published throughput (those a calibration is fitted on)."""
+    if not prediction:
+        return []
+    calibrated = set(prediction.get("calibration") or {})
+    found: dict[str, list[str]] = {}
+    for entry in (prediction.get("uncalibrated") or {}).values():
+        row = rows.get(entry["row"])
+        if row and row.family not in calibrated and row.published.get("tflops_per_device") is not None:
+            found.setdefault(row.family, []).append(entry["reason"])
+    return [{"family": family, "reasons": reasons} for family, reasons in found.items()]
+
+
+def outcome_settings_section(
+    verdicts: dict[str, Any], rows: list[Row], prediction: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """What the page says of the settings the outcomes decided: the chosen alternatives and why,
     every candidate's margins, the rows no candidate reproduces, and the counts under both settings;
     None where nothing was searched or recorded."""
@@ -52,6 +68,8 @@ def outcome_settings_section(verdicts: dict[str, Any], rows: list[Row]) -> dict[
         "chosen_in_view": outcome_settings.in_view(chosen),
         "why": record["why"],
         "not_reproduced": rows_not_reproduced(record, by_id),
+        # a family whose speed the model cannot predict under the choice (its calibration fails)
+        "unpredicted": unpredicted(prediction, by_id),
         "headline": (verdicts.get("settings") or {}).get("headline", "defaults"),
         "finding_counts_defaults": (verdicts.get("under_defaults") or {}).get("finding_counts"),
         "differing": [

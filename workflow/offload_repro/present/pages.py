@@ -115,7 +115,7 @@ def render_target(
         verdicts=verdicts,
         first_screen=first_screen(verdicts, target, compiled_on),
         # the settings the source's outcomes chose: on the page that shows the compile target's programs
-        outcome_settings=outcome_settings_section(verdicts, rows) if compiled_on else None,
+        outcome_settings=outcome_settings_section(verdicts, rows, prediction) if compiled_on else None,
         mechanism=mechanism.lines(rows, lookup) if compiled_on else [],
         rerun=rerun(target, rows, out_path.name, run_provenance, compile_provenance),
         main_page=out_path.name,
