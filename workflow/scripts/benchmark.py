@@ -1,7 +1,7 @@
 """Performance numbers of the main job on this machine (numbers to report, not a test).
 
     .venv/bin/python workflow/scripts/benchmark.py [--against COMMIT] [--config KEY=VALUE ...] [--repeats N]
-        [--skip-main-job] [--whatif]
+        [--skip-main-job] [--whatif] [--tiers quick [slow]]
 
 For this checkout, and for COMMIT side by side (a clean `git worktree` of it, same .venv), it
 measures, alternating the two so that a busy machine slows both alike (`--config` passes settings
@@ -11,8 +11,12 @@ to this checkout's runs only: `--against HEAD --config KEY=VALUE` prices one set
   once, per stage (first job start to last job end of each rule, from Snakemake's log) and per job;
 - the dry run on the fresh copy (`snakemake -n`, median of 3) and the no-op rerun after the job
   (`snakemake --cores all` with nothing to do, median of 3);
-- one bare MaxText run of llama-baseline's CPU arguments (median of 3), and the ratio
-  main job / bare run;
+- with --tiers, each tree's test tiers as its own envs/test.sh runs them: the quick tier
+  (`envs/test.sh --quick`) and the slow tier (the slow, SLURM and browser tests, with the tree's
+  own pytest-xdist arguments), wall time and whether they passed;
+- a bare MaxText run of llama-baseline's CPU arguments (median of 3) after each tree's turn, and
+  every figure as a ratio to the bare runs' median, so that a slower machine does not read as a
+  regression (or a faster one hide it);
 - whether both trees produced the same verdicts and the same compiled memory for every row;
 - with --whatif, after each main job: the cold what-if stage (`--config whatif=True`: the grid
   of rows x GPU targets, the capacity frontiers, the transfer budget), per stage and job, its
@@ -64,18 +68,25 @@ def median_s(command: list[str], cwd: Path, times: int = 3, env: dict[str, str] 
     return statistics.median(timed(command, cwd, env)[0] for _ in range(times))
 
 
+def checkout_of(commit: str | None, scratch: Path) -> Path:
+    """This checkout (commit None) or a clean worktree of the commit, made once, with this
+    checkout's .venv (the tiers run `.venv/bin/python` of the checkout)."""
+    if commit is None:
+        return REPO
+    checkout = scratch / f"src-{commit[:12]}"
+    if not checkout.exists():
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(checkout), commit],
+            check=True,
+            capture_output=True,
+        )
+        (checkout / ".venv").symlink_to(REPO / ".venv")
+    return checkout
+
+
 def tree_of(commit: str | None, scratch: Path) -> Path:
     """The workflow files of this checkout (commit None) or of a commit, in a fresh directory."""
-    source = REPO
-    if commit:
-        source = scratch / f"src-{commit[:12]}"
-        if not source.exists():
-            subprocess.run(
-                ["git", "-C", str(REPO), "worktree", "add", "--detach", str(source), commit],
-                check=True,
-                capture_output=True,
-            )
-    return copy_workflow(Path(tempfile.mkdtemp(prefix="bench-", dir=scratch)), source)
+    return copy_workflow(Path(tempfile.mkdtemp(prefix="bench-", dir=scratch)), checkout_of(commit, scratch))
 
 
 def jobs_from_log(log: str) -> list[dict[str, Any]]:
@@ -165,8 +176,40 @@ def whatif_stage(tree: Path) -> dict[str, Any]:
     return measured | {"frontiers": frontiers, "whatif_compiled_memory": compiled_memory(tree)}
 
 
+QUICK = "not slow and not slurm and not browser"
+SLOW_PARALLEL = re.compile(r"^SLOW_PARALLEL=\((.*)\)$", re.M)
+
+
+def test_tiers(checkout: Path, tiers: list[str]) -> dict[str, Any]:
+    """Wall seconds of each tier asked for, run as the checkout's own envs/test.sh runs it, and
+    whether it passed (the tiers write no results: no fresh copy is needed)."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    measured: dict[str, Any] = {}
+    if "quick" in tiers:
+        started = time.monotonic()
+        done = subprocess.run(["envs/test.sh", "--quick", "-q"], cwd=checkout, capture_output=True, text=True, env=env)
+        measured |= {"quick_tier_s": round(time.monotonic() - started, 1), "quick_tier_passed": done.returncode == 0}
+    if "slow" in tiers:
+        found = SLOW_PARALLEL.search((checkout / "envs/test.sh").read_text())
+        parallel = found.group(1).split() if found else []
+        command = [str(checkout / ".venv/bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *parallel]
+        started = time.monotonic()
+        done = subprocess.run([*command, "-m", f"not ({QUICK})"], cwd=checkout, capture_output=True, text=True, env=env)
+        measured |= {"slow_tier_s": round(time.monotonic() - started, 1), "slow_tier_passed": done.returncode == 0}
+    return measured
+
+
+def bare_arguments(scratch: Path) -> tuple[dict[str, Any], Path]:
+    """llama-baseline's CPU run record (its MaxText arguments), from a fresh copy of this checkout
+    where only that row was run, when no main job was measured."""
+    tree = tree_of(None, scratch)
+    timed([*SNAKEMAKE, "--cores", "all", "results/cpu/runs/llama-baseline.json"], tree)
+    return tree
+
+
 def bare_maxtext_run(tree: Path) -> float:
-    """One MaxText training run with llama-baseline's CPU arguments, as the main job recorded them."""
+    """One MaxText training run with llama-baseline's CPU arguments, as the main job recorded them
+    (median of 3)."""
     run = json.loads((tree / "results/cpu/runs/llama-baseline.json").read_text())
     arguments = run["provenance"]["maxtext_arguments"]
     import maxtext
@@ -180,11 +223,21 @@ def bare_maxtext_run(tree: Path) -> float:
     return median_s([PYTHON, "-m", "maxtext.trainers.pre_train.train", *arguments], work, env=env)
 
 
-def table(rows: list[tuple[str, Any, Any]]) -> str:
-    lines = [f"{'':44} {'this tree':>12} {'against':>12} {'ratio':>8}"]
+def table(rows: list[tuple[str, Any, Any]], bare: float) -> str:
+    """Each figure of both trees, against / this tree, and each tree's figure / the bare run (seconds
+    only: counts and ratios have no bare-run ratio)."""
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    lines = [f"{'':44} {'this tree':>10} {'against':>10} {'ratio':>7} {'this/bare':>10} {'against/bare':>13}"]
     for name, new, old in rows:
-        ratio = f"{old / new:8.2f}" if isinstance(new, int | float) and isinstance(old, int | float) and new else ""
-        lines.append(f"{name:44} {new if new is not None else '—':>12} {old if old is not None else '—':>12} {ratio}")
+        ratio = f"{old / new:7.2f}" if number(new) and number(old) and new else ""
+        seconds = "jobs_at_once" not in name
+        this_bare = f"{new / bare:10.2f}" if seconds and number(new) else ""
+        against_bare = f"{old / bare:13.2f}" if seconds and number(old) else ""
+        new_text, old_text = (value if value is not None else "—" for value in (new, old))
+        lines.append(f"{name:44} {new_text!s:>10} {old_text!s:>10} {ratio:>7} {this_bare:>10} {against_bare:>13}")
     return "\n".join(lines)
 
 
@@ -193,27 +246,37 @@ def main() -> None:
     parser.add_argument("--against", help="a previous commit to measure side by side")
     parser.add_argument("--config", nargs="+", default=[], help="settings for this checkout's runs only")
     parser.add_argument("--repeats", type=int, default=1, help="cold main jobs per tree (alternating)")
-    parser.add_argument("--skip-main-job", action="store_true", help="dry runs only")
+    parser.add_argument("--skip-main-job", action="store_true", help="dry runs only (and the tiers asked for)")
     parser.add_argument("--whatif", action="store_true", help="also the what-if stage after each main job")
+    parser.add_argument("--tiers", nargs="+", default=[], choices=["quick", "slow"], help="also these test tiers")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="offload-repro-bench-"))
     trees = {"this tree": None, **({"against": args.against} if args.against else {})}
-    if args.skip_main_job:
-        for name, commit in trees.items():  # each dry run on a fresh copy
-            print(name, round(median_s([*SNAKEMAKE, "-n", "--quiet"], tree_of(commit, scratch), 5), 2), "s dry run")
-        return
     measured: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    bare_runs: list[float] = []
+    bare_tree = None if not args.skip_main_job else bare_arguments(scratch)
     for repeat in range(args.repeats):
         order = list(trees) if repeat % 2 == 0 else list(reversed(trees))
         for name in order:
-            tree = tree_of(trees[name], scratch)
-            print(f"[{datetime.datetime.now():%H:%M:%S}] cold main job {repeat + 1}: {name}", file=sys.stderr)
-            config = args.config if name == "this tree" else []
-            measured[name].append(main_job(tree, config) | {"tree": str(tree)})
-            if args.whatif:
-                print(f"[{datetime.datetime.now():%H:%M:%S}] cold what-if {repeat + 1}: {name}", file=sys.stderr)
-                measured[name][-1] |= whatif_stage(tree)
-    bare = bare_maxtext_run(Path(measured["this tree"][0]["tree"]))
+            result: dict[str, Any] = {}
+            if args.skip_main_job:  # each dry run on a fresh copy
+                result["dry_run_s"] = round(median_s([*SNAKEMAKE, "-n", "--quiet"], tree_of(trees[name], scratch)), 2)
+            else:
+                tree = tree_of(trees[name], scratch)
+                print(f"[{datetime.datetime.now():%H:%M:%S}] cold main job {repeat + 1}: {name}", file=sys.stderr)
+                config = args.config if name == "this tree" else []
+                result = main_job(tree, config) | {"tree": str(tree)}
+                bare_tree = bare_tree or tree
+                if args.whatif:
+                    print(f"[{datetime.datetime.now():%H:%M:%S}] cold what-if {repeat + 1}: {name}", file=sys.stderr)
+                    result |= whatif_stage(tree)
+            if args.tiers:
+                print(f"[{datetime.datetime.now():%H:%M:%S}] tiers {args.tiers} {repeat + 1}: {name}", file=sys.stderr)
+                result |= test_tiers(checkout_of(trees[name], scratch), args.tiers)
+            measured[name].append(result)
+            # after each tree's turn, so that the bare runs meet the load the trees met
+            bare_runs.append(bare_maxtext_run(bare_tree))
+    bare = statistics.median(bare_runs)
 
     def med(name: str, pick) -> float | None:
         values = [pick(m) for m in measured.get(name, [])]
@@ -228,23 +291,25 @@ def main() -> None:
         names = sorted({name for runs in measured.values() for m in runs for name in m.get(field, {})})
         return [side_by_side(f"{label}{name}"[:44], lambda m, n=name: m[field].get(n)) for name in names]
 
-    jobs = ["main_job", "whatif"] if args.whatif else ["main_job"]
+    jobs = [] if args.skip_main_job else ["main_job", *(["whatif"] if args.whatif else [])]
     totals = ["dry_run_s", *(f"{job}_{key}" for job in jobs for key in ("s", "jobs_at_once", "noop_rerun_s"))]
-    rows = [side_by_side(f"{key} (median of {args.repeats})", lambda m, k=key: m[k]) for key in totals]
-    rows += per_name("main_job_stages_s", "stage ") + per_name("main_job_jobs_s", "")
-    rows += per_name("whatif_stages_s", "what-if stage ")
-    print(table(rows))
+    totals += [f"{tier}_tier_s" for tier in args.tiers]
+    rows = [side_by_side(f"{key} (median of {args.repeats})", lambda m, k=key: m.get(k)) for key in totals]
+    if not args.skip_main_job:
+        rows += per_name("main_job_stages_s", "stage ") + per_name("main_job_jobs_s", "")
+        rows += per_name("whatif_stages_s", "what-if stage ")
+    print(table(rows, bare))
+    print(f"\nbare MaxText run (llama-baseline, CPU; median of {len(bare_runs)} medians of 3): {bare:.1f} s")
+    for tier in args.tiers:
+        for name in trees:
+            passed = [m[f"{tier}_tier_passed"] for m in measured[name]]
+            print(f"{tier} tier, {name}: {'passed' if all(passed) else 'FAILED'} ({sum(passed)} of {len(passed)})")
     if args.whatif:
         print("\ncapacity frontier: largest fitting micro batch (micro batches compiled by the search / all points)")
         for name in trees:
             for key, found in measured[name][0]["frontiers"].items():
                 print(f"  {name:10} {key:40} {found['largest']!s:>4}  {found['compiled']} / {found['points']}")
-    main_new = med("this tree", lambda m: m["main_job_s"])
-    print(
-        f"\nbare MaxText run (llama-baseline, CPU, median of 3): {bare:.1f} s; "
-        f"main job / bare run = {main_new / bare:.1f}"
-    )
-    if args.against:
+    if args.against and not args.skip_main_job:
         new, old = measured["this tree"][0], measured["against"][0]
         same_verdicts = {k: v for k, v in new["verdicts"].items() if k in old["verdicts"]} == old["verdicts"]
         print(
@@ -259,7 +324,7 @@ def main() -> None:
             new_largest, old_largest = ({k: v["largest"] for k, v in m["frontiers"].items()} for m in (new, old))
             same = "identical" if new_largest == old_largest else "DIFFER"
             print(f"largest fitting micro batch of every policy and target: {same}")
-    (scratch / "benchmark.json").write_text(json.dumps(measured, indent=1, default=str))
+    (scratch / "benchmark.json").write_text(json.dumps({"bare_runs_s": bare_runs, **measured}, indent=1, default=str))
     print(f"raw numbers: {scratch / 'benchmark.json'}")
 
 
