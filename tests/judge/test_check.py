@@ -512,6 +512,17 @@ def test_the_runs_measured_elsewhere_record_no_carry_across_hardware_as_the_stag
         ), run["run"]
 
 
+CHIP_CARRY = {
+    "family": "deepseek",
+    "precision": "bfloat16",
+    "measured_by": "tpu-v5e-1",
+    "largest_abs": 0.2800,
+    "mean_abs": 0.1979,
+    "pairs": 3,
+    "recorded_from": "results/tpu-v5e-1/device-prediction.json under the defaults, 2026-12-07",
+}
+
+
 def test_a_whatif_prediction_takes_the_error_recorded_for_its_familys_carry_at_its_precision_or_none():
     """A prediction on hardware calibrated elsewhere takes, as its band, the largest error recorded for
     the carry of its family's calibration at the precision it was calibrated at: DeepSeek at BF16 the
@@ -519,6 +530,11 @@ def test_a_whatif_prediction_takes_the_error_recorded_for_its_familys_carry_at_i
     prediction on the calibration's own hardware takes none."""
     validation = load_validation()
     elsewhere = {"calibrated_by": "gb200-nvl72", "target": "gb300-nvl72"}
+    # under the settings the source's outcomes chose, GB200 gives no DeepSeek share to carry: none recorded
+    assert validation["calibrations"]["across_hardware"]["recorded_errors"] == []
+    assert across_hardware_error(elsewhere, {"family": "deepseek", "precision": "bfloat16"}, validation)[0] is None
+    # the carry the chip measured under the defaults, as it was recorded
+    validation["calibrations"]["across_hardware"]["recorded_errors"] = [CHIP_CARRY]
     error, why = across_hardware_error(elsewhere, {"family": "deepseek", "precision": "bfloat16"}, validation)
     assert error == 0.28
     assert why == (

@@ -49,7 +49,9 @@ rule check_claims:
         targets=PLAN.target_files,
         # each claim judged again under the defaults, where the chosen settings change a row
         defaults=lambda wildcards: (
-            ["results/{target}/evidence-defaults.json"] if PLAN.defaults_rows and wildcards.target == TARGET.name else []
+            ["results/{target}/evidence-defaults.json"]
+            if PLAN.defaults_rows and wildcards.target == TARGET.name
+            else []
         ),
         code=CODE["check"],
     output:
