@@ -314,13 +314,20 @@ def test_a_truncated_result_stops_the_workflow_naming_the_file(finished_copy):
 
 # What reads each rule's results in the default DAG: an edit replans a rule, then these.
 READERS = {
-    "run_row": {"collect_runs", "evidence_table"},
-    "compile_row": {"predict", "evidence_table"},
+    "run_row": {"collect_runs", "evidence_table", "evidence_defaults"},
+    # a row the chosen settings do not change is its own under the defaults too
+    "compile_row": {"predict", "evidence_table", "pair_errors", "predict_defaults", "evidence_defaults"},
+    "compile_defaults": {"predict_defaults", "evidence_defaults"},
     "analytic": {"evidence_table"},
-    "predict": {"evidence_table", "predict_device"},  # the chip's prediction carries GB200's calibration
+    "analytic_defaults": {"evidence_defaults"},
+    # the chip's prediction carries GB200's calibration; the pairs set it beside the published ratios
+    "predict": {"evidence_table", "predict_device", "pair_errors"},
+    "predict_defaults": {"evidence_defaults"},
     "predict_device": {"evidence_table"},
+    "pair_errors": {"report"},
     "collect_runs": set(),
     "evidence_table": {"check_claims", "report"},
+    "evidence_defaults": {"check_claims"},
     "check_claims": {"report"},
     "report": {"index"},
     "index": set(),
@@ -417,7 +424,9 @@ def test_a_command_help_text_edit_replans_that_stage_alone(faked_finish, tmp_pat
 def test_a_command_help_text_edit_replans_that_stage_on_a_finished_main_job(finished_copy):
     """The same on the real main job: predict's help reworded replans the prediction and its readers."""
     edit_help_text(finished_copy, "predict")
-    expected = {"predict", "predict_device", "evidence_table", "check_claims", "report", "index"}
+    # the prediction under the defaults runs the same command
+    expected = replanned({"predict", "predict_defaults"})
+    assert expected >= {"predict_device", "pair_errors", "evidence_defaults", "check_claims", "report", "index"}
     assert planned_rules(finished_copy) == expected
 
 
@@ -426,7 +435,9 @@ def test_a_data_input_edit_replans_its_readers(finished_copy):
     with open(finished_copy / "experiments/claims.yaml", "a") as handle:
         handle.write("\n# edited\n")
     # the claims are also the prediction's data input: a published speedup implies a throughput
-    assert planned_rules(finished_copy) == replanned({"predict", "evidence_table", "check_claims"})
+    assert planned_rules(finished_copy) == replanned(
+        {"predict", "predict_defaults", "pair_errors", "evidence_table", "check_claims"}
+    )
 
 
 @pytest.mark.slow
@@ -580,6 +591,9 @@ def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tabl
         defaults = {result["row"]: result for result in pool.map(compile_again, chosen)}
     fast = compiled(main_job)
     assert set(defaults) == set(AUTOTUNE_ROWS) and len(fast) == 9
+    # a row the settings chosen by the source's outcomes change is set beside its compile under the defaults
+    for path in (main_job / "results/defaults/compiled").glob("*.json"):
+        fast[path.stem] = json.loads(path.read_text())
     for row, result in defaults.items():
         assert result["status"] == "ok", (row, result["message"])
         for compile_only in ("--xla_gpu_autotune_level=0", "--xla_gpu_cuda_data_dir="):
