@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from offload_repro.core import outcome_settings
+from offload_repro.core import optional_stages, outcome_settings
 from offload_repro.core.data import Row
 
 
@@ -49,7 +49,7 @@ def outcome_settings_section(
     chosen = record["chosen"] or []
     return {
         "file": "experiments/outcome-settings.yaml",
-        "command": "snakemake --cores all --config infer=True",
+        "command": optional_stages.command("infer"),
         "search": declared["search"],
         "recorded_on": record["recorded_on"],
         "constrained": constrained,
