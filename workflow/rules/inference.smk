@@ -17,7 +17,8 @@ rule infer_settings:
         "results/inference/logs/search.log",
     conda:
         CONDA_ENV
-    threads: workflow.cores
+    # two compiles at once (each about 3 GB); Snakemake lowers it to --cores where fewer are given
+    threads: 2
     resources:
         runtime=240,
         mem_mb=6000,
