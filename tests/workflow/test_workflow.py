@@ -249,7 +249,8 @@ def test_every_gb200_row_is_predicted_and_every_speed_claim_is_judged_by_it(main
             assert scattered == pytest.approx(weights[row["family"]], rel=0.01), row["row"]
             # 128 GPUs in two NVLink domains: the FSDP collectives cross the network, charged in the step
             assert row["network"]["bytes_per_nic"]["ring"] > row["network"]["bytes_per_nic"]["floor"] > 0
-            assert row["breakdown"]["exposed_network_s"] >= 0
+            # a row no calibration reaches (DeepSeek under the chosen settings) has no terms to break down
+            assert row["breakdown"] is None or row["breakdown"]["exposed_network_s"] >= 0
     page = with_appendix(main_job / "results/report/cpu.html")  # the step-time model's detail: the appendix
     assert "Traffic between NVLink domains, as NCCL moves it" in page and 'id="model-error"' in page
     assert "cannot reach the published speeds" not in page
@@ -262,7 +263,9 @@ def test_the_profile_guided_programs_are_scheduled_by_the_models_profile(finishe
     that did not fit still does not. The default run compiles no alternative."""
     name = "xla-latency-estimator.profile-guided"
     assert not (finished_copy / "results/whatif/assumptions").exists()
-    chosen = ["llama-baseline", "deepseek-device-mb8"]
+    # Llama rows: under the settings the source's outcomes chose, no rate calibrates DeepSeek, so the
+    # profile costs none of its instructions
+    chosen = ["llama-baseline", "llama-qkv-offload-lhs"]
     targets = [f"results/whatif/assumptions/{name}/{row}.json" for row in chosen]
     done = snakemake(finished_copy, "--cores", "2", "--config", "assumptions=True", "--", *targets)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -510,7 +513,12 @@ def test_report_renders_every_chart_and_verdict(main_job):
     dom = rendered_dom(page)
     # the page draws what the claims are weighed by; the appendix the diagnostics
     assert rendered_charts(dom) == {"predicted": "true", "memory": "true"}
-    assert rendered_charts(rendered_dom(appendix)) == {"throughput": "true", "step-terms": "true", "losses": "true"}
+    assert rendered_charts(rendered_dom(appendix)) == {
+        "throughput": "true",
+        "step-terms": "true",
+        "losses": "true",
+        "offload-cost": "true",
+    }
     assert vega_graphics(dom) >= 2
     verdicts = json.loads((main_job / "results/cpu/verdicts.json").read_text())
     for claim in verdicts["claims"]:

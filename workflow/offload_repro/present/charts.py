@@ -56,7 +56,8 @@ def _bars(
 ) -> alt.Chart:
     """One bar per row and evidence source, coloured by the source."""
     return chart.mark_bar().encode(
-        x=alt.X(f"{field}:Q", title=title),
+        # the greedy rule drops a tick label that would touch its neighbour in a narrow panel
+        x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(labelOverlap="greedy")),
         y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
         yOffset="source:N",
         color=alt.Color("source:N", scale=colours(sources), title="evidence"),
@@ -356,7 +357,12 @@ def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str)
         .encode(
             y=alt.Y("label:N", title=None, sort=None),
             x=alt.X("sum(seconds):Q", title="seconds per step"),
-            color=alt.Color("term:N", sort=list(names.STEP_TERMS.values()), title="term"),
+            color=alt.Color(
+                "term:N",
+                sort=list(names.STEP_TERMS.values()),
+                title="term",
+                legend=alt.Legend(labelLimit=LABEL_LIMIT),
+            ),
             order=alt.Order("order:Q"),
             tooltip=["row", "term", alt.Tooltip("seconds:Q", format=".2f")],
         )
