@@ -56,8 +56,8 @@ def _bars(
 ) -> alt.Chart:
     """One bar per row and evidence source, coloured by the source."""
     return chart.mark_bar().encode(
-        # the greedy rule drops a tick label that would touch its neighbour in a narrow panel
-        x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(labelOverlap="greedy")),
+        # few ticks, and the greedy rule drops a label that would still touch its neighbour: panels are narrow
+        x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(labelOverlap="greedy", tickCount=5)),
         y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
         yOffset="source:N",
         color=alt.Color("source:N", scale=colours(sources), title="evidence"),
