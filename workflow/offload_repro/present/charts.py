@@ -213,7 +213,7 @@ def overlap(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelM
         .mark_bar()
         .encode(
             x=alt.X("seconds:Q", title="seconds per step (profiler trace)", stack=True),
-            y=alt.Y("label:N", title=None),
+            y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
             color=alt.Color("part:N", title=None),
             tooltip=["row", "part", alt.Tooltip("seconds:Q", format=".4g")],
         )
