@@ -10,7 +10,7 @@ from operator import getitem
 import pytest
 import yaml
 
-from conftest import CLAIMS, PREDICTED, REPO, RESULTS
+from conftest import CHIP_CARRY, CLAIMS, PREDICTED, REPO, RESULTS
 from offload_repro.core.data import DataError, hardware_classes, load_target
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.results import write_result
@@ -510,17 +510,6 @@ def test_the_runs_measured_elsewhere_record_no_carry_across_hardware_as_the_stag
             if run["precision"] == "bfloat16"
             else "not at fp8, and a share of one precision's peak is not carried to another"
         ), run["run"]
-
-
-CHIP_CARRY = {
-    "family": "deepseek",
-    "precision": "bfloat16",
-    "measured_by": "tpu-v5e-1",
-    "largest_abs": 0.2800,
-    "mean_abs": 0.1979,
-    "pairs": 3,
-    "recorded_from": "results/tpu-v5e-1/device-prediction.json under the defaults, 2026-12-07",
-}
 
 
 def test_a_whatif_prediction_takes_the_error_recorded_for_its_familys_carry_at_its_precision_or_none():

@@ -13,7 +13,7 @@ import gzip
 
 import pytest
 
-from conftest import FIXTURES, PREDICTED, REPO
+from conftest import CHIP_CARRY, FIXTURES, PREDICTED, REPO
 from offload_repro.core.data import load_target
 from offload_repro.core.files import read_json
 from offload_repro.core.measured_elsewhere import load_validation
@@ -137,15 +137,7 @@ def test_the_sources_calibration_carried_to_the_chip_is_a_carry_error_held_to_it
     validation = load_validation()
     # the file records none now (no DeepSeek share under the chosen settings): the carry as it was recorded
     assert validation["calibrations"]["across_hardware"]["recorded_errors"] == []
-    published = {
-        "family": "deepseek",
-        "precision": "bfloat16",
-        "measured_by": "tpu-v5e-1",
-        "largest_abs": 0.2800,
-        "mean_abs": 0.1979,
-        "pairs": 3,
-        "recorded_from": "results/tpu-v5e-1/device-prediction.json under the defaults, 2026-12-07",
-    }
+    published = dict(CHIP_CARRY)
     validation["calibrations"]["across_hardware"]["recorded_errors"] = [published]
     assert published["measured_by"] == "tpu-v5e-1" and published["pairs"] == 3
     assert unrecorded_carries(prediction["carry_errors"], "tpu-v5e-1", validation) == [
