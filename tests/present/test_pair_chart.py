@@ -47,10 +47,11 @@ def test_a_record_is_a_pair_of_an_offloading_row_over_one_that_offloads_nothing(
             continue
         assert line["placements"][0] == "offload" and line["placements"][1] != "offload"
         assert record["measured_pct"] == line["measured"] * 100 and record["copy_to_compute"] == line["regime"] > 0
-    # DeepSeek's remat row ran out of memory as compiled: its published 57% stands on the axis unpredicted
+    # no rate calibrates DeepSeek under the chosen settings: its published 57% stands on the axis unpredicted
     assert "deepseek-offload-optimized / deepseek-remat" in unpredicted
     published = next(r for r in PAIRS["chart"] if r["pair"] == "deepseek-offload-optimized / deepseek-remat")
-    assert round(published["measured_pct"], 6) == 57.0 and round(published["copy_to_compute"], 3) == 0.234
+    # its regime under the chosen settings (sequence length 2048), as the source's programs were compiled
+    assert round(published["measured_pct"], 6) == 57.0 and round(published["copy_to_compute"], 3) == 0.249
 
 
 def test_no_records_no_chart():

@@ -122,9 +122,11 @@ rule pair_errors:
         cli=cli,
         devices=" ".join(PAIR_DEVICES),
         target=PLAN.calibration_target,
+        # the source's and the what-if targets' regimes under the settings the source's outcomes chose
+        chosen=PLAN.chosen_option,
         validation=lambda wildcards, input: (f"--validation {input.validation}" if input.validation else ""),
     shell:
         "{params.cli} predict_pairs --tables {input.tables:q} --target {params.target} --out {output}"
         " --claims {input.claims} --prediction {input.prediction} {input.compiled} --devices {params.devices}"
-        " {params.validation}"
+        " {params.validation} {params.chosen}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"

@@ -53,6 +53,8 @@ rule check_claims:
             if PLAN.defaults_rows and wildcards.target == TARGET.name
             else []
         ),
+        # a predicted ratio of two placements takes the model's error on such ratios
+        pairs=lambda wildcards: (["results/predicted/pair-errors.json"] if wildcards.target == TARGET.name else []),
         code=CODE["check"],
     output:
         "results/{target}/verdicts.json",
@@ -69,9 +71,10 @@ rule check_claims:
         # with the sensitivity stage: each claim judged by compiled evidence marked robust or not
         assumptions=lambda wildcards, input: (f"--assumptions {input.assumptions}" if input.assumptions else ""),
         defaults=lambda wildcards, input: (f"--defaults-evidence {input.defaults}" if input.defaults else ""),
+        pairs=lambda wildcards, input: (f"--pair-errors {input.pairs}" if input.pairs else ""),
     shell:
         "{params.cli} check --tables {input.tables:q} --evidence {input.evidence} --claims {input.claims} --out {output}"
-        " {params.compile_target} {params.assumptions} {params.defaults}"
+        " {params.compile_target} {params.assumptions} {params.defaults} {params.pairs}"
         " > {log} 2>&1 || (cat {log} >&2; exit 1)"
 
 

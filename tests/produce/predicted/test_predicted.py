@@ -338,12 +338,31 @@ def stand_in_page(tmp_path_factory, tables, stand_in, stand_in_whatif) -> str:
     return rendered_page(work, tables, "cpu", inputs)
 
 
-def judged(published: dict[str, float] | float, claims: list[dict], path: Path) -> list[dict]:
-    """The claims judged by the Llama stand-ins' prediction, written to `path` (the verdicts read it)."""
+# A ratio claim's record of the pair-error stage, its rows inside the chip's measured regimes.
+INSIDE = {
+    "family": "llama",
+    "chip_error": {"largest_abs_pp": 3.0, "mean_abs_pp": 1.2, "sign_agrees": 5, "over": ["a", "b", "c", "d", "e"]},
+    "source_error": None,
+    "regime": 0.08,
+    "chip_range": {"low": 0.07, "high": 1.36},
+    "inside_chip_range": True,
+    "outside_by": None,
+}
+
+
+def judged(
+    published: dict[str, float] | float, claims: list[dict], path: Path, records: dict[str, dict] | None = None
+) -> list[dict]:
+    """The claims judged by the Llama stand-ins' prediction, written to `path` (the verdicts read it);
+    `records`: by claim, the pair-error stage's record."""
     result = write_result(path, "predicted", predicted_result(llama_rows(published), llama_programs()))
     observations = [obs.record() for obs in predicted_observations(result, str(path))]
     evidence = views(observations, {"gb200-nvl72": GB200})
-    return [judge_one(claim, claim["judged_by"][0], evidence, {"source-hardware": ["gb200-nvl72"]}) for claim in claims]
+    qualifying = {"source-hardware": ["gb200-nvl72"]}
+    return [
+        judge_one(claim, claim["judged_by"][0], evidence, qualifying, None, (records or {}).get(claim["id"]))
+        for claim in claims
+    ]
 
 
 def consistent(programs: dict) -> dict[str, float]:
@@ -376,7 +395,7 @@ def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges(tmp_pat
             "gain", {"type": "ratio", "rows": ["llama-qkv-offload-lhs", "llama-baseline"]}, 0.029, {"absolute": 0.02}
         ),
     ]
-    first = judged(published, claims, tmp_path / "first.json")
+    first = judged(published, claims, tmp_path / "first.json", {"gain": INSIDE})
     second = judged(published | {"llama-baseline": published["llama-baseline"] * 0.75}, claims, tmp_path / "2.json")
     own, other, gain = first
     # the baseline's own number is judged by a calibration on another row, and not moved by it...
@@ -388,9 +407,14 @@ def test_a_prediction_never_uses_the_published_number_of_a_row_it_judges(tmp_pat
     assert own["verdict"] == "inconclusive" and own["reason"].startswith("unmeasured")
     # the measured error widens every other band; the prediction lies inside it
     for judgement in (other, gain):
-        assert 0 < judgement["band"]["error"] < 1
         assert judgement["band"]["low"] <= judgement["observed"] <= judgement["band"]["high"]
+    assert 0 < other["band"]["error"] < 1 and other["band"]["error_unit"] == "fraction"
     assert gain["observed"] == pytest.approx(11 / 10 - 1)  # the stand-ins: 10% fewer FLOPs, copies hidden
+    # a ratio of two placements takes the chip's error on such ratios, in pp: within 3 pp of each prediction
+    assert (gain["band"]["error"], gain["band"]["error_unit"]) == (3.0, "pp")
+    assert gain["band"]["high"] - gain["band"]["low"] >= 0.06 - 1e-12
+    # without the stage's record, its error is unmeasured: an error across scales never stands in
+    assert second[2]["verdict"] == "inconclusive" and second[2]["reason"].startswith("unmeasured")
 
 
 def family_facts(
@@ -585,8 +609,11 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
     qualifying = {"source-hardware": ["gb200-nvl72"]}
     # no error on real GPUs recorded: the band is the leave-one-out error alone
     kinds = {"llama": {"families": ["llama"], "what": "dense", "recorded_error": None}}
+    # the ordering compares two placements: its band takes the pair-error stage's error on such ratios
     judge = varied_verdicts(
-        lambda chosen, seen: check_claims(chosen, views(seen, {"gb200-nvl72": GB200}), qualifying, kinds)
+        lambda chosen, seen: check_claims(
+            chosen, views(seen, {"gb200-nvl72": GB200}), qualifying, kinds, {"lhs-faster": INSIDE}
+        )
     )
     alternatives = [
         {"id": "same", "results": {}, "predicted": default},
@@ -622,9 +649,9 @@ def test_a_speed_claim_judged_by_prediction_is_judged_again_under_each_alternati
     assert [u["verdict"] for u in everything["baseline-fits"]["under"]] == ["pass"] * 5
     found = everything["lhs-faster"]
     assert (found["by"], found["default"], found["robust"]) == ("predicted", "pass", False)
-    # more compute makes the offload row slower, and the default throughputs no longer fit: the
-    # error measured under it is too wide to decide the ordering
-    assert [u["verdict"] for u in found["under"]] == ["pass", "inconclusive", "untested", "untested", "pass"]
+    # more compute makes the offload row slower, by more than the recorded error on such ratios: the
+    # ordering turns, decided against
+    assert [u["verdict"] for u in found["under"]] == ["pass", "fail", "untested", "untested", "pass"]
     assert found["depends_on"] == ["speed"] and found["untested"] == ["speed.unpredicted", "speed.too-big"]
     # a row that does not fit under an alternative is not predicted: the claim says so
     assert found["under"][3]["why"] == "llama-qkv-offload-lhs is out of memory under it (250.0 GiB)"

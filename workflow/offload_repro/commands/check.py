@@ -18,6 +18,7 @@ from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
 from offload_repro.judge.independence import chosen_in_view, mark
 from offload_repro.judge.robustness import changes_by_alternative, policy_points, robustness, varied_verdicts
+from offload_repro.judge.sign_disagreements import ratio_records, sign_disagreements
 from offload_repro.judge.verdicts import check_claims, counted_as, tally
 
 PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES, arguments.EVIDENCE)
@@ -37,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="the evidence with the compile target's programs under the defaults, where the settings the"
         " source's outcomes chose change a row: every claim is judged under it too",
+    )
+    parser.add_argument(
+        "--pair-errors",
+        type=Path,
+        help="the pair-error stage's result: a predicted ratio of two placements takes its error on such ratios,"
+        " and the page states where the model's sign disagrees with the post's",
     )
     parser.add_argument("--frontier", type=Path, default=Path("experiments/frontier.yaml"), help="(with --assumptions)")
     parser.add_argument(
@@ -58,7 +65,12 @@ def _mark_robustness(
     """Each claim's verdict under every alternative assumption (the sensitivity stage's result)."""
     sensitivity = read_result(args.assumptions, "assumptions")
     points, micro_batches = policy_points(read_yaml(args.frontier)["policies"], load_rows(args.tables))
-    judge = varied_verdicts(lambda chosen, observations: check_claims(chosen, views(observations, targets), qualifying))
+    records = ratio_records(args.pair_errors)
+    judge = varied_verdicts(
+        lambda chosen, observations: check_claims(
+            chosen, views(observations, targets), qualifying, ratio_records=records
+        )
+    )
     found = robustness(claims, evidence["observations"], sensitivity, judge, points, micro_batches)
     for claim in verdicts["claims"]:
         if claim["id"] in found:
@@ -76,7 +88,9 @@ def under_defaults(
     """Each claim judged again on the evidence under the defaults; its verdict there beside its own,
     and the counts under the defaults beside the headline's."""
     evidence = read_result(args.defaults_evidence, "evidence")
-    judged = check_claims(claims, views(evidence["observations"], targets), qualifying)
+    judged = check_claims(
+        claims, views(evidence["observations"], targets), qualifying, ratio_records=ratio_records(args.pair_errors)
+    )
     mark(judged["claims"], load_rows(args.tables) if args.tables else [], load_assumptions())
     by_id = {claim["id"]: claim for claim in judged["claims"]}
     for claim in verdicts["claims"]:
@@ -100,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     names = {name for targets in qualifying.values() for name in targets}
     names |= {obs["target"] for obs in evidence["observations"] if obs["target"]}
     targets = {name: load_target(name) for name in sorted(names)}
-    verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying)
+    records = ratio_records(args.pair_errors)
+    verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying, ratio_records=records)
     if args.assumptions:
         _mark_robustness(args, claims, evidence, verdicts, targets, qualifying)
     rows = load_rows(args.tables) if args.tables else []
@@ -112,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if args.defaults_evidence:
         under_defaults(args, claims, verdicts, targets, qualifying)
     verdicts["settings"] = {"chosen": chosen, "headline": "chosen" if chosen else "defaults"}
+    verdicts["sign_disagreements"] = sign_disagreements(args.pair_errors)
     verdicts |= tally(verdicts["claims"])
     write_result(
         args.out,

@@ -15,7 +15,15 @@ from offload_repro.core.results import read_result, write_result
 from offload_repro.produce.predicted.pair_errors import PLACEMENTS, load_record, pair_errors
 from offload_repro.produce.predicted.prediction import network_shape, read_program
 
-PARENTS = (arguments.TABLES, arguments.TARGET, arguments.OUT, arguments.SPEED, arguments.CLAIMS, arguments.COMPILED)
+PARENTS = (
+    arguments.TABLES,
+    arguments.TARGET,
+    arguments.OUT,
+    arguments.SPEED,
+    arguments.CLAIMS,
+    arguments.COMPILED,
+    arguments.CHOSEN,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         read_result(args.prediction, "predicted"),
         load_record(),
         read_result(args.validation, "validation") if args.validation else None,
+        # the source's rows as compiled and predicted: under the chosen settings (the chip's keep their own)
+        regime_rows=arguments.rows(args),
     )
     result = write_result(args.out, "pair-errors", found)
     for name, summary in result["summaries"][PLACEMENTS].items():

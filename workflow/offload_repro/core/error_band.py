@@ -11,3 +11,9 @@ Span = tuple[float | None, float | None]  # (low, high); None: that side is open
 def widened(value: float, error: float) -> Span:
     """Where a measured (or published) value lies, given `value` predicted with error up to `error`."""
     return value / (1 + error), (value / (1 - error) if error < 1 else None)
+
+
+def shifted(quotient: float, pp: float) -> Span:
+    """Where a measured ratio's quotient lies, given `quotient` predicted with an error of up to `pp`
+    percentage points on quotient - 1 (how a ratio's error is measured: pairs of one kind)."""
+    return quotient - pp / 100, quotient + pp / 100

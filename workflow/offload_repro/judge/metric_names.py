@@ -54,6 +54,7 @@ ERROR_AGAINST_MEASURED_LARGEST_ABS = "error_against_measured_largest_abs"
 TFLOPS_ACROSS_HARDWARE = "tflops_per_device_across_hardware"
 STEP_S_ACROSS_HARDWARE = "step_s_across_hardware"
 CALIBRATED_ON = "calibrated_on"  # the row (or run) a prediction's default calibration is
+UNPREDICTED_WHY = "unpredicted_why"  # why no calibration of a row's model predicts it (the result's words)
 FAMILY = "family"
 PLACEMENT_KIND = "placement_kind"
 
@@ -238,6 +239,7 @@ NAMES = frozenset(
         "hbm_gb_per_step",
         "collective_gb_per_step",
         "implied_host_gb_s_per_direction",
+        UNPREDICTED_WHY,
         "offload_gain",
         *MEASURED_RUN,
     }

@@ -297,6 +297,15 @@ def predicted_observations(result: dict[str, Any], source: str) -> list[Observat
         present = [value for value in row.get("tflops_per_device") or [] if value is not None]
         if present:
             seen.add(names.TFLOPS, central, "TFLOPs/s/device", low=min(present), high=max(present))
+        else:  # no calibration of its model reaches it: the result says why, row by row of the model
+            family = {r["row"]: r.get("family") for r in result["rows"]}
+            reasons = [
+                entry["reason"]
+                for entry in (result.get("uncalibrated") or {}).values()
+                if family.get(entry["row"]) == row.get("family")
+            ]
+            if reasons:
+                seen.add(names.UNPREDICTED_WHY, f"no rate of {row['family']} calibrates: " + "; ".join(reasons))
         across = across_hardware_error(result, row, validation)
         if across and present and across[0] is None:  # the carry is unmeasured: no band, and why
             seen.add(names.TFLOPS_ACROSS_HARDWARE, present[0], "TFLOPs/s/device", message=across[1])

@@ -13,15 +13,25 @@ derives from (`published_sources`) and its placement kind (`placement_kind`: off
   never enter its error.
 - Calibration: the model's default calibration row, unless its published throughput derives from
   one of the claim's own values; then the next one that does not; none left: not comparable.
-- Error, per pair of rows the claim compares (a value claim: its calibration row and its row): the
-  largest leave-one-out error over the pairs of the same kind (the two rows' placement kinds, in the
-  same model) that leave the claim's own values out. No such pair: the error is unmeasured and the
-  verdict inconclusive, saying so.
-- Band: the leave-one-out error is e = predicted / published - 1, so a published value lies in
-  [predicted / (1 + e), predicted / (1 - e)]; each setting's prediction is widened so, once: a value
-  claim's row, a ratio's or an ordering's quotient of its two rows. A setting where no rate calibrates
-  leaves open the side toward which the prediction moves as that setting is approached (both sides
-  where that cannot be told).
+- Error, per pair of rows the claim compares (a value claim: its calibration row and its row):
+  - a ratio's or an ordering's pair of two placements at one scale (offload against remat or device):
+    the model's error on ratios of that kind of pair, in percentage points (pp) on quotient - 1
+    (produce/predicted/pair_errors.py): the larger of the largest over the chip's measured placement
+    pairs of the family (experiments/pair-errors.yaml), taken only where the source rows' regime (host
+    copies over compute) lies inside the chip's measured range, and the largest over the source's
+    pairs of published throughputs that leave the claim's own values out. Neither: unmeasured, saying
+    how far outside the chip's range the rows sit. Errors across scales (real GPUs) never stand in:
+    the pair differs in placement, not scale;
+  - any other pair: the largest leave-one-out throughput error over the pairs of the same kind (the
+    two rows' placement kinds, in the same model) that leave the claim's own values out, or the error
+    on real GPUs recorded for the family where larger. No such pair: unmeasured.
+  An unmeasured error leaves the verdict inconclusive, saying so.
+- Band: a throughput error is e = predicted / published - 1, so a published value lies in
+  [predicted / (1 + e), predicted / (1 - e)]; a ratio error of p pp puts a quotient within p / 100 of
+  the predicted one. Each setting's prediction is widened so, once: a value claim's row, a ratio's or
+  an ordering's quotient of its two rows. A setting where no rate calibrates leaves open the side
+  toward which the prediction moves as that setting is approached (both sides where that cannot be
+  told).
 - Verdict: pass where the whole band lies inside the claim's tolerance, fail where it lies wholly
   outside, else inconclusive; an ordering is decided only where every setting decides it.
 """
@@ -29,14 +39,32 @@ derives from (`published_sources`) and its placement kind (`placement_kind`: off
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from offload_repro.core.error_band import widened
+from offload_repro.core.error_band import Span, shifted, widened
 from offload_repro.judge import metric_names as names
 from offload_repro.judge.spread import number
 
 Setting = tuple[str, str, str]  # the links' efficiency level, network end, schedule
 LEVEL_ORDER = {"low": 0, "central": 1, "high": 2}  # the links' efficiency levels, slowest first
+PP, FRACTION = "pp", "fraction"  # the units of a pair's error: on a ratio, or on a throughput
+
+
+class PairError(NamedTuple):
+    """The error a pair's quotient is widened by: `value` in `unit` (PP or FRACTION)."""
+
+    value: float
+    unit: str = FRACTION
+
+    def span(self, quotient: float) -> Span:
+        return shifted(quotient, self.value) if self.unit == PP else widened(quotient, self.value)
+
+    @property
+    def as_fraction(self) -> float:  # to rank errors of both units: a pp on a quotient near 1
+        return self.value / 100 if self.unit == PP else self.value
+
+    def text(self) -> str:
+        return f"±{self.value:.2f} pp" if self.unit == PP else f"±{self.value:.1%}"
 
 
 @dataclass(frozen=True)
@@ -165,6 +193,63 @@ def measured_error(
     )
 
 
+def placement_pair(facts: dict[str, dict[str, Any]], pair: tuple[str, str]) -> bool:
+    """Two placements of one model at one scale: the rows' placement kinds differ (offload, device, remat)."""
+    kinds = {facts.get(row, {}).get("placement_kind") for row in pair}
+    return len(kinds) == 2 and None not in kinds
+
+
+def ratio_error(record: dict[str, Any] | None, target: str | None = None) -> tuple[float | None, str, str]:
+    """A placement pair's ratio error in pp, from the claim's record of the pair-error stage
+    (results/predicted/pair-errors.json, `claims`): the larger of the chip's recorded error, where the
+    rows' regime is inside its measured range, and the source's own (module doc); (None, why,
+    "unmeasured") where neither is."""
+    if record is None:
+        return None, "unmeasured: the model's error on ratios of placement pairs was not given here", "unmeasured"
+    where = target or "the source's hardware"
+    chip, source, span = record.get("chip_error"), record.get("source_error"), record.get("chip_range")
+    regime = record.get("regime") or 0.0
+    at = f"{where}'s rows copy to host for {regime:.3f} of their compute time"
+    found: list[tuple[float, str, str]] = []
+    if chip and record.get("inside_chip_range"):
+        found.append(
+            (
+                chip["largest_abs_pp"],
+                f"±{chip['largest_abs_pp']:.2f} pp, the largest ratio error over {len(chip['over'])} placement pairs"
+                f" of {record['family']} measured on the chip (experiments/pair-errors.yaml; {at}, inside the"
+                f" chip's measured {span['low']:.3f} to {span['high']:.3f})",
+                "chip placement pairs",
+            )
+        )
+    if source:
+        found.append(
+            (
+                source["largest_abs_pp"],
+                f"±{source['largest_abs_pp']:.2f} pp, the largest ratio error over {len(source['over'])} pairs of"
+                f" {record['family']}'s published throughputs that leave this claim's own values out",
+                "source pairs",
+            )
+        )
+    if not found:
+        if chip and span:
+            side = "above" if regime > span["high"] else "below"
+            outside = f" (by a factor of {record['outside_by']:.2f})" if record.get("outside_by") else ""
+            why = (
+                f"unmeasured at this regime: {at}, {side} the chip's measured {span['low']:.3f} to"
+                f" {span['high']:.3f}{outside}, and every pair of the source's published throughputs uses this"
+                " claim's own values"
+            )
+        else:
+            why = (
+                "unmeasured: no placement pair of this family was measured on the chip, and every pair of the"
+                " source's published throughputs uses this claim's own values"
+            )
+        return None, why, "unmeasured"
+    value, why, source_name = max(found)
+    others = [text for v, text, _ in found if text != why]
+    return value, why + (f" (larger than {others[0]})" if others else ""), source_name
+
+
 def real_hardware_error(family: str | None, kinds: dict[str, Any]) -> tuple[float | None, str]:
     """The error on real GPUs that experiments/validation.yaml records for the family's kind of claim:
     the largest throughput error of a run measured elsewhere predicted from another of its model and
@@ -226,13 +311,16 @@ def open_sides(values: list[float | None], settings: list[Setting]) -> set[str]:
 def band(
     check: dict[str, Any],
     series: dict[str, list[float | None]],
-    errors: dict[tuple[str, str], float],
+    errors: dict[tuple[str, str], PairError | float],
     settings: list[Setting],
 ) -> dict[str, Any] | None:
     """Value and ratio claims: the lowest and highest value over every setting, each setting's
     prediction (a ratio: its quotient) widened once by its pair's error; None for an open side.
     Orderings: at how many settings the ordering holds, and at how many every pair's widened
     quotient decides it one way or the other."""
+    errors = {
+        pair: e if isinstance(e, PairError) else PairError(e) for pair, e in errors.items()
+    }  # a bare number: a fraction
     pairs = list(errors)
     rows = check["rows"]
     if any(row not in series for row in rows):
@@ -241,7 +329,7 @@ def band(
     if len(settings) != count:
         settings = []  # not recorded: an unpredicted setting opens both sides
     values = {row: (list(series[row]) + [None] * count)[:count] for row in rows}
-    largest = max(errors.values())
+    largest = max(errors.values(), key=lambda error: error.as_fraction)
     if check["type"] in ("value", "ratio"):
         quotient = (
             values[rows[0]]
@@ -251,21 +339,27 @@ def band(
         present = [q for q in quotient if q is not None]
         if not present:
             return None
-        error = errors[pairs[0]]
-        spans = [widened(q, error) for q in present]
+        spans = [errors[pairs[0]].span(q) for q in present]
         shift = 0.0 if check["type"] == "value" else 1.0
         opened = open_sides(quotient, settings)
         low = None if "low" in opened else min(s[0] for s in spans) - shift
         highs = [s[1] for s in spans]
         high = None if "high" in opened or None in highs else max(highs) - shift  # type: ignore[type-var]
         missing = count - len(present)
-        return {"low": low, "high": high, "settings": count, "unpredicted_settings": missing, "error": largest}
+        return {
+            "low": low,
+            "high": high,
+            "settings": count,
+            "unpredicted_settings": missing,
+            "error": largest.value,
+            "error_unit": largest.unit,
+        }
     held = decided_for = decided_against = 0
     for i in range(count):
         quotients = {(a, b): (values[a][i], values[b][i]) for a, b in pairs}
         if any(a is None or not b for a, b in quotients.values()):
             continue  # no prediction here: this setting decides nothing
-        spans = {pair: widened(a / b, errors[pair]) for pair, (a, b) in quotients.items()}
+        spans = {pair: errors[pair].span(a / b) for pair, (a, b) in quotients.items()}
         held += all(a > b for a, b in quotients.values())
         decided_for += all(low > 1 for low, _ in spans.values())
         decided_against += any(high is not None and high < 1 for _, high in spans.values())
@@ -274,7 +368,8 @@ def band(
         "decided_for": decided_for,
         "decided_against": decided_against,
         "settings": count,
-        "error": largest,
+        "error": largest.value,
+        "error_unit": largest.unit,
     }
 
 
@@ -299,7 +394,7 @@ def verdict(check: dict[str, Any], found: dict[str, Any], published: Any, tolera
 
 def inconclusive_reason(claim: dict[str, Any], found: dict[str, Any], tolerance: dict[str, Any] | None) -> str:
     """Why the band cannot decide the claim, in its numbers."""
-    error = f"±{found['error']:.1%}"
+    error = PairError(found["error"], found.get("error_unit", FRACTION)).text()
     if "low" in found:
         published = claim.get("published")
         ratio = claim["check"]["type"] == "ratio"
@@ -311,15 +406,33 @@ def inconclusive_reason(claim: dict[str, Any], found: dict[str, Any], tolerance:
             allowed = tolerance["absolute"] if "absolute" in tolerance else tolerance["relative"] * abs(published)
         unpredicted = found.get("unpredicted_settings")
         where = f"; no rate calibrates {unpredicted} of {found['settings']} settings" if unpredicted else ""
-        return (
+        said = (
             f"the band {low} to {high} (the model's measured error of {error} included{where})"
             f" straddles the tolerance {text(published - allowed)} to {text(published + allowed)}"
         )
+        return said + decided_below(found, published, allowed)
     return (
         f"the predicted gaps between the rows do not exceed the model's measured error of {error}"
         f" at every setting (decided for the claim at {found['decided_for']} and against it at"
         f" {found['decided_against']} of {found['settings']} settings)"
     )
+
+
+def decided_below(found: dict[str, Any], published: float, allowed: float) -> str:
+    """For a band in pp with both sides known: the error under which the same predictions would decide
+    the claim, which names the measurement that keeps it open ('' where that cannot be told)."""
+    if found.get("error_unit") != PP or found["low"] is None or found["high"] is None:
+        return ""
+    margin = found["error"] / 100
+    lowest, highest = found["low"] + margin, found["high"] - margin  # the predictions themselves
+    below, above = published - allowed, published + allowed
+    if highest < below or lowest > above:
+        gap = (below - highest) if highest < below else (lowest - above)
+        return f"; the predictions alone lie outside it: an error below {gap * 100:.2f} pp would fail the claim"
+    if below <= lowest and highest <= above:
+        room = min(lowest - below, above - highest)
+        return f"; the predictions lie inside it: an error below {room * 100:.2f} pp would pass the claim"
+    return "; the predictions themselves straddle it: no error would decide the claim"
 
 
 def terms_text(row: str, observed: dict[str, Any]) -> str:

@@ -46,10 +46,12 @@ def judge_one(
     candidates: list[EvidenceView],
     qualifying: dict[str, list[str]],
     kinds: dict[str, Any] | None = None,
+    ratio_record: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One claim judged by one evidence kind; `qualifying` maps a hardware class to its targets;
     `kinds`: the kinds of claim of experiments/validation.yaml, whose recorded error on real GPUs a
-    predicted band also takes."""
+    predicted band also takes; `ratio_record`: the claim's record of the pair-error stage, whose
+    error on ratios a placement pair's band takes."""
     if rule.get("metric"):  # this evidence measures the claim's quantity by a metric of its own
         claim = {**claim, "check": {**claim["check"], "metric": rule["metric"]}}
     check, kind = claim["check"], rule["evidence"]
@@ -60,9 +62,9 @@ def judge_one(
     usable = [view for view in candidates if hardware == "any" or hardware in view.judges]
     if not usable:
         targets = qualifying.get(hardware, [])
-        names = " / ".join(targets) or "no target file yet"
+        listed = " / ".join(targets) or "no target file yet"
         here = "; ".join(view.source for view in candidates)
-        reason = f"needs {kind} evidence from {hardware} targets ({names}); here it is from: {here}"
+        reason = f"needs {kind} evidence from {hardware} targets ({listed}); here it is from: {here}"
         return base | {"source": here} | _not_comparable(reason, targets[0] if targets else None)
     evidence = usable[0]
     base |= {"target": evidence.target, "source": evidence.source}
@@ -84,12 +86,16 @@ def judge_one(
     metrics = [m for m in (check.get("metric"), check.get("expect_metric")) if m and check["type"] != "outcome"]
     all_ok = all(obs["status"] == "ok" and obs.get("outcome") != "oom" for obs in observed_rows.values())
     if metrics and all_ok and not any(obs.get(m) is not None for obs in observed_rows.values() for m in metrics):
-        return base | _not_comparable(f"the {kind} evidence here does not observe {' or '.join(metrics)}")
+        # a prediction says why it has no throughput for the row, where it knows
+        why = next(
+            (obs[names.UNPREDICTED_WHY] for obs in observed_rows.values() if obs.get(names.UNPREDICTED_WHY)), None
+        )
+        return base | _not_comparable(why or f"the {kind} evidence here does not observe {' or '.join(metrics)}")
     refused = [f"{row}: {obs['message']}" for row, obs in observed_rows.items() if obs["status"] == "refused"]
     if refused:  # a prediction the producer declined, saying why
         return base | _not_comparable("; ".join(refused))
     if kind == "predicted":
-        return base | _judge_predicted(claim, rule, evidence, observed_rows, kinds or {})
+        return base | _judge_predicted(claim, rule, evidence, observed_rows, kinds or {}, ratio_record)
     judgement = evaluate(claim, rule, observed_rows)
     metric = check.get("metric")
     spreads = {
@@ -104,9 +110,11 @@ def _judge_predicted(
     evidence: EvidenceView,
     observed_rows: dict[str, dict[str, Any]],
     kinds: dict[str, Any],
+    ratio_record: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """A speed claim by prediction: a calibration that is not the claim's own value, the band that
-    the model's measured error gives (the larger of the source rows' leave-one-out error and the
+    the model's measured error of the claim's kind of pair gives (a ratio of two placements: its
+    error on such ratios, in pp; else the larger of the source rows' leave-one-out error and the
     error on real GPUs recorded for its kind), and a verdict no stronger than that band
     (judge/prediction_verdicts.py)."""
     # a row whose program does not fit has no step to predict, whatever the calibration
@@ -124,11 +132,18 @@ def _judge_predicted(
     judgement = evaluate(judged, rule, under) | {"calibrated_on": calibrated_on}
     if judgement["verdict"] == "error":
         return judgement | {"metric": metric, "note": basis}
-    errors, whys, sources = {}, {}, {}
+    errors: dict[tuple[str, str], prediction_verdicts.PairError | None] = {}
+    whys, sources = {}, {}
+    ratio = claim["check"]["type"] != "value"
     for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
-        own = prediction_verdicts.measured_error(claim, evidence.rows, evidence.predicted, pair)
-        real = prediction_verdicts.real_hardware_error(evidence.rows[pair[0]].get(names.FAMILY), kinds)
-        errors[pair], why, sources[pair] = prediction_verdicts.larger_error(own, real)
+        if ratio and prediction_verdicts.placement_pair(evidence.rows, pair):
+            value, why, sources[pair] = prediction_verdicts.ratio_error(ratio_record, evidence.target)
+            errors[pair] = None if value is None else prediction_verdicts.PairError(value, prediction_verdicts.PP)
+        else:
+            own = prediction_verdicts.measured_error(claim, evidence.rows, evidence.predicted, pair)
+            real = prediction_verdicts.real_hardware_error(evidence.rows[pair[0]].get(names.FAMILY), kinds)
+            value, why, sources[pair] = prediction_verdicts.larger_error(own, real)
+            errors[pair] = None if value is None else prediction_verdicts.PairError(value)
         whys[pair] = f"{pair[0]} against {pair[1]}: {why}" if len(claim["check"]["rows"]) > 2 else why
     note = f"{basis}; {'; '.join(dict.fromkeys(whys.values()))}"
     unmeasured = [whys[pair] for pair, error in errors.items() if error is None]
@@ -137,10 +152,11 @@ def _judge_predicted(
         return judgement | {"verdict": "inconclusive", "reason": reason, "metric": metric, "note": basis}
     rows = claim["check"]["rows"]
     series = {row: values for row in rows if (values := predicted[row].series(calibrated_on))}
-    found = prediction_verdicts.band(judged["check"], series, errors, predicted[rows[0]].settings)
+    known = {pair: error for pair, error in errors.items() if error is not None}
+    found = prediction_verdicts.band(judged["check"], series, known, predicted[rows[0]].settings)
     if found is None:
         return judgement | {"verdict": "inconclusive", "reason": "no prediction at any setting", "note": note}
-    largest = max(errors, key=lambda pair: errors[pair] or 0)
+    largest = max(known, key=lambda pair: known[pair].as_fraction)
     found["error_from"] = sources[largest]
     tolerance = rule.get("tolerance") or claim.get("tolerance")
     judgement["verdict"] = prediction_verdicts.verdict(judged["check"], found, claim.get("published"), tolerance)
@@ -175,15 +191,18 @@ def check_claims(
     candidates: list[EvidenceView],
     qualifying: dict[str, list[str]],
     kinds: dict[str, Any] | None = None,
+    ratio_records: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Every claim judged; `kinds`: the kinds of claim whose recorded error on real GPUs widens a
     predicted band (experiments/validation.yaml's, read here: the same with or without the
-    validation stage)."""
+    validation stage); `ratio_records`: by claim, the pair-error stage's record, whose error on
+    ratios of placement pairs a predicted ratio's band takes (none given: unmeasured)."""
     results = []
     kinds = load_validation()["kinds"] if kinds is None else kinds
     for claim in claims:
+        record = (ratio_records or {}).get(claim["id"])
         judgements = [
-            judge_one(claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying, kinds)
+            judge_one(claim, rule, [v for v in candidates if v.evidence == rule["evidence"]], qualifying, kinds, record)
             for rule in claim["judged_by"]
         ]
         verdict = overall(judgements)

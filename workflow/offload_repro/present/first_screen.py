@@ -11,6 +11,7 @@ from typing import Any
 from offload_repro.core import optional_stages
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import Target, kept_run_targets, load_target
+from offload_repro.judge.prediction_verdicts import FRACTION, PairError
 from offload_repro.judge.verdicts import findings
 from offload_repro.present.rerun import snakemake_command
 from offload_repro.present.text import claim_tolerance
@@ -141,22 +142,47 @@ def stages_would_decide(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+# Where a predicted band's error was measured (its `error_from`), as the summary says it.
+ERROR_FROM = {
+    "real GPUs": "its throughput error across scales on real GPUs",
+    "leave-one-out": "its leave-one-out throughput error on the source's rows",
+    "chip placement pairs": "its ratio error on placement pairs measured on the chip",
+    "source pairs": "its ratio error on pairs of the source's rows",
+}
+
+
 def speed_undecided(claims: list[dict[str, Any]], would_judge: str | None) -> dict[str, Any] | None:
     """Where the speed claims stand when only the model speaks: how many the prediction judged, none
-    decided, the model's measured error beside the claims' tolerances, and what would decide them.
-    None where a prediction decided one (pass or fail) or none was predicted."""
+    decided; each band's error (with its unit and where it was measured) beside the claims it
+    widens, those left unmeasured, and the claims' tolerances; the speed claims no prediction
+    reaches; what would decide them. None where a prediction decided one (pass or fail) or none was
+    predicted."""
     predicted = [c for c in claims if c["summary"]["evidence"] == "predicted"]
     if not predicted or any(c["verdict"] in ("pass", "fail") for c in predicted):
         return None
-    bands = [c["summary"]["band"] for c in predicted if c["summary"].get("band")]
+    bands: dict[tuple[str, str], list[str]] = {}
+    for claim in predicted:
+        if band := claim["summary"].get("band"):
+            error = PairError(band["error"], band.get("error_unit", FRACTION)).text()
+            where = ERROR_FROM.get(band.get("error_from"), band.get("error_from") or "its measured error")
+            bands.setdefault((error, where), []).append(claim["id"])
+    # the speed claims: those predicted evidence may judge; unpredicted: its judgement not comparable
+    unpredicted = [
+        (c["id"], j["reason"])
+        for c in claims
+        for j in c["judgements"]
+        if j["evidence"] == "predicted" and j["verdict"] == "not-comparable"
+    ]
     tolerances = sorted(
         {claim_tolerance(c["summary"].get("tolerance") or c.get("tolerance"), c.get("unit")) for c in predicted}
     )
-    error = max((band["error"] for band in bands), default=None)
     return {
         "claims": len(predicted),
-        "error": error,
-        "error_from": next((band["error_from"] for band in bands if band["error"] == error), None),
+        "bands": [{"error": error, "where": where, "claims": ids} for (error, where), ids in bands.items()],
+        "unmeasured": [c["id"] for c in predicted if not c["summary"].get("band")],
+        "unpredicted": [claim for claim, _ in unpredicted],
+        # each reason's first clause: the whole stands in the claim's row of the table
+        "unpredicted_why": list(dict.fromkeys(reason.split(": ")[0] for _, reason in unpredicted)),
         "tolerances": tolerances,
         "would_judge": would_judge,
     }
@@ -194,6 +220,7 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         "stages_would_decide": stages_would_decide(undecided),
         "predicted": predicted,
         "speed": speed_undecided(claims, machine(compiled_on) if compiled_on else None),
+        "sign_disagreements": verdicts.get("sign_disagreements") or [],
         "evidence_from": evidence_from(target, compiled_on),
     }
 

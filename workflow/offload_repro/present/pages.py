@@ -26,7 +26,7 @@ from offload_repro.core.results import read_result
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
-from offload_repro.present import charts, device_section, measured_runs, mechanism, text
+from offload_repro.present import charts, device_section, measured_runs, mechanism, pair_errors_section, text
 from offload_repro.present.assumptions_section import assumptions_section
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
@@ -107,6 +107,7 @@ def render_target(
     compile_source = first_source(sources, "compile") or {}
     run_provenance = next((s["provenance"] for s in sources if s["kind"] == "run" and s["provenance"]), None)
     compile_provenance = next((s["provenance"] for s in sources if s["kind"] == "compile" and s["provenance"]), None)
+    pair_result = read_result(pairs_path, "pair-errors") if pairs_path else None
     specs = charts.chart_specs(rows, observations[own], target, compiled_on, verdicts)
     main_charts, appendix_charts = charts.split(specs, target)
     context = dict(
@@ -131,9 +132,8 @@ def render_target(
             load_claims(REPO_ROOT / verdicts["built_from"]["claims"]),
         ),
         main_charts=main_charts,
-        appendix_charts=appendix_charts
-        + charts.whatif_charts(observations)
-        + charts.pair_charts(read_result(pairs_path, "pair-errors") if pairs_path else None),
+        appendix_charts=appendix_charts + charts.whatif_charts(observations) + charts.pair_charts(pair_result),
+        pair_errors=pair_errors_section.section(pair_result),
         whatif=whatif(rows, observations),
         speed=speed(rows, lookup, observations[own], verdicts, prediction, target.name == verdicts["compile_target"]),
         measured_runs=measured,

@@ -9,7 +9,9 @@ pairs, each listed apart:
 - source: every two of a model's published (or implied) throughputs on the source's hardware
   (experiments/speed.yaml, leave_one_out), under each calibration of the model: the pages' leave-one-out
   pairs read as ratios. A calibration on a row of the pair uses that row's published value (the rate
-  then mostly cancels): each line says whether its calibration lies outside the pair's published values;
+  then mostly cancels): each line says whether its calibration lies outside the pair's published values.
+  Two rows of one placement that differ in XLA flags alone (LHS, pipelined offload) are a pair of
+  another kind (FLAGS), summarised apart: no chip measures it, XLA:TPU reading no XLA:GPU flag;
 - chip rows: every two programs one chip ran for the rows (experiments/device-results/<target>/programs)
   of one family and one scale (the same MaxText model FLOPs per step);
 - sweep: every two points of one regime of the chip's placement-pair sweep
@@ -47,6 +49,7 @@ READS = ("experiments/pair-errors.yaml",)
 RECORD_FILE = "experiments/pair-errors.yaml"
 MODELS = device_prediction.MODELS
 PLACEMENTS = "placements at one scale"
+FLAGS = "flags at one placement"  # two rows of one placement that differ in XLA flags alone (LHS, pipelining)
 SCALES = "scales at one placement"
 RANK = {"remat": 0, "device": 1, "offload": 2}  # a pair's first member is the one that keeps more off the recompute
 SPEED_CHECKS = ("ratio", "greater", "fastest", "slowest")
@@ -187,15 +190,16 @@ def source_pairs(
                         by_model[model] = compared(found[first] / found[second] - 1, measured)
                 if not by_model or calibrated_on not in entries:
                     continue
+                placements = [placement_kind(rows[first]), placement_kind(rows[second])]
                 lines.append(
                     {
-                        "kind": PLACEMENTS,
+                        "kind": PLACEMENTS if placements[0] != placements[1] else FLAGS,
                         "set": "source",
                         "family": family,
                         "first": first,
                         "second": second,
                         "rows": [first, second],
-                        "placements": [placement_kind(rows[first]), placement_kind(rows[second])],
+                        "placements": placements,
                         "measured": measured,
                         "measured_how": "published",
                         "published_sources": sorted(own),
@@ -431,6 +435,7 @@ def summaries(every: list[dict[str, Any]]) -> dict[str, Any]:
     """Each set of pairs of one kind apart, the chip's measured sets together, and all together."""
     lines = [line for line in every if line["kind"] == PLACEMENTS]
     scales = [line for line in every if line["kind"] == SCALES]
+    flags = [line for line in every if line["kind"] == FLAGS]
     sets = {
         "source": [line for line in lines if line["set"] == "source"],
         "source_calibrated_outside_pair": [
@@ -455,6 +460,8 @@ def summaries(every: list[dict[str, Any]]) -> dict[str, Any]:
         }
         if scales
         else {"computed": False, "why": SCALES_NOT_COMPUTED},
+        # the source's pairs that differ in flags alone: no chip measures them (XLA:TPU reads no XLA:GPU flag)
+        FLAGS: summary(flags) | {"outside_pair": summary([x for x in flags if x["calibration_outside_pair"]])},
     }
 
 
@@ -535,7 +542,10 @@ def claim_records(
         others = [
             line
             for line in lines
-            if line["set"] == "source" and line["family"] == family and not (set(line["published_sources"]) & own)
+            if line["set"] == "source"
+            and line["kind"] == PLACEMENTS
+            and line["family"] == family
+            and not (set(line["published_sources"]) & own)
         ]
         source = [line for line in others if not (set(line["calibration_sources"]) & own)]
         at = max(regimes.get(row, 0.0) for row in check["rows"])
@@ -679,6 +689,7 @@ def recorded_lines(lines: list[dict[str, Any]], entry: dict[str, Any]) -> list[d
         line
         for line in lines
         if line["set"] in RECORDED_SETS[entry["set"]]
+        and line["kind"] == entry["kind"]
         and line["family"] == entry["family"]
         and (entry["set"] != "source_calibrated_outside_pair" or line["calibration_outside_pair"])
     ]
@@ -770,14 +781,17 @@ def pair_errors(
     prediction: dict[str, Any] | None = None,
     record: dict[str, Any] | None = None,
     validation: dict[str, Any] | None = None,
+    regime_rows: list[Row] | None = None,
 ) -> dict[str, Any]:
     """Every pair, the summaries per kind of pair, the record checked, the regimes and the claims'
-    records (module doc)."""
+    records (module doc); `regime_rows`: the rows as the source's and the what-if targets' programs
+    were built (under the chosen settings), where they differ from `rows`."""
     by_id = {row.id: row for row in rows}
+    at_full_scale = regime_rows or rows
     throughputs = source_throughputs(by_id, source_programs, source, speed, published)
     if prediction is not None and (differs := same_as_prediction(throughputs["full"], prediction)):
         raise ValueError("the full model here differs from the prediction result: " + "; ".join(differs))
-    regimes = source_regimes(rows, source, speed)
+    regimes = source_regimes(at_full_scale, source, speed)
     lines = source_pairs(by_id, published, throughputs, regimes, claimed_pairs(claims))
     read: dict[str, Any] = {}
     for device, kept in devices:
@@ -803,7 +817,7 @@ def pair_errors(
             "source": [
                 {"target": source.name, "row": row_id, "copy_to_compute": value} for row_id, value in regimes.items()
             ],
-            "targets": target_regimes(rows, gpu_targets, speed),
+            "targets": target_regimes(at_full_scale, gpu_targets, speed),
             "chip_range": ranges,
         },
         "record": checked,
