@@ -161,7 +161,7 @@ def test_outcomes_and_an_oom_where_a_number_was_expected(claim_by_id):
     missed = {"deepseek-device-mb2": ok(outcome="oom", device_gib=169.9, allocator_limit_gib=169.6)}
     judged = judge(fits_claim, full_scale(missed, kind="compiled"), compiled)
     assert (judged["verdict"], judged["needs_gib"], judged["limit_gib"]) == ("inconclusive", 169.9, 169.6)
-    assert "between 161.81 and 199.88 GiB" in judged["reason"]
+    assert "between 161.8 and 199.9 GiB" in judged["reason"]
     # decided where the whole range lies on one side: device-save at mb 8 compiled for GB200 needs 316.4
     far = {"deepseek-device-mb2": ok(outcome="oom", device_gib=316.4, allocator_limit_gib=169.6)}
     assert judge(fits_claim, full_scale(far, kind="compiled"), compiled)["verdict"] == "fail"

@@ -34,7 +34,9 @@ def build(work, tables, runs):
     claims = str(REPO / "experiments" / "claims.yaml")
     assert main(["check", "--evidence", str(evidence), "--claims", claims, "--out", str(verdicts)]) == 0
     report = ["report", "--tables", *tables, "--evidence", str(evidence), "--verdicts", str(verdicts)]
-    assert main([*report, "--out", str(html)]) == 0
+    # the pair-error stage's result, as the main job gives a device's page (the regimes beside the source's)
+    pairs = REPO / "tests" / "fixtures" / "results" / "predicted" / "pair-errors.json"
+    assert main([*report, "--out", str(html), "--pairs", str(pairs)]) == 0
     return json.loads(verdicts.read_text()), html.read_text()
 
 
@@ -51,6 +53,10 @@ def test_the_capacity_contrast_is_judged_by_what_the_chip_measured(page):
         assert (
             by_id[claim_id]["summary"]["evidence"] == "measured" and by_id[claim_id]["summary"]["target"] == "tpu-v5e-1"
         )
+        # the chip's scale was chosen by a rule that looked at these outcomes: they hold by construction
+        assert by_id[claim_id]["independent"] is False
+        assert by_id[claim_id]["by_construction"][0]["assumption"] == "scale.derivation"
+    assert verdicts["finding_counts"]["consistent-by-construction"] == 3 and verdicts["finding_counts"]["pass"] == 1
     # no GB200 number, absolute or relative, is judged by a scaled chip
     judged = [claim for claim in verdicts["claims"] if claim["kind"] in ("value", "relation")]
     assert len(judged) == 15 and {claim["verdict"] for claim in judged} == {"not-comparable"}
@@ -126,5 +132,23 @@ def test_the_first_screen_sets_the_chips_speed_beside_the_post(page):
     assert "<code>deepseek-offload-optimized</code> over <code>deepseek-remat</code> -25.9%" in line
     assert "+57.0%" in line
     # the two offload rows are one program on the chip, and the line says so
-    assert "<code>deepseek-offload-plain</code> +0.0% in throughput (one program here)" in line
+    assert "<code>deepseek-offload-plain</code> not measurable on this chip (one program here" in line
+    assert "+0.0%" not in line  # a non-measurement is never printed as a number
     assert "not judging it" in line
+
+
+def test_a_box_near_the_top_says_what_the_chip_can_and_cannot_say_about_gb200(page):
+    _, html = page
+    assert html.index('id="chip-scope"') < html.index('id="summary"')
+    box = re.sub(
+        r"<[^>]+>", "", html[html.index('id="chip-scope"') : html.index("</section>", html.index('id="chip-scope"'))]
+    )
+    # the chip's measured 14.0 GB/s per direction against GB200's NVLink-C2C at its measured 45% of 450
+    assert "Its host link: 14 GB/s per direction" in box and "NVLink-C2C at 202.5 GB/s per direction (450 stated" in box
+    assert "llama at width 2,048 and 8 layers, where llama3.1-405b has 16,384 and 126" in box
+    # each offloading pair the chip ran beside the source's on the regime axis, from the pair-error stage
+    assert "deepseek-offload-plain / deepseek-remat at 1.51 here, 0.25 on gb200-nvl72" in box
+    assert "-25.9% measured here, -6.4% published there" in box
+    assert "Not measurable on this chip" in box and "deepseek-optimized-vs-plain" in box
+    assert "consistent by construction" in box and "widest smallest margin" in box
+    assert "The runs were made at project commit 3207d55" in box

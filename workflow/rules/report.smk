@@ -86,8 +86,13 @@ rule report:
         assumptions=lambda wildcards: (
             ["results/whatif/assumptions.json"] if PLAN.sensitivity and wildcards.target == TARGET.name else []
         ),
-        # the step-time model's error on ratios, charted on this run's target's appendix
-        pairs=lambda wildcards: (["results/predicted/pair-errors.json"] if wildcards.target == TARGET.name else []),
+        # the step-time model's error on ratios, on this run's target's appendix; a device's page sets its
+        # pairs' regimes beside the source's
+        pairs=lambda wildcards: (
+            ["results/predicted/pair-errors.json"]
+            if wildcards.target == TARGET.name or wildcards.target in PAIR_DEVICES
+            else []
+        ),
         code=CODE["report"],
     output:
         page="results/report/{target}.html",

@@ -16,7 +16,7 @@ from offload_repro.core.files import read_yaml
 from offload_repro.core.results import read_result, write_result
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
-from offload_repro.judge.independence import chosen_in_view, mark
+from offload_repro.judge.independence import chosen_in_view, mark, mark_scale
 from offload_repro.judge.robustness import changes_by_alternative, policy_points, robustness, varied_verdicts
 from offload_repro.judge.sign_disagreements import ratio_records, sign_disagreements
 from offload_repro.judge.verdicts import check_claims, counted_as, tally
@@ -124,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
     # a pass on a setting chosen with its own published value in view is counted apart, and so is an
     # outcome the settings were chosen to reproduce
     mark(verdicts["claims"], rows, load_assumptions(), chosen_in_view(claims, chosen, constrained))
+    # a target scaled by a rule that looked at the source's outcomes cannot confirm them
+    target = targets.get(evidence["target"]) or load_target(evidence["target"])
+    mark_scale(verdicts["claims"], target.spec.get("scale") or {}, f"experiments/targets/{target.name}.yaml")
     if args.defaults_evidence:
         under_defaults(args, claims, verdicts, targets, qualifying)
     verdicts["settings"] = {"chosen": chosen, "headline": "chosen" if chosen else "defaults"}

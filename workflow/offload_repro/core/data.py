@@ -392,6 +392,13 @@ def kept_run_targets() -> list[str]:
     return sorted(path.parent.name for path in root.glob("*/runs") if any(path.glob("*.json")))
 
 
+def link_efficiency(target: Target, link: str, level: str, speed: dict[str, Any]) -> float:
+    """The share of `link`'s cited bandwidth a target achieves at `level` (low, central, high): its
+    file's measured range, else experiments/speed.yaml's."""
+    measured = (target.spec["hardware"].get("link_efficiency") or {}).get(link)
+    return (measured or speed["link_efficiency"])[level]
+
+
 def hardware_classes() -> dict[str, list[str]]:
     """{hardware class: names of the targets that judge it}, from every target file; in each class the
     targets whose runs are kept as data come first, since their pages already judge what the class may."""

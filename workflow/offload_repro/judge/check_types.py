@@ -14,6 +14,7 @@ from typing import Any
 
 from offload_repro.judge import metric_names as names
 from offload_repro.judge.claims import subjects
+from offload_repro.judge.spread import number
 
 Record = dict[str, Any]  # a claim, a rule, a judgement, one row's observations or each row's value
 Rows = dict[str, Record]  # {row: {metric: value}}
@@ -112,9 +113,10 @@ def _undecided(needs: float, limit: float, tolerance: Record) -> str | None:
         return None
     below = tolerance.get("below", tolerance["relative"])
     return (
-        f"needs {needs:.2f} GiB as compiled against a limit of {limit:.2f} GiB; a compiled figure may be"
-        f" {below:.0%} low or {tolerance['relative']:.0%} high (its tolerance), so the need lies between"
-        f" {low:.2f} and {high:.2f} GiB, on both sides of the limit: the compiled figure does not decide the fit"
+        f"needs {number(needs)} GiB as compiled against a limit of {number(limit)} GiB; a compiled figure may"
+        f" be {below:.0%} low or {tolerance['relative']:.0%} high (its tolerance), so the need lies between"
+        f" {number(low)} and {number(high)} GiB, on both sides of the limit: the compiled figure does not decide"
+        " the fit"
     )
 
 

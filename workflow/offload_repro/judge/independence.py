@@ -100,3 +100,20 @@ def mark(
             continue
         claim["independent"] = False
         claim["by_construction"] = resting
+
+
+def mark_scale(claims: list[dict[str, Any]], scale: dict[str, Any], where: str) -> None:
+    """A target whose rows were scaled by a rule that looked at the source's outcomes (its
+    `scale.derivation.outcomes_in_view`: claim ids) cannot confirm them: a pass of one of those claims
+    there, by any evidence, is consistent by construction, resting on the derivation's rule."""
+    derivation = scale.get("derivation") or {}
+    named = derivation.get("outcomes_in_view") or []
+    known = {claim["id"] for claim in claims}
+    if unknown := sorted(set(named) - known):
+        raise DataError(f"{where}: scale.derivation, field 'outcomes_in_view': unknown claims {unknown}")
+    for claim in claims:
+        if claim["id"] in named and claim["verdict"] == "pass":
+            claim["independent"] = False
+            claim["by_construction"] = [
+                {"assumption": "scale.derivation", "how": f"the scale was chosen by the rule: {derivation['rule']}"}
+            ]

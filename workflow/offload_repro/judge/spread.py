@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from offload_repro.core.rounding import significant
+
 Spread = dict[str, Any]  # {"low", "high", "n"}: only for medians of more than one repeat
 DASH = "\u2013"  # an en dash between the ends of a range, as the report writes ranges
 
 
 def number(value: float) -> str:
     """Like the report's numbers (this layer does not import the report): 2,746 / 908.2 / 0.5699."""
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else significant(value)
 
 
 def tolerance_text(tolerance: dict[str, Any] | None) -> str:

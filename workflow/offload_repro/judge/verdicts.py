@@ -265,12 +265,20 @@ def tally(results: list[dict[str, Any]]) -> dict[str, Any]:
             kind[verdict] = kind.get(verdict, 0) + 1
     found = findings(claimed)
     by_finding = Counter(finding["counted_as"] for finding in found)
+    # the headline's unit, per deciding evidence: a finding is decided by its first claim's evidence
+    evidence_of = {result["id"]: result["summary"]["evidence"] for result in claimed}
+    findings_by_evidence: dict[str, dict[str, int]] = {}
+    for finding in found:
+        if finding["counted_as"] in (*DECIDED, BY_CONSTRUCTION):
+            kind = findings_by_evidence.setdefault(evidence_of[finding["claims"][0]], dict.fromkeys(DECIDED, 0))
+            kind[finding["counted_as"]] = kind.get(finding["counted_as"], 0) + 1
     return {
         "counts": {verdict: counts.get(verdict, 0) for verdict in COUNTED},
         "check_counts": {verdict: checks.get(verdict, 0) for verdict in VERDICTS},
         "counts_by_evidence": by_evidence,
         "findings": found,
         "finding_counts": {verdict: by_finding.get(verdict, 0) for verdict in COUNTED},
+        "finding_counts_by_evidence": findings_by_evidence,
     }
 
 

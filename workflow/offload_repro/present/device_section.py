@@ -189,6 +189,8 @@ def speed_on_chip(
                 "published": claim["published"],
                 "measured": first / second - 1,
                 "one_program": check["rows"][1] in same[check["rows"][0]],
+                # a row whose XLA:GPU flags are its only difference is another row's program here
+                "same_as": [row for row in same[check["rows"][0]] if row != check["rows"][0]],
             }
         )
     return found

@@ -19,14 +19,22 @@ import vl_convert
 
 from offload_repro.core import optional_stages, provenance
 from offload_repro.core.assumptions import sentence
-from offload_repro.core.data import Row, load_target
+from offload_repro.core.data import Row, hardware_classes, load_target
 from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.core.files import REPO_ROOT, write_atomically
 from offload_repro.core.results import read_result
 from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_table import detail, first_source
 from offload_repro.judge.spread import tolerance_text
-from offload_repro.present import charts, device_section, measured_runs, mechanism, pair_errors_section, text
+from offload_repro.present import (
+    charts,
+    chip_scope,
+    device_section,
+    measured_runs,
+    mechanism,
+    pair_errors_section,
+    text,
+)
 from offload_repro.present.assumptions_section import assumptions_section
 from offload_repro.present.first_screen import first_screen
 from offload_repro.present.footnotes import footnotes
@@ -124,6 +132,17 @@ def render_target(
         notes=notes,
         note_numbers=numbers,
         tables=tables(rows, lookup),
+        chip_scope=chip_scope.scope(
+            target,
+            load_target(hardware_classes()["source-hardware"][0]),
+            rows,
+            load_claims(REPO_ROOT / verdicts["built_from"]["claims"]),
+            pair_result,
+            (run_provenance or {}).get("project_commit"),
+            verdicts["built_from"]["project_commit"],
+        )
+        if target.kind == "tpu"
+        else None,
         device=device_section.section(
             rows,
             lookup,
@@ -132,8 +151,10 @@ def render_target(
             load_claims(REPO_ROOT / verdicts["built_from"]["claims"]),
         ),
         main_charts=main_charts,
-        appendix_charts=appendix_charts + charts.whatif_charts(observations) + charts.pair_charts(pair_result),
-        pair_errors=pair_errors_section.section(pair_result),
+        appendix_charts=appendix_charts
+        + charts.whatif_charts(observations)
+        + (charts.pair_charts(pair_result) if compiled_on else []),
+        pair_errors=pair_errors_section.section(pair_result) if compiled_on else None,
         whatif=whatif(rows, observations),
         speed=speed(rows, lookup, observations[own], verdicts, prediction, target.name == verdicts["compile_target"]),
         measured_runs=measured,

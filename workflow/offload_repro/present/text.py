@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from offload_repro.core.data import Row, cited_facts
+from offload_repro.core.rounding import significant
 from offload_repro.judge.spread import range_text, tolerance_text
 
 LHS = "--xla_gpu_enable_latency_hiding_scheduler"
@@ -25,7 +26,7 @@ def fmt(value: Any) -> str:
         return f"{value:,.0f}"
     if abs(value) >= 1000:
         return f"{value:,.1f}"
-    return f"{value:.4g}"
+    return significant(value)
 
 
 def signed(value: float | None) -> str:

@@ -11,7 +11,7 @@ import math
 from typing import Any, NamedTuple
 
 from offload_repro.core import gpu
-from offload_repro.core.data import Row, Target
+from offload_repro.core.data import Row, Target, link_efficiency
 from offload_repro.core.memory import GB
 from offload_repro.produce.predicted import step_model
 
@@ -37,13 +37,6 @@ def settings(speed: dict[str, Any]) -> list[Setting]:
     return [
         Setting(level, end, overlap) for overlap in overlaps for end in speed["network"]["ends"] for level in LEVELS
     ]
-
-
-def link_efficiency(target: Target, link: str, level: str, speed: dict[str, Any]) -> float:
-    """The share of `link`'s cited bandwidth achieved at `level`: the target file's measured range,
-    else experiments/speed.yaml's."""
-    measured = (target.spec["hardware"].get("link_efficiency") or {}).get(link)
-    return (measured or speed["link_efficiency"])[level]
 
 
 def efficiency_sentence(target: Target, speed: dict[str, Any]) -> str:
