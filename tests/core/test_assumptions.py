@@ -162,7 +162,8 @@ def test_the_page_marks_each_claim_robust_or_dependent_and_shows_every_assumptio
     claims = {c["id"]: c for c in json.loads(verdicts.read_text())["claims"]}
     plain = claims["deepseek-plain-gpu-memory"]["robustness"]
     assert plain["robust"] is False and plain["depends_on"] == ["deepseek-sequence-length"]
-    assert [u["verdict"] for u in plain["under"][:2]] == ["pass", "fail"]
+    # a compiled figure never passes a memory value: its measured band is wider than the tolerance
+    assert [u["verdict"] for u in plain["under"][:2]] == ["inconclusive", "fail"]
     assert claims["deepseek-device-save-oom-mb8"]["robustness"]["robust"] is True
     html = with_appendix(page)
     line = html[html.index('<tr id="claim-deepseek-plain-gpu-memory"') :]

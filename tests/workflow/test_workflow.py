@@ -153,8 +153,6 @@ def test_every_claim_has_a_verdict_and_the_mechanisms_hold(main_job):
     claims = yaml.safe_load((main_job / "experiments/claims.yaml").read_text())["claims"]
     assert [c["id"] for c in verdicts["claims"]] == [c["id"] for c in claims]
     assert verdicts["counts"]["error"] == 0
-    # the failures of evidence other than a prediction: DeepSeek's dropless programs compile above the
-    # published 145.6 and 165.2 GiB by more than the runtime 5% (the one-sided static tolerance)
     judged = {
         (claim["id"], j["evidence"]): j
         for claim in verdicts["claims"]
@@ -164,19 +162,26 @@ def test_every_claim_has_a_verdict_and_the_mechanisms_hold(main_job):
     failing = {key for key, j in judged.items() if j["verdict"] == "fail"}
     by_id = {c["id"]: c for c in verdicts["claims"]}
     # under the settings the source's outcomes chose, nothing fails; under the defaults, DeepSeek's
-    # dropless programs compile above the published 145.6 and 165.2 GiB by more than the runtime 5%
+    # dropless programs, widened by the gaps measured between a compile here and a run
+    # (experiments/evidence-bands.yaml), lie wholly above the published 145.6 and 165.2 GiB and the
+    # optimized row wholly above the limit
     assert verdicts["settings"] == {"chosen": ["deepseek-sequence-length.seq-2048"], "headline": "chosen"}
     assert failing == set()
     under_defaults = {c["id"] for c in verdicts["claims"] if c["under_defaults"]["verdict"] == "fail"}
-    assert under_defaults == {"deepseek-plain-gpu-memory", "deepseek-optimized-gpu-memory"}
-    assert verdicts["under_defaults"]["finding_counts"]["fail"] == 2
-    # the outcomes the choice reproduces are consistent by construction, not independent passes
-    for claim_id in ("deepseek-device-save-fits-mb2", "deepseek-device-save-oom-mb8"):
-        assert by_id[claim_id]["verdict"] == "pass" and by_id[claim_id]["independent"] is False
-    # the optimized row fits with room, but within the static tolerance of the limit: not decided
-    over = judged["deepseek-offload-fits-mb8", "compiled"]
-    assert over["verdict"] == "inconclusive" and over["needs_gib"] < over["limit_gib"] < over["needs_gib"] / 0.85
-    assert "on both sides of the limit" in over["reason"]
+    assert under_defaults == {"deepseek-plain-gpu-memory", "deepseek-optimized-gpu-memory", "deepseek-offload-fits-mb8"}
+    assert verdicts["under_defaults"]["finding_counts"]["fail"] == 3
+    # an outcome the choice reproduces is consistent by construction, not an independent pass
+    assert by_id["deepseek-device-save-oom-mb8"]["verdict"] == "pass"
+    assert by_id["deepseek-device-save-oom-mb8"]["independent"] is False
+    # the rows that fit with room as compiled, but whose measured band crosses the limit: not decided
+    for claim_id in ("deepseek-offload-fits-mb8", "deepseek-device-save-fits-mb2"):
+        over = judged[claim_id, "compiled"]
+        assert over["verdict"] == "inconclusive" and over["needs_gib"] < over["limit_gib"]
+        assert over["band"]["low"] <= over["limit_gib"] < over["band"]["high"]
+        assert "on both sides of the limit" in over["reason"]
+    # a compiled memory figure's band is wider than the claim's 5%: it decides no value claim here
+    for claim_id in ("deepseek-plain-gpu-memory", "deepseek-optimized-gpu-memory"):
+        assert judged[claim_id, "compiled"]["verdict"] == "inconclusive"
     for claim_id in ("llama-qkv-mib-per-layer", "llama-qkv-host-gib"):
         analytic = next(j for j in by_id[claim_id]["judgements"] if j["evidence"] == "analytic")
         assert analytic["verdict"] == "pass"

@@ -372,7 +372,8 @@ def consistent(programs: dict) -> dict[str, float]:
 
 
 def speed_claim(claim_id: str, check: dict, published: float | None = None, tolerance: dict | None = None) -> dict:
-    rule = {"evidence": "predicted", "hardware": "source-hardware", "tolerance": tolerance or {"relative": 0.1}}
+    """A speed claim judged by prediction, with its one tolerance."""
+    rule = {"evidence": "predicted", "hardware": "source-hardware"}
     return {
         "id": claim_id,
         "kind": "relation" if published is None else "value",
@@ -380,6 +381,7 @@ def speed_claim(claim_id: str, check: dict, published: float | None = None, tole
         "citation": {"quote": claim_id},
         "check": {"metric": "tflops_per_device", **check},
         "published": published,
+        "tolerance": tolerance or {"relative": 0.1},
         "judged_by": [rule],
     }
 

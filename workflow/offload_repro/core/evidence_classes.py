@@ -22,7 +22,8 @@ EVIDENCE = {
         EvidenceClass("measured", "a real MaxText training run (or a probe) on the target", "#1f77b4"),
         EvidenceClass(
             "compiled",
-            "XLA's memory analysis of the real train step compiled ahead of time for the GPU target (static, no run)",
+            "XLA's memory analysis of the real train step compiled ahead of time for the target's accelerator"
+            " (static, no run), widened by its measured gaps to a run",
             "#ff7f0e",
         ),
         EvidenceClass("analytic", "sizes computed from MaxText's model configs", "#2ca02c"),

@@ -1,8 +1,9 @@
 """Each type of claim check as one function, in a table by type (CHECKS): whether the rows (or
 placement policies) a claim is about, as one evidence kind observed them, pass or fail it.
 
-A function takes the claim, the rule of its `judged_by` that names the evidence kind (which may
-set its own tolerance) and the observed rows ({row: {metric: value}}), and returns the judgement:
+A function takes the claim, the rule of its `judged_by` that names the evidence kind (with the
+measured band of that evidence's figure, where it has one: never a second tolerance) and the
+observed rows ({row: {metric: value}}), and returns the judgement:
 its verdict and what was observed (`reads_metric`: what a row without the check's metric makes it).
 """
 
@@ -12,6 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from offload_repro.core.evidence_bands import span
 from offload_repro.judge import metric_names as names
 from offload_repro.judge.claims import subjects
 from offload_repro.judge.spread import number
@@ -23,25 +25,10 @@ MetricCheck = Callable[[Record, Record, Rows, Record], Record]
 
 
 def within(observed: float, published: float, tolerance: dict[str, Any]) -> bool:
-    """Within the tolerance; one widened for a known bias (`below`: evidence that can only read low)
-    is wider on that side alone."""
+    """Within the claim's tolerance: an absolute one, or relative to the published value."""
     if "absolute" in tolerance:
         return abs(observed - published) <= tolerance["absolute"]
-    share = tolerance.get("below", tolerance["relative"]) if observed < published else tolerance["relative"]
-    return abs(observed - published) <= share * abs(published)
-
-
-def _one_sided_note(observed: float, published: float, tolerance: dict[str, Any]) -> str | None:
-    """What a one-sided tolerance did: the gap, and which side's bound it was held to."""
-    if "below" not in tolerance or not published:
-        return None
-    gap = (observed - published) / abs(published)
-    if gap > 0:
-        return (
-            f"{gap:+.1%} against the published value: above it, only the {tolerance['relative']:.0%} applies, "
-            f"since the widening to {tolerance['below']:.0%} allows for buffers this evidence misses, which make it low"
-        )
-    return f"{gap:+.1%} against the published value, within the {tolerance['below']:.0%} allowed below it"
+    return abs(observed - published) <= tolerance["relative"] * abs(published)
 
 
 def _out_of_memory(observed: Record) -> bool:
@@ -89,7 +76,9 @@ def reads_metric(judge: MetricCheck) -> Check:
 
 
 def outcome(claim: Record, rule: Record, observed_rows: Rows) -> Record:
-    """The row's outcome (it fits, or it runs out of memory) is the one the check expects."""
+    """The row's outcome (it fits, or it runs out of memory) is the one the check expects; read from a
+    figure with a measured band (`rule["band"]`, core/evidence_bands.py), decided only where the whole
+    band lies on one side of the limit."""
     check = claim["check"]
     seen = observed_rows[subjects(check)[0]]
     observed = seen.get(names.OUTCOME)
@@ -99,34 +88,35 @@ def outcome(claim: Record, rule: Record, observed_rows: Rows) -> Record:
     # how far the row is from its outcome: what it needs against what the allocator leaves it
     needs, limit = seen[names.DEVICE_GIB], seen[names.ALLOCATOR_LIMIT_GIB]
     judged |= {"needs_gib": needs, "limit_gib": limit}
-    if (tolerance := rule.get("tolerance")) and (undecided := _undecided(needs, limit, tolerance)):
-        judged |= {"verdict": "inconclusive", "reason": undecided, "tolerance": tolerance}
+    if found := rule.get("band"):
+        low, high = span(found, needs)
+        judged["band"] = {"low": low, "high": high, "name": found["name"]}
+        # the outcome a run would meet, from the whole band: it fits below the limit, not above it
+        if high <= limit or low > limit:
+            met = "fits" if high <= limit else "oom"
+            judged["verdict"] = "pass" if met == check["expect"] else "fail"
+            if met != observed:
+                judged["reason"] = (
+                    f"needs {number(needs)} GiB as compiled, under the limit of {number(limit)} GiB; but a run holds"
+                    f" {number(low)} to {number(high)} GiB by the gaps measured between such a figure and a run"
+                    f" ({found['name']}, experiments/evidence-bands.yaml): wholly above the limit"
+                )
+        else:
+            reason = (
+                f"needs {number(needs)} GiB as compiled against a limit of {number(limit)} GiB; a run holds"
+                f" {number(low)} to {number(high)} GiB by the gaps measured between such a figure and a run"
+                f" ({found['name']}, experiments/evidence-bands.yaml): on both sides of the limit, the compiled"
+                " figure does not decide the fit"
+            )
+            judged |= {"verdict": "inconclusive", "reason": reason}
     return judged
 
 
-def _undecided(needs: float, limit: float, tolerance: Record) -> str | None:
-    """Why an outcome read from a figure with a tolerance is not decided by it, or None where it is:
-    a figure up to `below` low and `relative` high puts the true need between needs / (1 + relative)
-    and needs / (1 - below); an outcome is decided only where that whole range is on one side of the limit."""
-    low, high = needs / (1 + tolerance["relative"]), needs / (1 - tolerance.get("below", tolerance["relative"]))
-    if high <= limit or low > limit:
-        return None
-    below = tolerance.get("below", tolerance["relative"])
-    return (
-        f"needs {number(needs)} GiB as compiled against a limit of {number(limit)} GiB; a compiled figure may"
-        f" be {below:.0%} low or {tolerance['relative']:.0%} high (its tolerance), so the need lies between"
-        f" {number(low)} and {number(high)} GiB, on both sides of the limit: the compiled figure does not decide"
-        " the fit"
-    )
-
-
 def _against_published(claim: Record, rule: Record, observed: float, values: Record) -> Record:
-    """An observed number against the claim's published one, within the rule's tolerance or else the claim's."""
-    tolerance = rule.get("tolerance") or claim["tolerance"]
-    published = claim["published"]
-    one_sided = _one_sided_note(observed, published, tolerance)
-    return {
-        **({"note": one_sided} if one_sided else {}),
+    """An observed number against the claim's published one, within the claim's one tolerance; a figure
+    with a measured band (`rule["band"]`) is decided only where the whole band is inside or outside it."""
+    tolerance, published = claim["tolerance"], claim["published"]
+    judged = {
         "verdict": "pass" if within(observed, published, tolerance) else "fail",
         "observed": observed,
         "deviation": observed - published,
@@ -134,6 +124,20 @@ def _against_published(claim: Record, rule: Record, observed: float, values: Rec
         "tolerance": tolerance,
         "observed_rows": values,
     }
+    if found := rule.get("band"):
+        low, high = span(found, observed)
+        judged["band"] = {"low": low, "high": high, "name": found["name"]}
+        inside = within(low, published, tolerance) and within(high, published, tolerance)
+        allowed = tolerance["absolute"] if "absolute" in tolerance else tolerance["relative"] * abs(published)
+        outside = high < published - allowed or low > published + allowed
+        judged["verdict"] = "pass" if inside else "fail" if outside else "inconclusive"
+        if judged["verdict"] == "inconclusive":
+            judged["reason"] = (
+                f"{number(observed)} as compiled: a run holds {number(low)} to {number(high)} by the gaps measured"
+                f" between such a figure and a run ({found['name']}, experiments/evidence-bands.yaml), which"
+                f" straddles the tolerance {number(published - allowed)} to {number(published + allowed)}"
+            )
+    return judged
 
 
 @reads_metric

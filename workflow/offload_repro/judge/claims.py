@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_repro.core.data import DataError, validate
+from offload_repro.core.evidence_bands import band
 from offload_repro.core.evidence_classes import EVIDENCE
 from offload_repro.core.files import read_yaml
 from offload_repro.judge import metric_names
@@ -36,9 +37,11 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
                     f"{where} '{field}': '{metric}' is no metric the evidence table holds"
                     " (offload_repro/judge/metric_names.py)"
                 )
-        for rule in claim["judged_by"]:
+        for i, rule in enumerate(claim["judged_by"]):
             if rule["evidence"] not in EVIDENCE:
                 raise DataError(f"{where} 'judged_by.evidence': '{rule['evidence']}' is not one of {sorted(EVIDENCE)}")
+            if "band" in rule:  # the measured band of that evidence's figure, read once here
+                rule["band"] = band(rule["band"], f"{where} 'judged_by[{i}].band'")
     return data["claims"]
 
 

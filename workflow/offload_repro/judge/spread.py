@@ -23,11 +23,9 @@ def number(value: float) -> str:
 
 
 def tolerance_text(tolerance: dict[str, Any] | None) -> str:
-    """'±5%', '±0.05' or '+5% / -15%' (a minus sign): the one way a tolerance is written, in notes and pages."""
+    """'±5%' or '±0.05': the one way a tolerance is written, in notes and pages."""
     if not tolerance:
         return ""
-    if "below" in tolerance:  # widened on one side for a known bias: '+5% / -15%'
-        return f"+{tolerance['relative'] * 100:g}% / \u2212{tolerance['below'] * 100:g}%"
     return f"±{tolerance['absolute']:g}" if "absolute" in tolerance else f"±{tolerance['relative'] * 100:g}%"
 
 

@@ -47,7 +47,7 @@ def claim_value(value: Any, unit: str | None) -> str:
 
 def claim_tolerance(tolerance: dict[str, Any] | None, unit: str | None) -> str:
     """A tolerance beside its claim's value: an absolute one on a fraction in percentage points ('±1 pp')."""
-    if tolerance and unit == "fraction" and "absolute" in tolerance and "below" not in tolerance:
+    if tolerance and unit == "fraction" and "absolute" in tolerance:
         return f"±{tolerance['absolute'] * 100:g} pp"
     return tolerance_text(tolerance)
 
