@@ -1,148 +1,24 @@
-"""The report's Altair charts, each from the evidence table (and the rows' published values).
+"""The report's charts, assembled: which of them a target's page and its appendix show, each as a
+Vega-Lite spec safe inside a <script> element; and the diagnostic charts (losses, the host link's
+probe, copy overlap, capacity frontiers, runs measured elsewhere, the cost of offloading against the
+regime). The charts the claims are weighed by are present/claim_charts.py's.
 
 No chart sets numbers from different hardware on one axis: published GB200 values appear
 beside measured or compiled ones only when those come from the source's hardware class;
-otherwise a chart is titled with the one machine its numbers come from. The page's charts are
-assembled at the end: which of them a target's page shows, each as a Vega-Lite spec that is safe
-inside a <script> element.
+otherwise a chart is titled with the one machine its numbers come from.
 """
 
 from __future__ import annotations
 
-import json
-import textwrap
-from collections.abc import Iterable
 from typing import Any
 
 import altair as alt
 import pandas as pd
 
 from offload_repro.core.data import Row, Target
-from offload_repro.core.evidence_classes import EVIDENCE, PUBLISHED_COLOUR
 from offload_repro.judge import metric_names as names
-
-PALETTE = {"published": PUBLISHED_COLOUR} | {name: e.colour for name, e in EVIDENCE.items()}
-# Long row labels ('Offload, no LHS, no pipelining (mb 8)') read whole beside their bars.
-LABEL_LIMIT = 320
-
-
-def colours(sources: Iterable[str]) -> alt.Scale:
-    """Each evidence's colour, for the sources a chart draws only: its legend lists nothing it does not draw."""
-    drawn = set(sources)
-    domain = [name for name in PALETTE if name in drawn]
-    return alt.Scale(domain=domain, range=[PALETTE[name] for name in domain])
-
-
-def titled(text: str, purpose: str) -> alt.TitleParams:
-    """A chart's title and, below it, what the chart is for, wrapped so that no line is cut off."""
-    return alt.TitleParams(text=text, subtitle=textwrap.wrap(purpose, 72), anchor="start", subtitleColor="#444")
-
-
-def _points(observations: pd.DataFrame, evidence: str, metric: str) -> pd.DataFrame:
-    chosen = observations[
-        (observations["evidence"] == evidence) & (observations["metric"] == metric) & observations["at"].isna()
-    ]
-    return chosen[chosen["row"].notna()]
-
-
-def _labelled(records: list[dict[str, Any]], labels: dict[str, Row], columns: list[str]) -> pd.DataFrame:
-    for record in records:
-        record.update(label=labels[record["row"]].label, table=labels[record["row"]].table)
-    return pd.DataFrame(records, columns=["row", "label", "table", *columns])
-
-
-def _bars(
-    chart: alt.Chart, sources: Iterable[str], field: str, title: str, number_format: str, extra_tooltip=()
-) -> alt.Chart:
-    """One bar per row and evidence source, coloured by the source."""
-    return chart.mark_bar().encode(
-        # few ticks, and the greedy rule drops a label that would still touch its neighbour: panels are narrow
-        x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(labelOverlap="greedy", tickCount=5)),
-        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
-        yOffset="source:N",
-        color=alt.Color("source:N", scale=colours(sources), title="evidence"),
-        tooltip=["row", "source", *extra_tooltip, alt.Tooltip(f"{field}:Q", format=number_format)],
-    )
-
-
-def _by_table(chart: alt.Chart, title: alt.TitleParams, column=alt.Undefined, **independent: str) -> alt.TopLevelMixin:
-    """One panel per table of rows (one model each), each with its own row axis."""
-    # each panel's table named above it, level: a rotated name beside a short panel overlaps the next one's
-    header = alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold")
-    facets = chart.facet(row=alt.Row("table:N", title=None, header=header), column=column, title=title)
-    return facets.resolve_scale(y="independent", **independent)
-
-
-def throughput(
-    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, with_published: bool
-) -> alt.TopLevelMixin | None:
-    measured = _points(observations, "measured", "tflops_per_device")
-    records = [{"row": o.row, "source": "measured", "tflops": o.value} for o in measured.itertuples()]
-    if not records:
-        return None
-    if with_published:
-        records += [
-            {"row": r.id, "source": "published", "tflops": r.published["tflops_per_device"]}
-            for r in rows
-            if r.published["tflops_per_device"] is not None
-        ]
-        title = titled(
-            "Throughput per row: published beside measured",
-            "Both on the source's hardware: the throughput claims above are judged on these numbers.",
-        )
-    else:
-        title = titled(
-            f"Throughput per row, measured on {machine} only",  # the target's name
-            "These are not comparable to the published GB200 numbers: a scaled-down model on other hardware"
-            " (on a CPU an offload placement moves nothing). They show that every row trained and what it cost"
-            " here; no claim is judged from them.",
-        )
-    data = _labelled(records, labels, ["source", "tflops"])
-    bars = _bars(alt.Chart(data), data["source"], "tflops", "TFLOPs/s/device", ",.4g")
-    return _by_table(bars.properties(width=420, height=alt.Step(12)), title)
-
-
-def memory(
-    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, with_published: bool
-) -> alt.TopLevelMixin:
-    records = []
-    for evidence, metric, kind in (
-        ("compiled", names.DEVICE_GIB, "device"),
-        ("compiled", names.HOST_GIB, "host"),
-        ("analytic", names.DEVICE_SAVED_GIB, "device"),
-        ("analytic", names.OFFLOADED_GIB, "host"),
-    ):
-        records += [
-            {"row": o.row, "source": evidence, "memory": kind, "gib": o.value}
-            for o in _points(observations, evidence, metric).itertuples()
-        ]
-    if with_published:
-        for row in rows:
-            for key, kind in ((names.DEVICE_GIB, "device"), (names.HOST_GIB, "host")):
-                if row.published[key] is not None:
-                    records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
-    data = _labelled(records, labels, ["source", "memory", "gib"])
-    capacity = _points(observations, "compiled", names.ALLOCATOR_LIMIT_GIB)["value"]
-    layers = [_bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])]
-    purpose = "Which rows fit the GPU"
-    purpose += ", and how close the compiled programs come to the published memory" if with_published else ""
-    purpose += "; analytic bars count the saved or offloaded activations only."
-    if len(capacity):
-        limit = data["limit_gib"] = float(capacity.iloc[0])
-        layers.append(
-            alt.Chart()
-            .transform_filter(alt.datum.memory == "device")
-            .mark_rule(color="crimson", strokeDash=[4, 3])
-            .encode(x="max(limit_gib):Q")
-        )
-        purpose += f" Dashed: the {limit:.1f} GiB JAX's allocator takes of each GPU, what a row must fit within."
-    title = titled(
-        f"Device and host memory per row, compiled for {machine}"
-        + (", beside the published" if with_published else ""),
-        purpose,
-    )
-    chart = alt.layer(*layers, data=data).properties(width=300, height=alt.Step(9))
-    return _by_table(chart, title, column=alt.Column("memory:N", title=None))
+from offload_repro.present.chart_parts import LABEL_LIMIT, by_table, inline_spec, labelled, titled
+from offload_repro.present.claim_charts import memory, predicted_throughput, step_terms, throughput, verdict_bands
 
 
 def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelMixin | None:
@@ -151,7 +27,7 @@ def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLe
         return None
     records = [{"row": o.row, "step": int(o.at), "loss": o.value} for o in chosen.itertuples()]
     lines = (
-        alt.Chart(_labelled(records, labels, ["step", "loss"]))
+        alt.Chart(labelled(records, labels, ["step", "loss"]))
         .mark_line(point=True)
         .encode(
             x=alt.X("step:Q", title="step"),
@@ -166,7 +42,7 @@ def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLe
         "Loss per step, measured, by row",
         "Placement and flags must not change the numerics: rows of one model should train alike.",
     )
-    return _by_table(lines, title, color="independent", strokeDash="independent")
+    return by_table(lines, title, color="independent", strokeDash="independent")
 
 
 def probe(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
@@ -209,7 +85,7 @@ def overlap(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelM
         return None
     records = [{"row": o.row, "part": parts[o.metric], "seconds": o.value} for o in chosen.itertuples()]
     return (
-        alt.Chart(_labelled(records, labels, ["part", "seconds"]))
+        alt.Chart(labelled(records, labels, ["part", "seconds"]))
         .mark_bar()
         .encode(
             x=alt.X("seconds:Q", title="seconds per step (profiler trace)", stack=True),
@@ -263,111 +139,6 @@ def frontier(observations: pd.DataFrame) -> alt.TopLevelMixin | None:
         )
         .resolve_scale(y="independent")
     )
-
-
-def verdict_bands(verdicts: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per row, the prediction a value claim on its throughput was judged by, with the band its
-    verdict took (none where the model's error is unmeasured for it): the one value and band of that
-    claim on every page."""
-    found = {}
-    for claim in verdicts["claims"]:
-        if claim["check"] != "value":
-            continue
-        for judgement in claim["judgements"]:
-            band = judgement.get("band") or {}
-            value = judgement.get("observed")
-            if judgement["evidence"] == "predicted" and value is not None and judgement.get("metric") == names.TFLOPS:
-                # an open side (no bound), or a band left unmeasured, is drawn only as far as the
-                # prediction: the row's one value stands, never its calibration's own
-                low, high = (value if end is None else end for end in (band.get("low"), band.get("high")))
-                found[claim["subjects"][0]] = {"tflops": value, "low": low, "high": high}
-    return found
-
-
-def predicted_throughput(
-    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, bands: dict[str, Any]
-) -> alt.TopLevelMixin | None:
-    """Predicted TFLOPs/s/device beside the published. A row a value claim judges shows the
-    prediction and the band its verdict took (`bands`: the stated uncertainties widened by the
-    model's measured error); any other row its default calibration's range over the settings."""
-    chosen = _points(observations, "predicted", names.TFLOPS)
-    records = [
-        {"row": o.row, "source": "predicted", "tflops": o.value, "low": o.low, "high": o.high}
-        | (bands.get(o.row) or {})
-        for o in chosen.itertuples()
-        if o.target == machine
-    ]
-    if not records:
-        return None
-    records += [
-        {"row": r.id, "source": "published", "tflops": r.published["tflops_per_device"], "low": None, "high": None}
-        for r in rows
-        if r.published["tflops_per_device"] is not None and any(rec["row"] == r.id for rec in records)
-    ]
-    data = _labelled(records, labels, ["source", "tflops", "low", "high"])
-    # a model whose only values are one calibration row's prediction of itself (its published value,
-    # by construction) has nothing to compare, and an axis with no span to draw
-    spans = data.groupby("table")[["tflops", "low", "high"]].agg(lambda v: v.max() - v.min()).max(axis=1)
-    data = data[data["table"].map(spans) > 1e-6 * data["tflops"].abs().max()]
-    if data.empty:
-        return None
-    base = alt.Chart(data).encode(
-        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)), yOffset="source:N"
-    )
-    # from zero: an axis that starts near the values would make a few percent look like a gulf
-    points = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("tflops:Q", title="TFLOPs/s/device", scale=alt.Scale(zero=True)),
-        color=alt.Color("source:N", scale=colours(data["source"]), title="evidence"),
-        tooltip=["row", "source", *(alt.Tooltip(f"{field}:Q", format=",.0f") for field in ("tflops", "low", "high"))],
-    )
-    band = (
-        base.transform_filter(alt.datum.source == "predicted")
-        .mark_rule(color=EVIDENCE["predicted"].colour)
-        .encode(x="low:Q", x2="high:Q")
-    )
-    title = titled(
-        f"Predicted throughput per row on {machine}, beside the published",
-        "A row whose throughput a claim states: the prediction and band its verdict took (the stated"
-        " settings' range widened by the model's measured error; an open side is drawn only to the point). Any other"
-        " row: its default calibration's range over the settings alone.",
-    )
-    return _by_table(alt.layer(band, points).properties(width=420, height=alt.Step(14)), title, x="independent")
-
-
-def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str) -> alt.TopLevelMixin | None:
-    """Each row's predicted step as the terms that sum to it, stacked in the step-time model's order."""
-    records = [
-        {"row": o.row, "term": name, "order": index, "seconds": o.value}
-        for index, (metric, name) in enumerate(names.STEP_TERMS.items())
-        for o in _points(observations, "predicted", metric).itertuples()
-        if o.target == machine
-    ]
-    if not records:
-        return None
-    data = _labelled(records, labels, ["term", "order", "seconds"])
-    title = titled(
-        f"What makes each predicted step on {machine}",
-        "Compute, then what each channel adds that the schedule cannot hide: the memory-bound work,"
-        " the host copies, the collectives on NVLink and the traffic between NVLink domains; at the"
-        " default calibration and the central setting.",
-    )
-    bars = (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            y=alt.Y("label:N", title=None, sort=None),
-            x=alt.X("sum(seconds):Q", title="seconds per step"),
-            color=alt.Color(
-                "term:N",
-                sort=list(names.STEP_TERMS.values()),
-                title="term",
-                legend=alt.Legend(labelLimit=LABEL_LIMIT),
-            ),
-            order=alt.Order("order:Q"),
-            tooltip=["row", "term", alt.Tooltip("seconds:Q", format=".2f")],
-        )
-    )
-    return _by_table(bars.properties(width=420, height=alt.Step(14)), title)
 
 
 def measured_against_predicted(lines: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
@@ -468,11 +239,6 @@ def offload_cost(pairs: dict[str, Any] | None) -> alt.TopLevelMixin | None:
         " the source's pairs. Along the foot: the regimes the chip measured each model's pairs at.",
     )
     return alt.layer(*layers).properties(width=460, height=300, title=title)
-
-
-def inline_spec(name: str, chart: alt.TopLevelMixin) -> dict[str, str]:
-    """A chart's Vega-Lite spec, safe inside a <script> element."""
-    return {"id": name, "spec": json.dumps(chart.to_dict()).replace("</", "<\\/")}
 
 
 def chart_specs(

@@ -21,7 +21,7 @@ from offload_repro.core.data import Row, Target, load_target
 from offload_repro.core.maxtext_args import same_program_rows
 from offload_repro.core.published import load_speed
 from offload_repro.judge import metric_names as names
-from offload_repro.present.charts import PALETTE, inline_spec, titled
+from offload_repro.present.chart_parts import PALETTE, inline_spec, titled
 from offload_repro.present.lookup import Lookup
 
 # Why the page has no predicted step beside a measured one, where the target keeps no programs.
