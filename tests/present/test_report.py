@@ -18,7 +18,7 @@ from offload_repro.core.results import read_result, write_result
 from offload_repro.present import mechanism
 from offload_repro.present.pages import render_index
 from offload_repro.present.rerun import snakemake_command
-from offload_repro.present.text import claim_tolerance, claim_value, fmt, points, settings_text, spread_text
+from offload_repro.present.text import claim_tolerance, claim_value, fmt, percent, points, settings_text, spread_text
 from offload_repro.produce.measured import trace
 from report_page import (
     build_report,
@@ -315,6 +315,42 @@ def test_a_chart_legend_lists_only_the_evidence_it_draws(built):
     drawn = {record["source"] for values in spec["datasets"].values() for record in values if "source" in record}
     domains = re.findall(r'"domain": \[([^\]]*)\]', json.dumps(spec))
     assert domains and all(set(json.loads(f"[{domain}]")) <= drawn for domain in domains)
+
+
+@pytest.fixture(scope="module")
+def predicted_page(tmp_path_factory, tables):
+    return build_page(tmp_path_factory.mktemp("predicted"), tables, (RESULTS / "predicted/gb200-nvl72.json",))
+
+
+def test_the_memory_chart_draws_each_tolerance_and_every_value_and_the_activations_apart(built):
+    """(The allocator's limit and its label: on the main job's page, tests/workflow.)"""
+    page, html, _ = built
+    spec = chart_spec(html, "memory")
+    records = [record for values in spec["datasets"].values() for record in values]
+    # every bar's value as the page writes it
+    assert records and all(r["text"] == fmt(r["gib"]) for r in records)
+    # a published figure carries the tolerance of the claim that states it: 145.6 GiB at ±5%
+    plain = next(r for r in records if r["row"] == "deepseek-offload-plain" and r["source"] == "published")
+    assert (plain["tolerance_low"], plain["tolerance_high"]) == pytest.approx((145.6 * 0.95, 145.6 * 1.05))
+    # the activations' bytes are not on the total memory's axis: a chart of their own, in the appendix
+    assert {r["source"] for r in records} <= {"compiled", "published"}
+    activations = chart_spec(with_appendix(page), "activations")
+    assert {r["source"] for values in activations["datasets"].values() for r in values} == {"analytic"}
+
+
+def test_each_ratio_claim_is_drawn_as_a_ratio_beside_the_posts_value_and_tolerance(predicted_page):
+    _, html, verdicts = predicted_page
+    datasets = chart_spec(html, "ratios")["datasets"].values()
+    records = [record for values in datasets for record in values if "claim" in record]
+    ratio_claims = [c for c in verdicts["claims"] if c["check"] == "ratio"]
+    published = {r["claim"]: r for r in records if r["source"] == "published"}
+    assert set(published) == {c["id"] for c in ratio_claims}
+    lhs = published["llama-qkv-lhs-vs-baseline"]
+    # +2.9% with its one tolerance of 1 pp, in percent
+    assert lhs["pct"] == pytest.approx(2.9) and (lhs["low"], lhs["high"]) == pytest.approx((1.9, 3.9))
+    predicted = next(r for r in records if r["claim"] == "llama-qkv-lhs-vs-baseline" and r["source"] == "predicted")
+    assert predicted["low"] <= predicted["pct"] <= predicted["high"]
+    assert predicted["text"] == percent(predicted["pct"] / 100)
 
 
 def test_a_model_with_no_leave_one_out_pair_says_which_of_its_rows_fit_and_which_ran_out_of_memory(tmp_path, tables):

@@ -267,6 +267,11 @@ def test_every_gb200_row_is_predicted_and_every_speed_claim_is_judged_by_it(main
             assert row["network"]["bytes_per_nic"]["ring"] > row["network"]["bytes_per_nic"]["floor"] > 0
             # a row no calibration reaches (DeepSeek under the chosen settings) has no terms to break down
             assert row["breakdown"] is None or row["breakdown"]["exposed_network_s"] >= 0
+    # the memory chart draws GB200's limit, labelled with the one value the page gives it everywhere
+    html = (main_job / "results/report/cpu.html").read_text()
+    spec = re.search(r'id="spec-memory">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</")
+    limits = {r["limit_text"] for values in json.loads(spec)["datasets"].values() for r in values}
+    assert limits == {"limit 173.2 GiB"} and "limit of 173.2 GiB" in html and "173.25" not in html
     page = with_appendix(main_job / "results/report/cpu.html")  # the step-time model's detail: the appendix
     assert "Traffic between NVLink domains, as NCCL moves it" in page and 'id="model-error"' in page
     assert "cannot reach the published speeds" not in page

@@ -18,7 +18,16 @@ import pandas as pd
 from offload_repro.core.data import Row, Target
 from offload_repro.judge import metric_names as names
 from offload_repro.present.chart_parts import LABEL_LIMIT, by_table, inline_spec, labelled, titled
-from offload_repro.present.claim_charts import memory, predicted_throughput, step_terms, throughput, verdict_bands
+from offload_repro.present.claim_charts import (
+    activations,
+    memory,
+    memory_tolerances,
+    predicted_throughput,
+    ratio_claims,
+    step_terms,
+    throughput,
+    verdict_bands,
+)
 
 
 def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelMixin | None:
@@ -40,7 +49,8 @@ def loss_curves(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLe
     )
     title = titled(
         "Loss per step, measured, by row",
-        "Placement and flags must not change the numerics: rows of one model should train alike.",
+        "Placement and flags must not change the numerics: rows of one model should train alike, so their"
+        " lines lie on one another; a line hidden under another trained the same (each row's dash tells them apart).",
     )
     return by_table(lines, title, color="independent", strokeDash="independent")
 
@@ -257,7 +267,19 @@ def chart_specs(
         built += [
             ("predicted", predicted_throughput(rows, observations, labels, compiled_on.name, bands)),
             ("step-terms", step_terms(observations, labels, compiled_on.name)),
-            ("memory", memory(rows, observations, labels, compiled_on.spec["title"], with_published)),
+            (
+                "memory",
+                memory(
+                    rows,
+                    observations,
+                    labels,
+                    compiled_on.spec["title"],
+                    with_published,
+                    memory_tolerances(verdicts, rows),
+                ),
+            ),
+            ("ratios", ratio_claims(verdicts)),
+            ("activations", activations(observations, labels)),
         ]
     built += [
         ("losses", loss_curves(observations, labels)),
@@ -270,7 +292,7 @@ def chart_specs(
 # What a reviewer weighs the claims by: the memory compiled against published, the throughput
 # predicted against published, and the throughput measured where this target is the source's
 # hardware. The rest (CPU throughput of scaled-down rows, step terms, losses) are diagnostics.
-MAIN_CHARTS = ("memory", "predicted")
+MAIN_CHARTS = ("memory", "ratios", "predicted")
 
 
 def split(specs: list[dict[str, str]], target: Target) -> tuple[list[dict[str, str]], list[dict[str, str]]]:

@@ -13,6 +13,7 @@ from offload_repro.core.data import Row
 from offload_repro.core.evidence_classes import EVIDENCE
 from offload_repro.judge import metric_names as names
 from offload_repro.present.chart_parts import LABEL_LIMIT, by_table, colours, evidence_bars, labelled, observed, titled
+from offload_repro.present.text import fmt, percent
 
 
 def throughput(
@@ -44,47 +45,158 @@ def throughput(
     return by_table(bars.properties(width=420, height=alt.Step(12)), title)
 
 
+def memory_tolerances(verdicts: dict[str, Any], rows: list[Row]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(row, 'device' or 'host') -> the range a memory value claim's one tolerance allows around its
+    published value, as judged (the verdicts' claims)."""
+    by_id = {row.id: row for row in rows}
+    found = {}
+    for claim in verdicts.get("claims", []):
+        tolerance, published, subjects = claim.get("tolerance"), claim.get("published"), claim.get("subjects") or []
+        if claim["check"] != "value" or claim.get("unit") != "GiB" or not tolerance or len(subjects) != 1:
+            continue
+        row = by_id.get(subjects[0])
+        kind = next((k for k, key in MEMORY_KINDS if row and row.published.get(key) == published), None)
+        if kind:
+            allowed = tolerance["absolute"] if "absolute" in tolerance else tolerance["relative"] * abs(published)
+            found[subjects[0], kind] = (published - allowed, published + allowed)
+    return found
+
+
+MEMORY_KINDS = (("device", names.DEVICE_GIB), ("host", names.HOST_GIB))
+
+
 def memory(
-    rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, with_published: bool
+    rows: list[Row],
+    observations: pd.DataFrame,
+    labels: dict[str, Row],
+    machine: str,
+    with_published: bool,
+    tolerances: dict[tuple[str, str], tuple[float, float]] | None = None,
 ) -> alt.TopLevelMixin:
-    records = []
-    for evidence, metric, kind in (
-        ("compiled", names.DEVICE_GIB, "device"),
-        ("compiled", names.HOST_GIB, "host"),
-        ("analytic", names.DEVICE_SAVED_GIB, "device"),
-        ("analytic", names.OFFLOADED_GIB, "host"),
-    ):
-        records += [
-            {"row": o.row, "source": evidence, "memory": kind, "gib": o.value}
-            for o in observed(observations, evidence, metric).itertuples()
-        ]
+    """Each row's device and host memory as compiled, beside the published with each claim's tolerance
+    (a grey span), the allocator's limit drawn and labelled, every bar labelled as the page writes it."""
+    records = [
+        {"row": o.row, "source": "compiled", "memory": kind, "gib": o.value}
+        for kind, metric in MEMORY_KINDS
+        for o in observed(observations, "compiled", metric).itertuples()
+    ]
     if with_published:
         for row in rows:
-            for key, kind in ((names.DEVICE_GIB, "device"), (names.HOST_GIB, "host")):
+            for kind, key in MEMORY_KINDS:
                 if row.published[key] is not None:
-                    records.append({"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]})
-    data = labelled(records, labels, ["source", "memory", "gib"])
+                    low, high = (tolerances or {}).get((row.id, kind), (None, None))
+                    records.append(
+                        {"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]}
+                        | {"tolerance_low": low, "tolerance_high": high}
+                    )
+    data = labelled(records, labels, ["source", "memory", "gib", "tolerance_low", "tolerance_high"])
+    data["text"] = data["gib"].map(fmt)
     capacity = observed(observations, "compiled", names.ALLOCATOR_LIMIT_GIB)["value"]
-    layers = [evidence_bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])]
+    bars = evidence_bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
+    labels_layer = bars.mark_text(align="left", dx=3, fontSize=10, color="#333").encode(text="text:N")
+    spans = (
+        alt.Chart()
+        .transform_filter("isValid(datum.tolerance_low)")
+        .mark_rule(color="#888", strokeWidth=7, opacity=0.35)
+        .encode(y=alt.Y("label:N", sort=None), yOffset="source:N", x="tolerance_low:Q", x2="tolerance_high:Q")
+    )
+    layers = [spans, bars, labels_layer]
     purpose = "Which rows fit the GPU"
-    purpose += ", and how close the compiled programs come to the published memory" if with_published else ""
-    purpose += "; analytic bars count the saved or offloaded activations only."
+    if with_published:
+        purpose += (
+            ", and how close the compiled programs come to the published memory: a grey span is the"
+            " tolerance of the claim that states it"
+        )
+    purpose += ". The activations' own bytes are charted apart, in the appendix."
     if len(capacity):
         limit = data["limit_gib"] = float(capacity.iloc[0])
-        layers.append(
-            alt.Chart()
-            .transform_filter(alt.datum.memory == "device")
-            .mark_rule(color="crimson", strokeDash=[4, 3])
-            .encode(x="max(limit_gib):Q")
-        )
-        purpose += f" Dashed: the {limit:.1f} GiB JAX's allocator takes of each GPU, what a row must fit within."
+        data["limit_text"] = f"limit {fmt(limit)} GiB"
+        rule = alt.Chart().transform_filter(alt.datum.memory == "device")
+        layers += [
+            rule.mark_rule(color="crimson", strokeDash=[4, 3]).encode(x="max(limit_gib):Q"),
+            rule.mark_text(color="crimson", align="right", dx=-3, dy=-4, fontSize=10, baseline="bottom").encode(
+                x="max(limit_gib):Q", y=alt.value(0), text="max(limit_text):N"
+            ),
+        ]
+        purpose += f" Dashed: the {fmt(limit)} GiB JAX's allocator takes of each GPU, what a row must fit within."
     title = titled(
         f"Device and host memory per row, compiled for {machine}"
         + (", beside the published" if with_published else ""),
         purpose,
     )
-    chart = alt.layer(*layers, data=data).properties(width=300, height=alt.Step(9))
+    chart = alt.layer(*layers, data=data).properties(width=300, height=alt.Step(11))
     return by_table(chart, title, column=alt.Column("memory:N", title=None))
+
+
+def activations(observations: pd.DataFrame, labels: dict[str, Row]) -> alt.TopLevelMixin | None:
+    """Each row's activation bytes by MaxText's configs: what its placement keeps on the device and
+    what it offloads, per step; apart from the total memory a program holds."""
+    records = [
+        {"row": o.row, "source": "analytic", "memory": kind, "gib": o.value}
+        for kind, metric in (("kept on the device", names.DEVICE_SAVED_GIB), ("offloaded", names.OFFLOADED_GIB))
+        for o in observed(observations, "analytic", metric).itertuples()
+    ]
+    if not records:
+        return None
+    data = labelled(records, labels, ["source", "memory", "gib"])
+    data["text"] = data["gib"].map(fmt)
+    bars = evidence_bars(alt.Chart(), data["source"], "gib", "GiB per device per step", ",.3f", ["memory"])
+    text = bars.mark_text(align="left", dx=3, fontSize=10, color="#333").encode(text="text:N")
+    title = titled(
+        "The saved activations' bytes per row, by MaxText's configs (analytic)",
+        "What each row's placement keeps on the device and what it offloads, counted from the tensors it"
+        " saves: a part of the device memory above, never the whole of it.",
+    )
+    chart = alt.layer(bars, text, data=data).properties(width=300, height=alt.Step(11))
+    return by_table(chart, title, column=alt.Column("memory:N", title=None))
+
+
+def ratio_claims(verdicts: dict[str, Any]) -> alt.TopLevelMixin | None:
+    """Each ratio claim as a ratio, in percent: the post's value with its one tolerance (a grey span),
+    and beside it each evidence that judged it, with the band its verdict took (a prediction's error
+    in pp); zero marked, so that a sign is read at a glance."""
+    records = []
+    for claim in verdicts.get("claims", []):
+        published, tolerance = claim.get("published"), claim.get("tolerance")
+        if claim["check"] != "ratio" or published is None or not tolerance:
+            continue
+        allowed = tolerance["absolute"] if "absolute" in tolerance else tolerance["relative"] * abs(published)
+        records.append(
+            {"claim": claim["id"], "source": "published", "pct": published * 100}
+            | {"low": (published - allowed) * 100, "high": (published + allowed) * 100, "verdict": claim["verdict"]}
+        )
+        for judgement in claim["judgements"]:
+            observed_value = judgement.get("observed")
+            if not isinstance(observed_value, int | float) or isinstance(observed_value, bool):
+                continue
+            band = judgement.get("band") or {}
+            low, high = (observed_value if band.get(end) is None else band[end] for end in ("low", "high"))
+            records.append(
+                {"claim": claim["id"], "source": judgement["evidence"], "pct": observed_value * 100}
+                | {"low": low * 100, "high": high * 100, "verdict": judgement["verdict"]}
+            )
+    if not any(record["source"] != "published" for record in records):
+        return None
+    data = pd.DataFrame(records)
+    data["text"] = (data["pct"] / 100).map(percent)
+    base = alt.Chart(data).encode(
+        y=alt.Y("claim:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)), yOffset="source:N"
+    )
+    colour = alt.Color("source:N", scale=colours(data["source"]), title="evidence")
+    tooltip = ["claim", "source", "verdict", *(alt.Tooltip(f"{f}:Q", format="+.2f") for f in ("pct", "low", "high"))]
+    spans = base.mark_rule(strokeWidth=6, opacity=0.35).encode(
+        x=alt.X("low:Q", title="throughput ratio - 1, %"), x2="high:Q", color=colour
+    )
+    points = base.mark_point(filled=True, size=70).encode(x="pct:Q", color=colour, tooltip=tooltip)
+    text = base.mark_text(align="left", dx=6, dy=-6, fontSize=10, color="#333").encode(x="pct:Q", text="text:N")
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#999").encode(x="x:Q")
+    title = titled(
+        "The post's speed ratios as ratios: published with its tolerance, beside the evidence",
+        "Grey span on the published point: the claim's one tolerance. On the evidence's point: the band its"
+        " verdict took (a prediction's measured error on such ratios). A claim passes only where the"
+        " whole band lies inside the tolerance.",
+    )
+    return alt.layer(zero, spans, points, text).properties(width=460, height=alt.Step(16), title=title)
 
 
 def verdict_bands(verdicts: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -209,15 +209,17 @@ def memory_chart(found: list[dict[str, Any]], capacity_gib: float) -> alt.TopLev
     ]
     if not records:
         return None
-    scale = alt.Scale(domain=["measured", "compiled"], range=[PALETTE["measured"], PALETTE["compiled"]])
+    kinds = ["measured", "compiled"]
+    scale = alt.Scale(domain=kinds, range=[PALETTE["measured"], PALETTE["compiled"]])
     points = (
         alt.Chart(pd.DataFrame(records))
         .mark_point(filled=True, size=70)
         .encode(
             x=alt.X("gib:Q", title="GiB on the chip", scale=alt.Scale(zero=True)),
             y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320)),
+            # one legend: colour and shape over the same domain, under one title
             color=alt.Color("kind:N", scale=scale, title="evidence"),
-            shape=alt.Shape("kind:N", title="evidence"),
+            shape=alt.Shape("kind:N", scale=alt.Scale(domain=kinds, range=["circle", "square"]), title="evidence"),
             tooltip=["row", "kind", alt.Tooltip("gib:Q", format=",.2f")],
         )
     )
@@ -231,10 +233,22 @@ def memory_chart(found: list[dict[str, Any]], capacity_gib: float) -> alt.TopLev
     return alt.layer(points, limit).properties(width=420, height=alt.Step(18), title=title)
 
 
+def program_marks(found: list[dict[str, Any]]) -> dict[str, str]:
+    """Row id -> a letter shared by the rows that are one program on the chip (none for a row alone)."""
+    marks: dict[str, str] = {}
+    for line in found:
+        if line["same_program"] and line["row"].id not in marks:
+            letter = chr(ord("A") + len(set(marks.values())))
+            for row in (line["row"].id, *line["same_program"]):
+                marks[row] = letter
+    return marks
+
+
 def step_chart(found: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
+    marks = program_marks(found)
     records = [
         {
-            "label": line["row"].label,
+            "label": line["row"].label + (f" [{marks[line['row'].id]}]" if line["row"].id in marks else ""),
             "step_s": line["step_s"],
             "low": (line["step_spread"] or {}).get("low", line["step_s"]),
             "high": (line["step_spread"] or {}).get("high", line["step_s"]),
@@ -258,11 +272,13 @@ def step_chart(found: list[dict[str, Any]]) -> alt.TopLevelMixin | None:
     words = "Each bar is the median step of its repeats; the black line spans them."
     if any(record["predicted_s"] is not None for record in records):
         layers.append(
-            base.mark_tick(color=PALETTE["predicted"], thickness=3, size=16).encode(
+            base.mark_point(shape="diamond", size=110, filled=True, color=PALETTE["predicted"], stroke="white").encode(
                 x="predicted_s:Q", tooltip=["label", alt.Tooltip("predicted_s:Q", format=".4f", title="predicted s")]
             )
         )
-        words += " The tick is the step predicted from the chip's other programs (their median)."
+        words += " The purple diamond is the step predicted from the chip's other programs (their median)."
+    if marks:
+        words += " Rows marked with one letter are one program here: they differ only in XLA:GPU flags."
     title = titled("Step time measured on the chip", words)
     return alt.layer(*layers).properties(width=420, height=alt.Step(18), title=title)
 
