@@ -18,7 +18,8 @@ from workflow_copy import copy_workflow, snakemake
 BLOCK = re.compile(r"```bash\n(.*?)```", re.S)
 
 
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+README = REPO / "README.md"
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 
 
 def readme_commands() -> list[str]:
@@ -77,3 +78,14 @@ def test_every_readme_command_dry_runs(workflow):
 def test_the_commands_the_report_prints_dry_run(workflow):
     commands = [snakemake_command(load_target(target)) for target in ("gb200-nvl72", "vr-nvl144", "h200-1", "h100-1")]
     assert dry_run_all(workflow, commands) == {}
+
+
+def test_the_readme_gives_the_main_jobs_size_as_a_fresh_copy_plans_it(workflow):
+    """The README's figures of the main job are the plan's, not typed: its jobs and its compiles, as
+    Snakemake plans them on a copy with nothing done."""
+    said = re.search(r"runs the main job: (\d+) jobs, most of it the (\d+) full-scale compiles", README.read_text())
+    assert said, "the README states the main job's jobs and compiles"
+    done = snakemake(workflow, "-n")
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", done.stdout + done.stderr, re.M))
+    compiles = sum(int(stats.get(rule, 0)) for rule in ("compile_row", "compile_defaults"))
+    assert (int(said.group(1)), int(said.group(2))) == (int(stats["total"]), compiles)
