@@ -533,10 +533,12 @@ def test_report_renders_every_chart_and_verdict(main_job):
     assert appendix.stat().st_size < 2 * 1024**2
     dom = rendered_dom(page)
     # the page draws what the claims are weighed by; the appendix the diagnostics
-    assert rendered_charts(dom) == {"predicted": "true", "memory": "true"}
+    assert rendered_charts(dom) == {"memory": "true", "ratios": "true"}
     assert rendered_charts(rendered_dom(appendix)) == {
+        "predicted": "true",
         "throughput": "true",
         "step-terms": "true",
+        "activations": "true",
         "losses": "true",
         "offload-cost": "true",
     }

@@ -196,7 +196,7 @@ def ratio_claims(verdicts: dict[str, Any]) -> alt.TopLevelMixin | None:
         " verdict took (a prediction's measured error on such ratios). A claim passes only where the"
         " whole band lies inside the tolerance.",
     )
-    return alt.layer(zero, spans, points, text).properties(width=460, height=alt.Step(16), title=title)
+    return alt.layer(zero, spans, points, text).properties(width=460, height=alt.Step(13), title=title)
 
 
 def verdict_bands(verdicts: dict[str, Any]) -> dict[str, dict[str, Any]]:
