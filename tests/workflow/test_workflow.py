@@ -27,6 +27,7 @@ from conftest import REPO, require
 from offload_repro.core.data import load_rows, load_target
 from offload_repro.plan import inputs as plan
 from offload_repro.plan import sample as plan_sample
+from offload_repro.present.text import fmt
 from offload_repro.produce.compiled.compiled_row import DEFAULT_AUTOTUNING
 from offload_repro.produce.compiled.program_cache import compile_program
 from report_page import (
@@ -36,6 +37,7 @@ from report_page import (
     rendered_charts,
     rendered_dom,
     vega_graphics,
+    visible_text,
     with_appendix,
 )
 from workflow_copy import copy_workflow, snakemake
@@ -566,6 +568,53 @@ def test_the_main_page_reads_in_five_screens_summary_first(main_job):
     assert reading["summary_top"] is not None and reading["summary_top"] < reading["verdicts_top"], reading
     assert reading["longest_paragraph"] <= 120, reading
     assert reading["height"] <= 6000, reading
+
+
+PAGES = ("index", "cpu", "cpu-appendix", "tpu-v5e-1", "tpu-v5e-1-appendix")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_every_number_shown_twice_on_the_pages_is_one_value(main_job):
+    """Every page of a fresh main job, as Chromium renders it: the counts of findings on the index,
+    a page's headline and its first screen; GB200's limit; each compiled memory figure; and each
+    claim's tolerance, wherever they appear, each one value with one rounding."""
+    require("chromium")
+    dom = {name: rendered_dom(main_job / f"results/report/{name}.html") for name in PAGES}
+    text = {name: " ".join(visible_text(page).split()) for name, page in dom.items()}
+    for target in ("cpu", "tpu-v5e-1"):
+        verdicts = json.loads((main_job / f"results/{target}/verdicts.json").read_text())
+        counts = list(verdicts["finding_counts"].values())
+        line = re.search(rf'<tr id="target-{target}".*?</tr>', dom["index"], re.S).group(0)
+        assert [int(n) for n in re.findall(r'v-[a-z-]+">(\d+)<', line)] == counts, target
+        headline = re.search(r'id="finding-counts">(.*?)</span></h2>', dom[target], re.S).group(1)
+        assert [int(n) for n in re.findall(r'v-[a-z-]+">(\d+) ', headline)] == counts, target
+        findings = len(verdicts["findings"])
+        assert f"Held: {counts[0]} of the post's {findings} findings" in text[target], target
+    # GB200's limit: one value, one rounding, on the page, its appendix and its charts' labels
+    limit = next(iter(compiled(main_job).values()))["allocator_limit_bytes"] / 2**30
+    shown = {
+        found
+        for name in ("cpu", "cpu-appendix")
+        for found in re.findall(r"limit (?:of )?([\d.]+) GiB|of each GPU \(([\d.]+) GiB\)", text[name])
+    }
+    assert {value for pair in shown for value in pair if value} == {fmt(limit)}
+    # each compiled figure as the row table writes it, and no other rounding of it anywhere
+    for row, result in compiled(main_job).items():
+        gib = result["device_bytes"] / 2**30
+        assert fmt(gib) in visible_text(re.search(rf'<tr id="row-{row}".*?</tr>', dom["cpu"], re.S).group(0)), row
+        for other in {f"{gib:.2f}", f"{gib:.3f}"} - {fmt(gib)}:
+            assert all(other not in page for page in text.values()), (row, other)
+    # each claim's one tolerance: the same in its line of every page and in each judgement that states one
+    for claim in yaml.safe_load((main_job / "experiments/claims.yaml").read_text())["claims"]:
+        if "tolerance" not in claim:
+            continue
+        written = set()
+        for name in ("cpu", "tpu-v5e-1"):
+            line = re.search(rf'<tr id="claim-{claim["id"]}".*?</tr>', dom[name], re.S).group(0)
+            written |= set(re.findall(r'<span class="tol"[^>]*>([^<]+)</span>', line))
+            written |= set(re.findall(r"; tolerance (±[^(]+?) \(", " ".join(visible_text(line).split())))
+        assert len(written) == 1, (claim["id"], written)
 
 
 @pytest.mark.slow
