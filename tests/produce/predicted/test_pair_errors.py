@@ -344,3 +344,17 @@ def test_two_scales_of_one_placement_are_the_validation_stages_pairs_read_as_rat
     found = pair_errors.summaries(lines)[pair_errors.SCALES]
     assert found["computed"] and found["by_model"]["full"]["pairs"] == 100
     assert not pair_errors.summaries([])[pair_errors.SCALES]["computed"]
+
+
+def test_the_scales_record_is_checked_where_the_validation_stage_ran_and_kept_as_recorded_where_not():
+    validation = read_result(REPO / "tests" / "fixtures" / "results" / "validation" / "model.json", "validation")
+    record = pair_errors.load_record()
+    scales = [entry for entry in record["records"] if entry["set"] == "runs_elsewhere"]
+    assert len(scales) == 1 and len(scales[0]["pairs"]) == 100  # 22 H100 runs: each pair under both calibrations
+    lines = [line | {"id": pair_errors.line_id(line)} for line in pair_errors.scale_pairs(validation)]
+    (checked,) = pair_errors.check_record(lines, {"records": scales})
+    assert checked["since_record"] == [] and "checked" not in checked  # computed again and held to the record
+    # a ratio of two scales errs by tens of pp at most: the model's step is nearly flat in scale
+    assert 0 < scales[0]["by_model"]["full"]["mean_abs_pp"] < scales[0]["by_model"]["full"]["largest_abs_pp"] < 50
+    (kept,) = pair_errors.check_record([], {"records": scales})
+    assert kept["checked"] is False and kept["by_model"] == scales[0]["by_model"] and "validation" in kept["why"]

@@ -64,6 +64,10 @@ def section(result: dict[str, Any] | None) -> dict[str, Any] | None:
         "models": MODEL_WORDS,
         "summaries": lines,
         "scales": scales,
+        # two scales of one placement as recorded, where the validation stage did not compute them here
+        "scales_recorded": next(
+            (entry for entry in result.get("record", []) if entry["set"] == "runs_elsewhere"), None
+        ),
         "pairs": sorted(
             result["pairs"],
             key=lambda p: (p["kind"], p["set"], p["family"], p.get("regime") or 0.0, p["id"]),
