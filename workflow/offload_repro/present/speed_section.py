@@ -4,11 +4,13 @@ the model's calibration and measured error, all as the evidence table holds them
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pandas as pd
 
 from offload_repro.core.data import Row
+from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.judge import metric_names as names
 from offload_repro.present.lookup import Lookup
 
@@ -171,6 +173,7 @@ def speed(
     for line in lines:
         found = judged_as.get(line["row"].id)
         line["judged_as"] = found if found and found["on"] != line["row"].id else None
+    terms = term_earnings(prediction.get("ablation") or [], load_validation().get("recorded_term_errors"))
     return {
         "lines": lines,
         "measured_here": measured_here,
@@ -185,6 +188,13 @@ def speed(
         "error": prediction.get("model_error"),
         "unmeasured": unmeasured_errors(lines, prediction.get("model_error")),
         "ablation": prediction.get("ablation") or [],
+        "terms": terms,
+        # the terms that lower no measured error: the stated rule would not keep them
+        "idle_terms": [
+            t["model"]
+            for t in terms
+            if t["elsewhere"]["change"] != "lowers" and all(h["change"] != "lowers" for h in t["here"])
+        ],
         "by_precision": prediction.get("by_precision") or [],
         "ruled_out_precisions": prediction.get("ruled_out_precisions") or [],
         "cross_checks": prediction.get("cross_checks") or [],
@@ -193,3 +203,38 @@ def speed(
         ],
         "assumptions": prediction["assumptions"],
     }
+
+
+def change(before: float | None, after: float | None) -> str | None:
+    """'lowers', 'raises' or 'keeps' an error, as the page shows it (to 0.1%); None where one is unmeasured."""
+    if before is None or after is None:
+        return None
+    shown = round(before, 3), round(after, 3)
+    return "keeps" if shown[0] == shown[1] else "lowers" if shown[1] < shown[0] else "raises"
+
+
+def term_earnings(ablation: list[dict[str, Any]], elsewhere: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each term the model adds, in order: its change to the mean error on the source's rows (leave one
+    out, per model family where both models measure it: a family the simpler model alone predicts is
+    no comparison) and on the runs measured elsewhere (every run in turn, as experiments/validation.yaml
+    records it). The stated rule keeps a term where it lowers the error."""
+    recorded = (elsewhere or {}).get("by_model") or {}
+    found = []
+    for before, after in itertools.pairwise(ablation):
+        here = [
+            {"family": family, "before": values["mean_abs"], "after": after["families"][family]["mean_abs"]}
+            for family, values in (before.get("families") or {}).items()
+            if values.get("mean_abs") is not None
+            and ((after.get("families") or {}).get(family) or {}).get("mean_abs") is not None
+        ]
+        for line in here:
+            line["change"] = change(line["before"], line["after"])
+        there = [recorded.get(model["model"], {}).get("mean_abs") for model in (before, after)]
+        found.append(
+            {
+                "model": after["model"],
+                "here": here,
+                "elsewhere": {"before": there[0], "after": there[1], "change": change(*there)},
+            }
+        )
+    return found
