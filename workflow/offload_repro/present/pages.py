@@ -30,6 +30,7 @@ from offload_repro.present import (
     charts,
     chip_scope,
     device_section,
+    glossary,
     measured_runs,
     mechanism,
     pair_errors_section,
@@ -74,11 +75,13 @@ def environment() -> jinja2.Environment:
         spread=text.spread_text,
         hardware=text.hardware_text,
         commit=text.commit_text,
+        glossed=glossary.glossed,
     )
     env.globals.update(
         evidence_classes=EVIDENCE,
         published_colour=PUBLISHED_COLOUR,
         style=(TEMPLATE_DIR / "style.css").read_text(),
+        glossary=glossary.load_glossary(),
     )
     return env
 
