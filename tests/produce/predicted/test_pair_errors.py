@@ -164,7 +164,7 @@ def sweep_fixture(root: Path, steps: dict[str, float] | None = None) -> Path:
     return kept
 
 
-def test_a_sweep_points_pairs_are_its_regimes_and_no_pair_is_predicted_from_its_own_measurement(tmp_path):
+def test_a_sweep_points_pairs_are_its_regimes_and_no_pair_is_predicted_from_its_own_measurement(tmp_path, chip_lines):
     speed = load_speed()
     kept = sweep_fixture(tmp_path / "a")
     lines, read = pair_errors.chip_lines(CHIP, kept, ROWS, speed)
@@ -179,7 +179,7 @@ def test_a_sweep_points_pairs_are_its_regimes_and_no_pair_is_predicted_from_its_
     assert set(pairs) == {("l-qkv", "l-baseline"), ("d-offload", "d-remat")}  # d-device: a regime of its own
     assert pairs[("d-offload", "d-remat")]["calibrated_on"] == ["d-device"]
     # the same programs and steps as the chip's rows: the same pairs' numbers
-    rows_lines = {line["first"]: line for line in pair_errors.chip_lines(CHIP, KEPT, ROWS, speed)[0]}
+    rows_lines = {line["first"]: line for line in chip_lines[0] if line["set"] == "chip_rows"}
     same = pairs[("d-offload", "d-remat")]["by_model"]["full"]["predicted"]
     assert same == pytest.approx(rows_lines["deepseek-offload-plain"]["by_model"]["full"]["predicted"])
     # a pair's own steps enter its measured ratio only: its prediction stays where its points' steps move

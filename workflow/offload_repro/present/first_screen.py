@@ -214,8 +214,9 @@ def first_screen(verdicts: dict[str, Any], target: Target, compiled_on: Target |
         "failed_pass_under": passes_under(failed, assumptions),
         "sensitivity": optional_stages.command("assumptions"),
         "errors": [c["id"] for c in claims if c["verdict"] == "error"],
-        "inconclusive": sum(1 for c in undecided if c["verdict"] == "inconclusive"),
-        "not_comparable": sum(1 for c in undecided if c["verdict"] == "not-comparable"),
+        # the headline's unit: findings (the targets and stages that would decide them count claims)
+        "inconclusive": sum(1 for f in found if f["counted_as"] == "inconclusive"),
+        "not_comparable": sum(1 for f in found if f["counted_as"] == "not-comparable"),
         "would_decide": would_decide(undecided),
         "stages_would_decide": stages_would_decide(undecided),
         "predicted": predicted,
