@@ -120,6 +120,11 @@ def test_a_fact_without_a_citation_is_named_by_file_and_field(tmp_path):
     assert "stated without a citation: peak_dense_tflops.fp8" in hardware_text(h100.spec["hardware"])
 
 
+def test_a_peak_is_per_gpu_on_a_gpu_and_per_chip_on_a_tpu():
+    assert "peak dense bfloat16 989 TFLOPs/s per GPU" in hardware_text(load_target("h100-sxm").spec["hardware"])
+    assert "peak dense bfloat16 197 TFLOPs/s per chip" in hardware_text(load_target("tpu-v5e-1").spec["hardware"])
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

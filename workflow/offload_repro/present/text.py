@@ -112,8 +112,10 @@ def hardware_text(hardware: dict[str, Any]) -> str:
         shared = hardware["host_memory"]["bandwidth_gb_s_per_cpu"]
         per_gpu = hardware["host_memory_gb_s_per_gpu"]
         parts.append(f"host memory {fmt(shared)} GB/s per CPU, {fmt(per_gpu)} GB/s per GPU when all copy at once")
+    # a TPU is a chip, not a GPU: its peak is per chip
+    unit = "chip" if "TPU" in (accelerator or "") else "GPU"
     for dtype, tflops in (hardware.get("peak_dense_tflops") or {}).items():
-        parts.append(f"peak dense {dtype} {fmt(tflops)} TFLOPs/s per GPU")
+        parts.append(f"peak dense {dtype} {fmt(tflops)} TFLOPs/s per {unit}")
     cited = hardware.get("citations") or {}
     uncited = [fact for fact in cited_facts({"hardware": hardware}) if fact not in cited]
     if uncited:
