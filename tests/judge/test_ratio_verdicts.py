@@ -7,15 +7,16 @@ import pytest
 
 from conftest import RESULTS
 from offload_repro.core.results import read_result
-from offload_repro.judge.prediction_verdicts import PP, PairError, band, decided_below, ratio_error, verdict
-from offload_repro.judge.sign_disagreements import ratio_records, sign_disagreements
+from offload_repro.judge.prediction_verdicts import band, decided_below, verdict
+from offload_repro.judge.ratio_errors import PP, PairError, ratio_error
+from offload_repro.judge.sign_disagreements import ratio_records, read_pairs, sign_disagreements
 from report_page import build_report
 
 PAIRS = RESULTS / "predicted" / "pair-errors.json"
 
 
 def test_the_model_and_the_post_disagree_in_sign_on_two_pairs_of_the_source_rows():
-    found = {(d["first"], d["second"]): d for d in sign_disagreements(PAIRS)}
+    found = {(d["first"], d["second"]): d for d in sign_disagreements(read_pairs(PAIRS))}
     assert set(found) == {
         ("llama-qkv-offload-lhs", "llama-baseline"),
         ("llama-qkv-offload-lhs-pipelined", "llama-qkv-offload-lhs"),
@@ -32,7 +33,7 @@ def test_the_model_and_the_post_disagree_in_sign_on_two_pairs_of_the_source_rows
 
 
 def test_a_placement_ratio_takes_the_chips_error_only_where_its_rows_lie_in_the_measured_range():
-    records = ratio_records(PAIRS)
+    records = ratio_records(read_pairs(PAIRS))
     llama = records["llama-qkv-lhs-vs-baseline"]
     value, why, source = ratio_error(llama, "gb200-nvl72")
     assert (value, source) == (llama["chip_error"]["largest_abs_pp"], "chip placement pairs")

@@ -14,7 +14,7 @@ from offload_repro.core.data import DataError, load_rows, load_target
 from offload_repro.core.files import read_yaml
 from offload_repro.core.published import load_speed, published_throughputs
 from offload_repro.core.results import read_result, write_result
-from offload_repro.produce.predicted import device_prediction, pair_errors, step_model
+from offload_repro.produce.predicted import chip_pairs, device_prediction, pair_errors, pair_record, step_model
 from offload_repro.produce.predicted.target_rates import rates
 
 KEPT = REPO / "experiments" / "device-results" / "tpu-v5e-1"
@@ -24,7 +24,7 @@ ROWS = {row.id: row for row in load_rows(TABLES)}
 
 @pytest.fixture(scope="module")
 def chip_lines():
-    lines, read = pair_errors.chip_lines(CHIP, KEPT, ROWS, load_speed())
+    lines, read = chip_pairs.chip_lines(CHIP, KEPT, ROWS, load_speed())
     return lines, read
 
 
@@ -167,7 +167,7 @@ def sweep_fixture(root: Path, steps: dict[str, float] | None = None) -> Path:
 def test_a_sweep_points_pairs_are_its_regimes_and_no_pair_is_predicted_from_its_own_measurement(tmp_path, chip_lines):
     speed = load_speed()
     kept = sweep_fixture(tmp_path / "a")
-    lines, read = pair_errors.chip_lines(CHIP, kept, ROWS, speed)
+    lines, read = chip_pairs.chip_lines(CHIP, kept, ROWS, speed)
     assert read["programs"] == [] and read["sweep_points"] == [
         "d-device",
         "d-offload",
@@ -184,21 +184,21 @@ def test_a_sweep_points_pairs_are_its_regimes_and_no_pair_is_predicted_from_its_
     assert same == pytest.approx(rows_lines["deepseek-offload-plain"]["by_model"]["full"]["predicted"])
     # a pair's own steps enter its measured ratio only: its prediction stays where its points' steps move
     moved = sweep_fixture(tmp_path / "b", {"d-offload": 2.0, "d-remat": 1.0})
-    again = {(line["first"], line["second"]): line for line in pair_errors.chip_lines(CHIP, moved, ROWS, speed)[0]}
+    again = {(line["first"], line["second"]): line for line in chip_pairs.chip_lines(CHIP, moved, ROWS, speed)[0]}
     before, after = pairs[("d-offload", "d-remat")], again[("d-offload", "d-remat")]
     assert after["measured"] == pytest.approx(-0.5) and after["measured"] != before["measured"]
     for model in pair_errors.MODELS:
         assert after["by_model"][model]["predicted"] == before["by_model"][model]["predicted"]
     # a point outside the pair does move it: its rate calibrates the pair
     third = sweep_fixture(tmp_path / "c", {"d-device": kept_run("deepseek-device-mb2")["step_time_s"] * 2})
-    moved_rate = {(line["first"], line["second"]): line for line in pair_errors.chip_lines(CHIP, third, ROWS, speed)[0]}
+    moved_rate = {(line["first"], line["second"]): line for line in chip_pairs.chip_lines(CHIP, third, ROWS, speed)[0]}
     assert (
         moved_rate[("d-offload", "d-remat")]["by_model"]["full"]["predicted"] != before["by_model"]["full"]["predicted"]
     )
 
 
 def test_without_a_sweep_folder_there_are_no_sweep_pairs(tmp_path):
-    assert pair_errors.sweep_points(CHIP, tmp_path, ROWS, load_speed()) == {}
+    assert chip_pairs.sweep_points(CHIP, tmp_path, ROWS, load_speed()) == {}
 
 
 def test_the_source_pairs_are_the_leave_one_out_pairs_read_as_ratios():
@@ -258,16 +258,16 @@ def test_the_source_rows_regimes_and_a_claim_outside_the_chips_range(chip_lines)
 
 def test_the_record_is_held_to_the_pairs_it_names_and_a_pair_added_is_reported_not_applied():
     result = read_result(REPO / "tests" / "fixtures" / "results" / "predicted" / "pair-errors.json", "pair-errors")
-    record = pair_errors.load_record()
+    record = pair_record.load_record()
     lines = result["pairs"]
-    checked = pair_errors.check_record(lines, record)
+    checked = pair_record.check_record(lines, record)
     assert [(c["set"], c["family"], c["since_record"]) for c in checked] == [
         (entry["set"], entry["family"], []) for entry in record["records"]
     ]
     # a sweep pair kept later: listed as since the record, its error beside, the record unchanged
     added = dict(lines[-1], set="sweep", first="w512-qkv", second="w512-baseline")
-    added["id"] = pair_errors.line_id(added)
-    again = pair_errors.check_record([*lines, added], record)
+    added["id"] = pair_record.line_id(added)
+    again = pair_record.check_record([*lines, added], record)
     chip = next(c for c in again if c["set"] == "chip" and c["family"] == added["family"])
     assert chip["since_record"] == [added["id"]] and chip["by_model"] == next(
         e["by_model"] for e in record["records"] if e["set"] == "chip" and e["family"] == added["family"]
@@ -282,10 +282,10 @@ def test_the_record_is_held_to_the_pairs_it_names_and_a_pair_added_is_reported_n
     with pytest.raises(
         DataError, match=r"by_model.full.mean_abs_pp: recorded 0.5, computed \d+\.\d+ over the recorded pairs"
     ):
-        pair_errors.check_record(lines, changed)
+        pair_record.check_record(lines, changed)
     gone = [line for line in lines if line["id"] != record["records"][0]["pairs"][0]]
     with pytest.raises(DataError, match="no such pair computed"):
-        pair_errors.check_record(gone, record)
+        pair_record.check_record(gone, record)
 
 
 def test_the_kept_result_is_this_codes_on_the_chip(chip_lines):
@@ -348,13 +348,13 @@ def test_two_scales_of_one_placement_are_the_validation_stages_pairs_read_as_rat
 
 def test_the_scales_record_is_checked_where_the_validation_stage_ran_and_kept_as_recorded_where_not():
     validation = read_result(REPO / "tests" / "fixtures" / "results" / "validation" / "model.json", "validation")
-    record = pair_errors.load_record()
+    record = pair_record.load_record()
     scales = [entry for entry in record["records"] if entry["set"] == "runs_elsewhere"]
     assert len(scales) == 1 and len(scales[0]["pairs"]) == 100  # 22 H100 runs: each pair under both calibrations
-    lines = [line | {"id": pair_errors.line_id(line)} for line in pair_errors.scale_pairs(validation)]
-    (checked,) = pair_errors.check_record(lines, {"records": scales})
+    lines = [line | {"id": pair_record.line_id(line)} for line in pair_errors.scale_pairs(validation)]
+    (checked,) = pair_record.check_record(lines, {"records": scales})
     assert checked["since_record"] == [] and "checked" not in checked  # computed again and held to the record
     # a ratio of two scales errs by tens of pp at most: the model's step is nearly flat in scale
     assert 0 < scales[0]["by_model"]["full"]["mean_abs_pp"] < scales[0]["by_model"]["full"]["largest_abs_pp"] < 50
-    (kept,) = pair_errors.check_record([], {"records": scales})
+    (kept,) = pair_record.check_record([], {"records": scales})
     assert kept["checked"] is False and kept["by_model"] == scales[0]["by_model"] and "validation" in kept["why"]

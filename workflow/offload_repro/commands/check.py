@@ -18,7 +18,7 @@ from offload_repro.judge.claims import load_claims
 from offload_repro.judge.evidence_views import views
 from offload_repro.judge.independence import chosen_in_view, mark, mark_scale
 from offload_repro.judge.robustness import changes_by_alternative, policy_points, robustness, varied_verdicts
-from offload_repro.judge.sign_disagreements import ratio_records, sign_disagreements
+from offload_repro.judge.sign_disagreements import ratio_records, read_pairs, sign_disagreements
 from offload_repro.judge.verdicts import check_claims, counted_as, tally
 
 PARENTS = (arguments.OUT, arguments.OPTIONAL_TABLES, arguments.EVIDENCE)
@@ -61,11 +61,11 @@ def _mark_robustness(
     verdicts: dict[str, Any],
     targets: dict[str, Target],
     qualifying: dict[str, list[str]],
+    records: dict[str, dict[str, Any]],
 ) -> None:
     """Each claim's verdict under every alternative assumption (the sensitivity stage's result)."""
     sensitivity = read_result(args.assumptions, "assumptions")
     points, micro_batches = policy_points(read_yaml(args.frontier)["policies"], load_rows(args.tables))
-    records = ratio_records(args.pair_errors)
     judge = varied_verdicts(
         lambda chosen, observations: check_claims(
             chosen, views(observations, targets), qualifying, ratio_records=records
@@ -84,13 +84,12 @@ def under_defaults(
     verdicts: dict[str, Any],
     targets: dict[str, Target],
     qualifying: dict[str, list[str]],
+    records: dict[str, dict[str, Any]],
 ) -> None:
     """Each claim judged again on the evidence under the defaults; its verdict there beside its own,
     and the counts under the defaults beside the headline's."""
     evidence = read_result(args.defaults_evidence, "evidence")
-    judged = check_claims(
-        claims, views(evidence["observations"], targets), qualifying, ratio_records=ratio_records(args.pair_errors)
-    )
+    judged = check_claims(claims, views(evidence["observations"], targets), qualifying, ratio_records=records)
     mark(judged["claims"], load_rows(args.tables) if args.tables else [], load_assumptions())
     by_id = {claim["id"]: claim for claim in judged["claims"]}
     for claim in verdicts["claims"]:
@@ -114,10 +113,11 @@ def run(args: argparse.Namespace) -> int:
     names = {name for targets in qualifying.values() for name in targets}
     names |= {obs["target"] for obs in evidence["observations"] if obs["target"]}
     targets = {name: load_target(name) for name in sorted(names)}
-    records = ratio_records(args.pair_errors)
+    pairs = read_pairs(args.pair_errors)  # read once: the records and the sign disagreements come from it
+    records = ratio_records(pairs)
     verdicts = check_claims(claims, views(evidence["observations"], targets), qualifying, ratio_records=records)
     if args.assumptions:
-        _mark_robustness(args, claims, evidence, verdicts, targets, qualifying)
+        _mark_robustness(args, claims, evidence, verdicts, targets, qualifying, records)
     rows = load_rows(args.tables) if args.tables else []
     chosen = outcome_settings.chosen(outcome_settings.load()) if args.compile_target else []
     constrained = {c.row for c in outcome_settings.constraints(rows, claims, str(args.claims))} if rows else set()
@@ -128,9 +128,9 @@ def run(args: argparse.Namespace) -> int:
     target = targets.get(evidence["target"]) or load_target(evidence["target"])
     mark_scale(verdicts["claims"], target.spec.get("scale") or {}, f"experiments/targets/{target.name}.yaml")
     if args.defaults_evidence:
-        under_defaults(args, claims, verdicts, targets, qualifying)
+        under_defaults(args, claims, verdicts, targets, qualifying, records)
     verdicts["settings"] = {"chosen": chosen, "headline": "chosen" if chosen else "defaults"}
-    verdicts["sign_disagreements"] = sign_disagreements(args.pair_errors)
+    verdicts["sign_disagreements"] = sign_disagreements(pairs)
     verdicts |= tally(verdicts["claims"])
     write_result(
         args.out,

@@ -12,7 +12,8 @@ from offload_repro.core.data import TARGET_DIR, load_rows, load_target
 from offload_repro.core.files import DEVICE_RESULTS_DIR, REPO_ROOT, read_yaml
 from offload_repro.core.published import load_speed, published_throughputs
 from offload_repro.core.results import read_result, write_result
-from offload_repro.produce.predicted.pair_errors import PLACEMENTS, load_record, pair_errors
+from offload_repro.produce.predicted.pair_errors import PLACEMENTS, pair_errors
+from offload_repro.produce.predicted.pair_record import load_record
 from offload_repro.produce.predicted.prediction import network_shape, read_program
 
 PARENTS = (

@@ -16,7 +16,7 @@ from typing import Any
 from offload_repro.core.evidence_bands import span
 from offload_repro.judge import metric_names as names
 from offload_repro.judge.claims import subjects
-from offload_repro.judge.spread import number
+from offload_repro.judge.spread import number, tolerance_text
 
 Record = dict[str, Any]  # a claim, a rule, a judgement, one row's observations or each row's value
 Rows = dict[str, Record]  # {row: {metric: value}}
@@ -135,7 +135,8 @@ def _against_published(claim: Record, rule: Record, observed: float, values: Rec
             judged["reason"] = (
                 f"{number(observed)} as compiled: a run holds {number(low)} to {number(high)} by the gaps measured"
                 f" between such a figure and a run ({found['name']}, experiments/evidence-bands.yaml), which"
-                f" straddles the tolerance {number(published - allowed)} to {number(published + allowed)}"
+                f" straddles the claim's tolerance, {number(published - allowed)} to {number(published + allowed)}"
+                f" ({number(published)} {tolerance_text(tolerance)})"
             )
     return judged
 

@@ -11,13 +11,13 @@ from typing import Any
 from offload_repro.core.results import read_result
 
 
-def _read(path: str | Path | None) -> dict[str, Any] | None:
+def read_pairs(path: str | Path | None) -> dict[str, Any] | None:
+    """The pair-error stage's result, read once; None without it."""
     return read_result(path, "pair-errors") if path else None
 
 
-def ratio_records(path: str | Path | None) -> dict[str, dict[str, Any]]:
+def ratio_records(result: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Each speed claim's record, by claim id; none without the result."""
-    result = _read(path)
     return {record["claim"]: record for record in (result or {}).get("claims", [])}
 
 
@@ -25,11 +25,10 @@ def _sign(value: float) -> int:
     return (value > 0) - (value < 0)
 
 
-def sign_disagreements(path: str | Path | None) -> list[dict[str, Any]]:
+def sign_disagreements(result: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Per pair of the source's rows with a published ratio: where the kept model's predicted ratio has
     the other sign under every calibration outside the pair (under every calibration where none is
     outside), with the published ratio and the predictions' range; [] without the result."""
-    result = _read(path)
     if result is None:
         return []
     model = result["kept_model"]

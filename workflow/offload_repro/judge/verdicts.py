@@ -20,7 +20,7 @@ from typing import Any
 from offload_repro.core.measured_elsewhere import load_validation
 from offload_repro.core.optional_stages import needs_text
 from offload_repro.judge import metric_names as names
-from offload_repro.judge import prediction_verdicts, spread
+from offload_repro.judge import prediction_verdicts, ratio_errors, spread
 from offload_repro.judge.check_types import evaluate, ran_out_of_memory
 from offload_repro.judge.claims import subjects
 from offload_repro.judge.evidence_views import EvidenceView
@@ -132,18 +132,18 @@ def _judge_predicted(
     judgement = evaluate(judged, rule, under) | {"calibrated_on": calibrated_on}
     if judgement["verdict"] == "error":
         return judgement | {"metric": metric, "note": basis}
-    errors: dict[tuple[str, str], prediction_verdicts.PairError | None] = {}
+    errors: dict[tuple[str, str], ratio_errors.PairError | None] = {}
     whys, sources = {}, {}
     ratio = claim["check"]["type"] != "value"
     for pair in prediction_verdicts.compared_pairs(claim, calibrated_on):
-        if ratio and prediction_verdicts.placement_pair(evidence.rows, pair):
-            value, why, sources[pair] = prediction_verdicts.ratio_error(ratio_record, evidence.target)
-            errors[pair] = None if value is None else prediction_verdicts.PairError(value, prediction_verdicts.PP)
+        if ratio and ratio_errors.placement_pair(evidence.rows, pair):
+            value, why, sources[pair] = ratio_errors.ratio_error(ratio_record, evidence.target)
+            errors[pair] = None if value is None else ratio_errors.PairError(value, ratio_errors.PP)
         else:
             own = prediction_verdicts.measured_error(claim, evidence.rows, evidence.predicted, pair)
             real = prediction_verdicts.real_hardware_error(evidence.rows[pair[0]].get(names.FAMILY), kinds)
             value, why, sources[pair] = prediction_verdicts.larger_error(own, real)
-            errors[pair] = None if value is None else prediction_verdicts.PairError(value)
+            errors[pair] = None if value is None else ratio_errors.PairError(value)
         whys[pair] = f"{pair[0]} against {pair[1]}: {why}" if len(claim["check"]["rows"]) > 2 else why
     note = f"{basis}; {'; '.join(dict.fromkeys(whys.values()))}"
     unmeasured = [whys[pair] for pair, error in errors.items() if error is None]

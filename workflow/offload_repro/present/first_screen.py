@@ -11,7 +11,7 @@ from typing import Any
 from offload_repro.core import optional_stages
 from offload_repro.core.assumptions import load_assumptions
 from offload_repro.core.data import Target, kept_run_targets, load_target
-from offload_repro.judge.prediction_verdicts import FRACTION, PairError
+from offload_repro.judge.ratio_errors import FRACTION, PairError
 from offload_repro.judge.verdicts import findings
 from offload_repro.present.rerun import snakemake_command
 from offload_repro.present.text import claim_tolerance

@@ -32,63 +32,31 @@ lie inside the regimes the chip measured.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from offload_repro.core import maxtext_args
-from offload_repro.core.data import DataError, Row, Target, validate
-from offload_repro.core.files import REPO_ROOT, read_json, read_yaml
-from offload_repro.core.results import read_result
+from offload_repro.core.data import Row, Target
 from offload_repro.produce.predicted import device_prediction, regime, step_model
+from offload_repro.produce.predicted.chip_pairs import chip_lines
+from offload_repro.produce.predicted.pair_record import (
+    FLAGS,
+    PLACEMENTS,
+    SCALES,
+    SCALES_NOT_COMPUTED,
+    SPEED_CHECKS,
+    check_record,
+    compared,
+    line_id,
+    ordered,
+    summary,
+)
 from offload_repro.produce.predicted.prediction import placement_kind
 from offload_repro.produce.predicted.target_rates import Setting, peak_flops, precisions, rates, settings
 
-READS = ("experiments/pair-errors.yaml",)
-RECORD_FILE = "experiments/pair-errors.yaml"
 MODELS = device_prediction.MODELS
-PLACEMENTS = "placements at one scale"
-FLAGS = "flags at one placement"  # two rows of one placement that differ in XLA flags alone (LHS, pipelining)
-SCALES = "scales at one placement"
-RANK = {"remat": 0, "device": 1, "offload": 2}  # a pair's first member is the one that keeps more off the recompute
-SPEED_CHECKS = ("ratio", "greater", "fastest", "slowest")
-SCALES_NOT_COMPUTED = (
-    "not computed: the runs measured elsewhere (experiments/measured-elsewhere) are compiled and predicted only by"
-    " the optional validation stage, which did not run (--config validation=True runs it and gives its result"
-    " here); experiments/validation.yaml records their largest throughput error (a relative error of one run's"
-    " throughput, not a ratio's error in percentage points)"
-)
-
-
-def sign(value: float) -> int:
-    return (value > 0) - (value < 0)
-
-
-def compared(predicted: float, measured: float) -> dict[str, Any]:
-    """A predicted ratio - 1 beside a measured one: the difference in percentage points, and the sign."""
-    return {
-        "predicted": predicted,
-        "pp": (predicted - measured) * 100,
-        "sign_agrees": sign(predicted) == sign(measured),
-    }
-
-
-def ordered(
-    a: tuple[str, str], b: tuple[str, str], listed: list[str], claimed: frozenset[tuple[str, str]] = frozenset()
-) -> tuple[str, str]:
-    """(first, second) of two (name, placement kind): as a claim's ratio names them, else the one with the
-    higher placement kind first, else the one listed later (a variant over the row it varies: pipelined
-    over LHS alone)."""
-    if (b[0], a[0]) in claimed:
-        return b[0], a[0]
-    if (a[0], b[0]) in claimed:
-        return a[0], b[0]
-    key = {name: (RANK[kind], listed.index(name)) for name, kind in (a, b)}
-    first, second = sorted(key, key=key.__getitem__, reverse=True)
-    return first, second
-
-
 # --- the source's pairs ---------------------------------------------------------------------------
 
 
@@ -225,146 +193,6 @@ def prediction_throughputs(prediction: dict[str, Any]) -> dict[str, dict[str, di
     return {"full": found}
 
 
-# --- the chip's programs: its rows' and its sweep's points ----------------------------------------
-
-
-def measured_program(
-    name: str, path: Path, family: str, kind: str, step_s: float, model_tflops: float, rows: list[str], copy: float
-) -> dict[str, Any]:
-    """One program the chip ran, as the pairs read it: its replayable events under each model and what
-    it measured."""
-    return device_prediction.read_program(path) | {
-        "name": name,
-        "family": family,
-        "placement_kind": kind,
-        "measured_step_s": step_s,
-        "model_flops": model_tflops * 1e12,
-        "rows": rows,
-        "regime": copy,
-    }
-
-
-def chip_rows(target: Target, kept: Path, rows: dict[str, Row], speed: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each program the chip's rows ran with a measured step, at the chip's scale."""
-    listed = read_json(kept / "programs" / "programs.json")["programs"]
-    runs = {path.stem: read_result(path, "run") for path in sorted((kept / "runs").glob("*.json"))}
-    found = {}
-    for name, program in listed.items():
-        measured = [runs[row] for row in program["rows"] if row in runs and runs[row].get("step_time_s")]
-        if program["status"] != "ok" or not measured:
-            continue  # refused, or never ran a step
-        row = rows[name]  # a program is named by its first row
-        copy = regime.row_regime(row, maxtext_args.target_overrides(row, target), target, speed, "bfloat16")
-        found[name] = measured_program(
-            name,
-            kept / "programs" / f"{name}.hlo.gz",
-            row.family,
-            placement_kind(row),
-            measured[0]["step_time_s"],
-            measured[0]["model_tflops_per_step_per_device"],
-            program["rows"],
-            copy.copy_to_compute,
-        )
-    return found
-
-
-def sweep_points(target: Target, kept: Path, rows: dict[str, Row], speed: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each point of the chip's sweep that trained, with its scheduled program and MaxText's FLOP count;
-    none where no sweep is kept."""
-    folder = kept / "sweep"
-    found = {}
-    for path in sorted((folder / "points").glob("*.json")):
-        point = read_result(path, "sweep-point")
-        if point["status"] != "ok" or not point.get("hlo") or not point.get("model_tflops_per_step_per_device"):
-            continue
-        row = rows[point["row"]]
-        config = maxtext_args.target_overrides(row, target) | point["overrides"]
-        copy = regime.row_regime(row, config, target, speed, "bfloat16")
-        found[point["point"]] = measured_program(
-            point["point"],
-            folder / point["hlo"],
-            row.family,
-            placement_kind(row),
-            point["step_time_s"],
-            point["model_tflops_per_step_per_device"],
-            [point["row"]],
-            copy.copy_to_compute,
-        ) | {"scale": point["regime"]}
-    return found
-
-
-def chip_pairs(
-    programs: dict[str, dict[str, Any]],
-    target: Target,
-    speed: dict[str, Any],
-    scale: Callable[[dict[str, Any]], Any],
-    what: str,
-) -> list[dict[str, Any]]:
-    """Every two programs of one family and scale, first over second (ordered): the measured throughput
-    ratio, and the predicted one under each model from each rate fitted on a program outside the pair
-    (of its family; of the other where its family has none)."""
-    peak = peak_flops(target, device_prediction.PRECISION) or 0.0
-
-    def rate_of(program: dict[str, Any], model: str) -> float | None:
-        """The compute rate the model fits on the program's measured step; None where the model's
-        own transfers already take longer than that step (it can calibrate nothing there)."""
-        try:
-            return device_prediction.fitted_rate(program, target, speed, program["measured_step_s"], model)
-        except ValueError:
-            return None
-
-    fitted = {
-        model: {name: rate for name, p in programs.items() if (rate := rate_of(p, model)) is not None and rate <= peak}
-        for model in MODELS
-    }
-    listed = list(programs)
-    lines = []
-    for a, b in combinations(listed, 2):
-        pa, pb = programs[a], programs[b]
-        if pa["family"] != pb["family"] or scale(pa) != scale(pb):
-            continue
-        first, second = ordered((a, pa["placement_kind"]), (b, pb["placement_kind"]), listed)
-        p1, p2 = programs[first], programs[second]
-        measured = (p1["model_flops"] / p1["measured_step_s"]) / (p2["model_flops"] / p2["measured_step_s"]) - 1
-        by_model, used = {}, {}
-        for model in MODELS:
-            outside = {n: r for n, r in fitted[model].items() if n not in (a, b)}
-            own = {n: r for n, r in outside.items() if programs[n]["family"] == pa["family"]}
-            chosen = own or outside
-            if not chosen:
-                continue
-            values = []
-            for rate in chosen.values():
-                s1 = device_prediction.step(p1, target, speed, rate, model)
-                s2 = device_prediction.step(p2, target, speed, rate, model)
-                values.append((p1["model_flops"] / s1) / (p2["model_flops"] / s2) - 1)
-            by_model[model] = compared(statistics.median(values), measured) | {"low": min(values), "high": max(values)}
-            used[model] = {"calibrated_on": sorted(chosen), "same_family": bool(own)}
-        if not by_model:
-            continue
-        full = used.get("full") or next(iter(used.values()))
-        lines.append(
-            {
-                "kind": PLACEMENTS,
-                "set": what,
-                "family": pa["family"],
-                "first": first,
-                "second": second,
-                "rows": [*p1["rows"][:1], *p2["rows"][:1]],
-                "placements": [p1["placement_kind"], p2["placement_kind"]],
-                "measured": measured,
-                "measured_how": "measured",
-                "scale": scale(pa),
-                "calibrated_on": full["calibrated_on"],
-                "calibration_outside_pair": True,
-                "calibration_same_family": full["same_family"],
-                "regime": max(p1["regime"], p2["regime"]),
-                "by_model": by_model,
-            }
-        )
-    return lines
-
-
 # --- two scales of one placement: the runs measured elsewhere ---------------------------------------
 
 
@@ -405,30 +233,6 @@ def scale_pairs(validation: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # --- summaries, regimes and what a verdict needs -------------------------------------------------
-
-
-def summary(lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per model, over the lines it predicts: how many, mean and largest |pp|, how many agree in sign; the
-    model kept (lowest mean |pp|) and which terms it keeps: a term stays only where it lowers the error."""
-    by_model = {}
-    for model in MODELS:
-        found = [line["by_model"][model] for line in lines if model in line["by_model"]]
-        if found:
-            errors = [abs(f["pp"]) for f in found]
-            by_model[model] = {
-                "pairs": len(found),
-                "mean_abs_pp": statistics.fmean(errors),
-                "largest_abs_pp": max(errors),
-                "sign_agrees": sum(f["sign_agrees"] for f in found),
-            }
-    full = by_model.get("full")
-    terms = {
-        term: full["mean_abs_pp"] < by_model[without]["mean_abs_pp"]
-        for term, without in (("host_copies", "no_host_copies"), ("overlap", "serial_copies"))
-        if full and without in by_model
-    }
-    kept = min(by_model, key=lambda m: by_model[m]["mean_abs_pp"]) if by_model else None
-    return {"lines": len(lines), "by_model": by_model, "terms_lower_the_error": terms, "kept_model": kept}
 
 
 def summaries(every: list[dict[str, Any]]) -> dict[str, Any]:
@@ -662,89 +466,6 @@ def curve(lines: list[dict[str, Any]], model: str | None, published: list[dict[s
     return sorted(found, key=lambda record: (record["set"], record["family"], record["copy_to_compute"]))
 
 
-# --- the record ------------------------------------------------------------------------------------
-
-RECORDED_SETS = {
-    "chip": ("chip_rows", "sweep"),
-    "source_calibrated_outside_pair": ("source",),
-    "runs_elsewhere": ("runs_elsewhere",),  # computed only where the validation stage's result is given
-}
-CALIBRATED_SETS = ("source", "runs_elsewhere")  # sets whose pairs are listed once per calibration
-PP_DIGITS = 2  # a record's pp, as written
-
-
-def load_record(path: str | Path = REPO_ROOT / RECORD_FILE) -> dict[str, Any]:
-    data = read_yaml(path)
-    validate(data, "pair_errors", RECORD_FILE)
-    return data
-
-
-def line_id(line: dict[str, Any]) -> str:
-    """A pair as a record names it: its target, set and rows; a source line also its calibration row."""
-    calibration = f" calibrated on {line['calibrated_on'][0]}" if line["set"] in CALIBRATED_SETS else ""
-    return f"{line['target']} {line['set']}: {line['first']} / {line['second']}{calibration}"
-
-
-def recorded_lines(lines: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:
-    """The lines of an entry's set and family (the source's only where calibrated outside the pair)."""
-    return [
-        line
-        for line in lines
-        if line["set"] in RECORDED_SETS[entry["set"]]
-        and line["kind"] == entry["kind"]
-        and line["family"] == entry["family"]
-        and (entry["set"] != "source_calibrated_outside_pair" or line["calibration_outside_pair"])
-    ]
-
-
-def check_record(lines: list[dict[str, Any]], record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each recorded entry computed again over the pairs it names alone: a pair added beside them (a sweep
-    point kept later) never changes it, and is listed as since the record. Stops (DataError) where a named
-    pair is gone or a value differs, naming the value to record."""
-    checked = []
-    for entry in record["records"]:
-        mine = recorded_lines(lines, entry)
-        by_id = {line_id(line): line for line in mine}
-        where = f"{RECORD_FILE}: {entry['set']}, {entry['family']}"
-        if not mine and entry["set"] == "runs_elsewhere":  # the validation stage did not run: kept as recorded
-            checked.append(
-                {key: entry[key] for key in ("set", "family", "pairs", "by_model")}
-                | {"since_record": [], "with_since": None, "checked": False, "why": SCALES_NOT_COMPUTED}
-            )
-            continue
-        if missing := [pair for pair in entry["pairs"] if pair not in by_id]:
-            raise DataError(f"{where}: field 'pairs': no such pair computed: {'; '.join(missing)}")
-        found = summary([by_id[pair] for pair in entry["pairs"]])["by_model"]
-        for model, values in entry["by_model"].items():
-            computed = found.get(model)
-            if computed is None:
-                raise DataError(f"{where}: by_model.{model}: the model predicts none of the recorded pairs")
-            for key in ("mean_abs_pp", "largest_abs_pp"):
-                if round(computed[key], PP_DIGITS) != values[key]:
-                    raise DataError(
-                        f"{where}: by_model.{model}.{key}: recorded {values[key]}, computed"
-                        f" {round(computed[key], PP_DIGITS)} over the recorded pairs (record it)"
-                    )
-            if computed["sign_agrees"] != values["sign_agrees"]:
-                raise DataError(
-                    f"{where}: by_model.{model}.sign_agrees: recorded {values['sign_agrees']}, computed"
-                    f" {computed['sign_agrees']} (record it)"
-                )
-        since = [pair for pair in by_id if pair not in entry["pairs"]]
-        checked.append(
-            {
-                "set": entry["set"],
-                "family": entry["family"],
-                "pairs": entry["pairs"],
-                "by_model": entry["by_model"],
-                # over every pair computed now, the recorded ones and any since: reported, not applied
-                "since_record": since,
-                "with_since": summary(list(by_id.values()))["by_model"] if since else None,
-            }
-        )
-    return checked
-
-
 # --- the result -----------------------------------------------------------------------------------
 
 
@@ -758,23 +479,6 @@ def same_as_prediction(computed: dict[str, dict[str, float]], prediction: dict[s
         for row, value in by_row.items()
         if abs(value - (theirs.get(calibrated_on, {}).get(row) or 0.0)) > 1e-6 * value
     ]
-
-
-def chip_lines(
-    device: Target, kept: Path, rows: dict[str, Row], speed: dict[str, Any]
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A device's pairs: its rows' programs at one scale (the same model FLOPs per step) and its sweep's
-    points within one regime; with what was read."""
-    programs = chip_rows(device, kept, rows, speed) if (kept / "programs" / "programs.json").exists() else {}
-    points = sweep_points(device, kept, rows, speed)
-    lines = chip_pairs(programs, device, speed, lambda p: round(p["model_flops"]), "chip_rows")
-    lines += chip_pairs(points, device, speed, lambda p: p["scale"], "sweep")
-    read = {
-        "programs": sorted(programs),
-        "sweep_points": sorted(points),
-        "sweep_folder": str(kept / "sweep") if (kept / "sweep" / "points").is_dir() else None,
-    }
-    return lines, read
 
 
 def pair_errors(
