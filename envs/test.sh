@@ -16,8 +16,11 @@ cd "$(dirname "$0")/.."
 
 QUICK="not slow and not slurm and not browser"
 
+# The quick tier runs a test file per core (pytest-xdist): a file's tests share one worker, so a
+# module's fixture is made once.
 quick_tier() {
-    PYTHONDONTWRITEBYTECODE=1 .venv/bin/python -m pytest -p no:cacheprovider -m "$QUICK" "$@"
+    PYTHONDONTWRITEBYTECODE=1 .venv/bin/python -m pytest -p no:cacheprovider -m "$QUICK" \
+        --numprocesses auto --dist loadfile "$@"
 }
 
 if [[ ${1:-} == --quick ]]; then

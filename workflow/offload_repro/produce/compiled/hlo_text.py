@@ -57,6 +57,8 @@ class Instruction:
     op_name: str
     # A while loop's trip count where XLA printed none (XLA:TPU does not): read from its condition
     trips: int | None = None
+    # what `called` read from the attributes, once: a program's readers ask it of each instruction often
+    calls: list[tuple[str, str]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def arrays(self) -> list[tuple[str, list[int], bool]]:
@@ -218,9 +220,11 @@ def entry_name(computations: dict[str, Computation]) -> str:
 
 def called(instruction: Instruction) -> list[tuple[str, str]]:
     """(how, computation) for each computation the instruction calls."""
-    calls = CALLED.findall(instruction.attributes)
-    names = [(how, name.strip().lstrip("%")) for how, listed in calls for name in listed.split(",")]
-    return [(how, name) for how, name in names if re.fullmatch(r"[\w.\-]+", name)]
+    if instruction.calls is None:
+        calls = CALLED.findall(instruction.attributes)
+        names = [(how, name.strip().lstrip("%")) for how, listed in calls for name in listed.split(",")]
+        instruction.calls = [(how, name) for how, name in names if re.fullmatch(r"[\w.\-]+", name)]
+    return instruction.calls
 
 
 def trip_count(instruction: Instruction) -> int | None:
