@@ -24,7 +24,9 @@ import pytest
 import yaml
 
 from conftest import REPO, require
+from offload_repro.core import warm_start
 from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.process import package_environment, run_subprocess
 from offload_repro.plan import inputs as plan
 from offload_repro.plan import sample as plan_sample
 from offload_repro.present.text import fmt
@@ -647,15 +649,42 @@ def test_unknown_row_in_config_is_refused(tmp_path):
     assert done.returncode != 0 and "unknown row ids ['llama-nope']" in done.stdout + done.stderr
 
 
+# Two rows that differ only in XLA flags (the latency-hiding scheduler off in the second).
+FLAG_PAIR = ("llama-qkv-offload-lhs", "llama-qkv-offload-nolhs")
+
+
+@pytest.mark.slow
+def test_a_compile_forked_from_the_warm_server_is_the_cold_compile_byte_for_byte(tables, tmp_path):
+    """The DAG forks each compile from a server that imported MaxText once (core/warm_start.py). Each
+    fork must read its own XLA flags: two rows that differ only in them compile to two programs, each
+    the very program a cold process compiles, with the same memory analysis."""
+    gb200 = load_target("gb200-nvl72")
+    rows = {row.id: row for row in load_rows(tables) if row.id in FLAG_PAIR}
+
+    def compiled_by(launcher, row_id):
+        again = compile_program(rows[row_id], gb200, tmp_path / launcher.__name__ / row_id, "k", launcher=launcher)
+        assert again["status"] == "ok", again["message"]
+        return again["stats"]
+
+    warm = {row_id: compiled_by(warm_start.run_warm, row_id) for row_id in FLAG_PAIR}
+    key = warm_start.server_key(sys.executable, package_environment({"JAX_PLATFORMS": "cpu"}), warm_start.PRELOAD)
+    assert (warm_start.runtime_dir() / f"{key}.sock").exists(), "no warm server served the compiles"
+    cold = {row_id: compiled_by(run_subprocess, row_id) for row_id in FLAG_PAIR}
+    assert warm[FLAG_PAIR[0]]["hlo_sha256"] != warm[FLAG_PAIR[1]]["hlo_sha256"]
+    for row_id in FLAG_PAIR:
+        assert warm[row_id]["hlo_sha256"] == cold[row_id]["hlo_sha256"], row_id
+        assert warm[row_id]["memory"] == cold[row_id]["memory"], row_id
+
+
 # An offload row of each model (the OOM row and the rest: workflow/scripts/identity.py autotune)
 AUTOTUNE_ROWS = ("llama-qkv-offload-lhs", "deepseek-offload-optimized")
 
 
 @pytest.mark.slow
 def test_compile_only_options_leave_the_memory_analysis_identical(main_job, tables, tmp_path):
-    """The main job compiles with --xla_gpu_autotune_level=0 and assembles no machine code (the
-    ptxas stand-in). XLA's default autotuning with the real ptxas must give the same memory
-    analysis, byte for byte (the program digest may differ). Here on an offload row of each model;
+    """The main job compiles with --xla_gpu_autotune_level=0 and LLVM's kernel optimisation off, and
+    assembles no machine code (the ptxas stand-in). XLA's defaults with the real ptxas must give the
+    same memory analysis, byte for byte (the program digest may differ). Here on an offload row of each model;
     workflow/scripts/identity.py (autotune, machine-code) compiles all nine each way."""
     gb200 = load_target("gb200-nvl72")
 

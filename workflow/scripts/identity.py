@@ -8,9 +8,10 @@ memory analysis (with the fields that differ, if any), the optimized HLO's diges
 CPU seconds (inside the compile process; CPU: the compile process and the ptxas processes it ran).
 The levers:
 
-- `autotune`: `--xla_gpu_autotune_level=0` with the other compile-only flags, against XLA's default
-  autotuning, both with the ptxas stand-in. A row's two compiles run side by side, so both meet
-  the same load. The program digest may differ: untuned fusions carry a default backend config.
+- `autotune`: `--xla_gpu_autotune_level=0` with the other compile-only flags (LLVM's kernel
+  optimisation off among them), against XLA's default autotuning and optimisation, both with the
+  ptxas stand-in. A row's two compiles run side by side, so both meet the same load. The program
+  digest may differ: untuned fusions carry a default backend config.
 - `machine-code`: the stand-in of `produce/compiled/assembler.py`, which assembles no machine
   code, against the real ptxas, both with the compile-only flags. A row's two compiles run one
   after the other, each alone, so that their times are comparable.

@@ -18,8 +18,9 @@ from typing import Any
 
 from offload_repro.core import gpu, memory
 from offload_repro.core.data import Row, Target
-from offload_repro.core.process import Launcher, run_subprocess
+from offload_repro.core.process import Launcher
 from offload_repro.core.results import write_result
+from offload_repro.core.warm_start import run_warm
 from offload_repro.produce.compiled.program_cache import (
     COMPILE_ONLY_FLAGS,
     DEFAULT_AUTOTUNING,
@@ -104,7 +105,7 @@ def compiled_evidence(
     work_dir: Path,
     programs: Path | None = None,
     python: str = sys.executable,
-    launcher: Launcher = run_subprocess,
+    launcher: Launcher = run_warm,
     latency_profile: Path | None = None,
 ) -> dict[str, Any]:
     """The row's compiled evidence, not yet written: its program, from the cache `programs` or
@@ -135,7 +136,7 @@ def compile_row(
     work_dir: Path,
     programs: Path | None = None,
     variant: dict[str, Any] | None = None,
-    launcher: Launcher = run_subprocess,
+    launcher: Launcher = run_warm,
     latency_profile: Path | None = None,
     settings: list[str] | None = None,
 ) -> dict[str, Any]:

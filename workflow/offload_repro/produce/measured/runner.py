@@ -18,8 +18,9 @@ from offload_repro.cluster.jax_distributed import RANKS_DIR_VARIABLE
 from offload_repro.core import failure, maxtext_args, provenance
 from offload_repro.core.data import Row, Target
 from offload_repro.core.files import REPO_ROOT, checkout_relative, read_json, write_json
-from offload_repro.core.process import Supervised, fresh_work_dir, run_subprocess, run_supervised
+from offload_repro.core.process import Supervised, fresh_work_dir, run_supervised
 from offload_repro.core.results import read_result, write_result
+from offload_repro.core.warm_start import run_warm
 from offload_repro.produce.measured import launch, metrics, repeats, trace
 
 
@@ -227,7 +228,7 @@ def launch_once(
             raise Interrupted(f"SLURM job {job} was sent SIGTERM after {outcome.wall_s:.0f} s")
     else:
         limit = None
-        outcome = Supervised(*run_subprocess(command, env, work_dir, log_file), "exit")
+        outcome = Supervised(*run_warm(command, env, work_dir, log_file), "exit")
     logs = split_log(log_file, dirs) if len(dirs) > 1 else [log_file]
     launches = [read_json(Path(f)) if Path(f).exists() else {} for f in stats_files]
     # each later repeat's own training time; the first's wall time is the rest (the import, the start)
