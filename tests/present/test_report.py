@@ -7,15 +7,18 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import CLAIMS, RESULTS, require
 from offload_repro.cli import main
 from offload_repro.core import provenance
-from offload_repro.core.data import load_target
-from offload_repro.core.observation import Observer
+from offload_repro.core.data import load_rows, load_target
+from offload_repro.core.evidence_bands import band, span
+from offload_repro.core.observation import Observation, Observer
 from offload_repro.core.results import read_result, write_result
-from offload_repro.present import mechanism
+from offload_repro.judge import metric_names as names
+from offload_repro.present import claim_charts, mechanism
 from offload_repro.present.pages import render_index
 from offload_repro.present.rerun import snakemake_command
 from offload_repro.present.text import claim_tolerance, claim_value, fmt, percent, points, settings_text, spread_text
@@ -333,10 +336,42 @@ def test_the_memory_chart_draws_each_tolerance_and_every_value_and_the_activatio
     # a published figure carries the tolerance of the claim that states it: 145.6 GiB at ±5%
     plain = next(r for r in records if r["row"] == "deepseek-offload-plain" and r["source"] == "published")
     assert (plain["tolerance_low"], plain["tolerance_high"]) == pytest.approx((145.6 * 0.95, 145.6 * 1.05))
+    # each compiled device figure carries the band the verdicts hold to a tolerance, from the measured gaps
+    compiled_band = band("compiled_memory", "test")
+    for record in (r for r in records if r["source"] == "compiled"):
+        if record["memory"] == "device":
+            assert (record["band_low"], record["band_high"]) == pytest.approx(span(compiled_band, record["gib"]))
+            assert record["text_at"] == record["band_high"]  # its label clear of the whisker
+        else:
+            assert record["band_low"] is None and record["text_at"] == record["gib"]
     # the activations' bytes are not on the total memory's axis: a chart of their own, in the appendix
     assert {r["source"] for r in records} <= {"compiled", "published"}
     activations = chart_spec(with_appendix(page), "activations")
     assert {r["source"] for values in activations["datasets"].values() for r in values} == {"analytic"}
+
+
+def test_the_predicted_chart_marks_the_calibration_row_and_shows_every_published_throughput(predicted_page, tables):
+    """The row a model is calibrated on is marked where its own calibration is what the chart shows
+    (its published value by construction, no test of the model), never where a claim's verdict shows
+    it predicted from other calibrations; every published throughput of a model drawn is shown
+    (DeepSeek's 908.2); a model no rate calibrates shows its published values and the reason."""
+    page, _, _ = predicted_page
+    records = [r for values in chart_spec(with_appendix(page), "predicted")["datasets"].values() for r in values]
+    role = {r["row"]: r["role"] for r in records if r["source"] == "predicted"}
+    # this prediction calibrates DeepSeek on its plain offload row (541.6), which no claim judges
+    assert role.pop("deepseek-offload-plain") == "calibration row" and set(role.values()) == {"prediction"}
+    assert any(r["row"] == "deepseek-offload-optimized" and r["tflops"] == 908.2 for r in records)
+    # no rate of a model calibrates: its published values, each with the result's reason
+    rows = load_rows(tables)
+    why = "no rate of deepseek calibrates: deepseek-remat: its transfers alone take longer"
+    observations = pd.DataFrame(
+        [Observation(r.id, "gb200-nvl72", "predicted", names.UNPREDICTED_WHY, why, None, "ok", "p.json") for r in rows]
+    ).astype({"at": float})
+    chart = claim_charts.predicted_throughput(rows, observations, {r.id: r for r in rows}, "gb200-nvl72", {})
+    drawn = [r for values in chart.to_dict()["datasets"].values() for r in values]
+    assert {r["source"] for r in drawn} == {"published"}
+    optimized = next(r for r in drawn if r["row"] == "deepseek-offload-optimized")
+    assert optimized["tflops"] == 908.2 and optimized["note"] == "not predicted: no rate of deepseek calibrates"
 
 
 def test_each_ratio_claim_is_drawn_as_a_ratio_beside_the_posts_value_and_tolerance(predicted_page):

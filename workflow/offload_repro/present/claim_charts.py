@@ -10,6 +10,7 @@ import altair as alt
 import pandas as pd
 
 from offload_repro.core.data import Row
+from offload_repro.core.evidence_bands import band, span
 from offload_repro.core.evidence_classes import EVIDENCE
 from offload_repro.judge import metric_names as names
 from offload_repro.present.chart_parts import LABEL_LIMIT, by_table, colours, evidence_bars, labelled, observed, titled
@@ -63,6 +64,7 @@ def memory_tolerances(verdicts: dict[str, Any], rows: list[Row]) -> dict[tuple[s
 
 
 MEMORY_KINDS = (("device", names.DEVICE_GIB), ("host", names.HOST_GIB))
+COMPILED_BAND = "compiled_memory"  # the band of compiled device memory (experiments/evidence-bands.yaml)
 
 
 def memory(
@@ -74,9 +76,13 @@ def memory(
     tolerances: dict[tuple[str, str], tuple[float, float]] | None = None,
 ) -> alt.TopLevelMixin:
     """Each row's device and host memory as compiled, beside the published with each claim's tolerance
-    (a grey span), the allocator's limit drawn and labelled, every bar labelled as the page writes it."""
+    (a grey span), the allocator's limit drawn and labelled, every bar labelled as the page writes it,
+    and each compiled device figure's measured band (a whisker): what the verdicts hold to a tolerance."""
+    compiled_band = band(COMPILED_BAND, "the memory chart")
     records = [
         {"row": o.row, "source": "compiled", "memory": kind, "gib": o.value}
+        # where a run's device memory would lie, given the compiled figure: the evidence's measured band
+        | (dict(zip(("band_low", "band_high"), span(compiled_band, o.value), strict=True)) if kind == "device" else {})
         for kind, metric in MEMORY_KINDS
         for o in observed(observations, "compiled", metric).itertuples()
     ]
@@ -89,24 +95,47 @@ def memory(
                         {"row": row.id, "source": "published", "memory": kind, "gib": row.published[key]}
                         | {"tolerance_low": low, "tolerance_high": high}
                     )
-    data = labelled(records, labels, ["source", "memory", "gib", "tolerance_low", "tolerance_high"])
+    columns = ["source", "memory", "gib", "tolerance_low", "tolerance_high", "band_low", "band_high"]
+    data = labelled(records, labels, columns)
     data["text"] = data["gib"].map(fmt)
+    data["text_at"] = data["band_high"].fillna(data["gib"])  # a label clear of its bar's whisker
     capacity = observed(observations, "compiled", names.ALLOCATOR_LIMIT_GIB)["value"]
     bars = evidence_bars(alt.Chart(), data["source"], "gib", "GiB per device", ",.3f", extra_tooltip=["memory"])
-    labels_layer = bars.mark_text(align="left", dx=3, fontSize=10, color="#333").encode(text="text:N")
+    labels_layer = (
+        alt.Chart()
+        .mark_text(align="left", dx=4, fontSize=10, color="#333")
+        .encode(y=alt.Y("label:N", sort=None), yOffset="source:N", x="text_at:Q", text="text:N")
+    )
     spans = (
         alt.Chart()
         .transform_filter("isValid(datum.tolerance_low)")
         .mark_rule(color="#888", strokeWidth=7, opacity=0.35)
         .encode(y=alt.Y("label:N", sort=None), yOffset="source:N", x="tolerance_low:Q", x2="tolerance_high:Q")
     )
-    layers = [spans, bars, labels_layer]
+    band_rules = (
+        alt.Chart()
+        .transform_filter("isValid(datum.band_low)")
+        .mark_errorbar(ticks=True, color="#222", thickness=1.5)
+        .encode(
+            y=alt.Y("label:N", sort=None),
+            yOffset="source:N",
+            x=alt.X("band_low:Q", title="GiB per device"),
+            x2="band_high:Q",
+            tooltip=["row", *(alt.Tooltip(f"{end}:Q", format=",.1f") for end in ("band_low", "band_high"))],
+        )
+    )
+    layers = [spans, bars, band_rules, labels_layer]
     purpose = "Which rows fit the GPU"
     if with_published:
         purpose += (
             ", and how close the compiled programs come to the published memory: a grey span is the"
             " tolerance of the claim that states it"
         )
+    purpose += (
+        ". The black whisker on a compiled device bar: where a run's device memory would lie, by the"
+        " measured band of compiled evidence (experiments/evidence-bands.yaml): the verdicts judge that"
+        " band, not the bar"
+    )
     purpose += ". The activations' own bytes are charted apart, in the appendix."
     if len(capacity):
         limit = data["limit_gib"] = float(capacity.iloc[0])
@@ -221,30 +250,38 @@ def verdict_bands(verdicts: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def predicted_throughput(
     rows: list[Row], observations: pd.DataFrame, labels: dict[str, Row], machine: str, bands: dict[str, Any]
 ) -> alt.TopLevelMixin | None:
-    """Predicted TFLOPs/s/device beside the published. A row a value claim judges shows the
-    prediction and the band its verdict took (`bands`: the stated uncertainties widened by the
-    model's measured error); any other row its default calibration's range over the settings."""
-    chosen = observed(observations, "predicted", names.TFLOPS)
+    """Predicted TFLOPs/s/device beside every published one of the model. A row a value claim judges
+    shows the prediction and the band its verdict took (`bands`: the stated uncertainties widened by
+    the model's measured error); any other row its default calibration's range over the settings. The
+    row a model is calibrated on is marked: its prediction is its published value by construction. A
+    model that no rate calibrates shows its published values and says why nothing is predicted."""
+
+    def at_machine(metric: str) -> dict[str, Any]:
+        return {o.row: o.value for o in observed(observations, "predicted", metric).itertuples() if o.target == machine}
+
+    calibrated_on, unpredicted = at_machine(names.CALIBRATED_ON), at_machine(names.UNPREDICTED_WHY)
     records = [
         {"row": o.row, "source": "predicted", "tflops": o.value, "low": o.low, "high": o.high}
+        # a claim's verdict shows the row as other calibrations predict it; else its default
+        # calibration's value, which for the calibration row is its own published value
+        | {"role": CALIBRATION_ROLE if calibrated_on.get(o.row) == o.row and o.row not in bands else "prediction"}
         | (bands.get(o.row) or {})
-        for o in chosen.itertuples()
+        for o in observed(observations, "predicted", names.TFLOPS).itertuples()
         if o.target == machine
     ]
-    if not records:
-        return None
+    tables = {labels[record["row"]].table for record in records} | {labels[row].table for row in unpredicted}
     records += [
         {"row": r.id, "source": "published", "tflops": r.published["tflops_per_device"], "low": None, "high": None}
+        | {
+            "role": "published",
+            "note": f"not predicted: {unpredicted[r.id].split(':')[0]}" if r.id in unpredicted else None,
+        }
         for r in rows
-        if r.published["tflops_per_device"] is not None and any(rec["row"] == r.id for rec in records)
+        if r.published["tflops_per_device"] is not None and r.table in tables
     ]
-    data = labelled(records, labels, ["source", "tflops", "low", "high"])
-    # a model whose only values are one calibration row's prediction of itself (its published value,
-    # by construction) has nothing to compare, and an axis with no span to draw
-    spans = data.groupby("table")[["tflops", "low", "high"]].agg(lambda v: v.max() - v.min()).max(axis=1)
-    data = data[data["table"].map(spans) > 1e-6 * data["tflops"].abs().max()]
-    if data.empty:
+    if not any(record["source"] == "published" for record in records):
         return None
+    data = labelled(records, labels, ["source", "tflops", "low", "high", "role", "note"])
     base = alt.Chart(data).encode(
         y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)), yOffset="source:N"
     )
@@ -252,20 +289,44 @@ def predicted_throughput(
     points = base.mark_point(filled=True, size=60).encode(
         x=alt.X("tflops:Q", title="TFLOPs/s/device", scale=alt.Scale(zero=True)),
         color=alt.Color("source:N", scale=colours(data["source"]), title="evidence"),
-        tooltip=["row", "source", *(alt.Tooltip(f"{field}:Q", format=",.0f") for field in ("tflops", "low", "high"))],
+        # the calibration row's diamond is labelled beside it: no second legend
+        shape=alt.Shape("role:N", scale=alt.Scale(domain=ROLES, range=["circle", "diamond", "circle"]), legend=None),
+        tooltip=[
+            "row",
+            "source",
+            "role",
+            *(alt.Tooltip(f"{field}:Q", format=",.0f") for field in ("tflops", "low", "high")),
+        ],
     )
     band = (
         base.transform_filter(alt.datum.source == "predicted")
         .mark_rule(color=EVIDENCE["predicted"].colour)
         .encode(x="low:Q", x2="high:Q")
     )
+    said = base.transform_filter("isValid(datum.note) || datum.role == '" + CALIBRATION_ROLE + "'").mark_text(
+        align="left", dx=8, fontSize=10, color="#333"
+    )
+    notes = said.transform_calculate(text="isValid(datum.note) ? datum.note : datum.role").encode(
+        x="tflops:Q", text="text:N"
+    )
     title = titled(
         f"Predicted throughput per row on {machine}, beside the published",
         "A row whose throughput a claim states: the prediction and band its verdict took (the stated"
         " settings' range widened by the model's measured error; an open side is drawn only to the point). Any other"
-        " row: its default calibration's range over the settings alone.",
+        " row: its default calibration's range over the settings alone. A diamond: the row its model is"
+        " calibrated on, its published value by construction, so no test of the model. A model no rate"
+        " calibrates: its published values, and why.",
     )
-    return by_table(alt.layer(band, points).properties(width=420, height=alt.Step(14)), title, x="independent")
+    return by_table(alt.layer(band, points, notes).properties(width=420, height=alt.Step(14)), title, x="independent")
+
+
+CALIBRATION_ROLE = "calibration row"
+ROLES = ("prediction", CALIBRATION_ROLE, "published")
+
+
+def why_not(reason: str | None) -> str | None:
+    """The first clause of the result's reason a row is not predicted ('no rate of deepseek calibrates')."""
+    return f"not predicted: {reason.split(':')[0]}" if reason else None
 
 
 def step_terms(observations: pd.DataFrame, labels: dict[str, Row], machine: str) -> alt.TopLevelMixin | None:

@@ -1,5 +1,6 @@
 """The words of the pages (report/glossary.yaml): their meanings, shown in every target page's
-glossary, and a filter that links the first use of each in a passage (the first screen) to its
+glossary, and a filter that links the first use of each in a passage (each section of a page:
+the first screen, the chip's box, the verdict table, the chip's section, the tables) to its
 meaning. A use inside a link, a code span or a tag's attributes is never linked."""
 
 from __future__ import annotations
