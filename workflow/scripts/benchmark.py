@@ -1,7 +1,7 @@
 """Performance numbers of the main job on this machine (numbers to report, not a test).
 
     .venv/bin/python workflow/scripts/benchmark.py [--against COMMIT] [--config KEY=VALUE ...] [--repeats N]
-        [--skip-main-job] [--whatif] [--tiers quick [slow]]
+        [--skip-main-job] [--whatif] [--tiers quick [slow]] [--ci] [--record]
 
 For this checkout, and for COMMIT side by side (a clean `git worktree` of it, same .venv), it
 measures, alternating the two so that a busy machine slows both alike (`--config` passes settings
@@ -18,6 +18,10 @@ to this checkout's runs only: `--against HEAD --config KEY=VALUE` prices one set
   every figure as a ratio to the bare runs' median, so that a slower machine does not read as a
   regression (or a faster one hide it);
 - whether both trees produced the same verdicts and the same compiled memory for every row;
+- with --ci, `envs/bootstrap.sh` and then `.ci/run` on a clean clone of this checkout's HEAD;
+- with --record, this tree's figures (the main job, the quick tier, bootstrap and CI, each with
+  the bare run beside it, the commit and the day) merged into envs/timings.yaml, which
+  `python -m offload_repro.plan --write` renders into the README;
 - with --whatif, after each main job: the cold what-if stage (`--config whatif=True`: the grid
   of rows x GPU targets, the capacity frontiers, the transfer budget), per stage and job, its
   no-op rerun (median of 3), how many programs were compiled, and whether both trees found the
@@ -199,6 +203,43 @@ def test_tiers(checkout: Path, tiers: list[str]) -> dict[str, Any]:
     return measured
 
 
+def ci_run(clone: Path) -> dict[str, Any]:
+    """CI as a fresh machine meets it, on `clone` (a clean clone of this checkout's HEAD, made when
+    the benchmark started): `envs/bootstrap.sh` timed, then `.ci/run` (whose own bootstrap then finds
+    the environment built): wall seconds of each, under this user's home (its package cache, as a
+    machine that has fetched the wheels once)."""
+    env = dict(os.environ)
+    bootstrap_s, _ = timed(["envs/bootstrap.sh"], clone, env)
+    ci_s, _ = timed([".ci/run"], clone, env)
+    return {"bootstrap_s": round(bootstrap_s, 1), "ci_s": round(bootstrap_s + ci_s, 1)}
+
+
+def commit_of(checkout: Path) -> str:
+    """The checkout's short commit, '-dirty' where it has changes not committed."""
+    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    status = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain"], capture_output=True, text=True)
+    return head.stdout.strip() + ("-dirty" if status.stdout.strip() else "")
+
+
+def record_figures(figures: dict[str, dict[str, Any]]) -> Path:
+    """Merge `figures` into envs/timings.yaml (the README's measured times: `plan --write` renders
+    them), with this machine's cores and memory."""
+    import yaml
+
+    path = REPO / "envs/timings.yaml"
+    data = yaml.safe_load(path.read_text()) if path.exists() else {}
+    memory_kib = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+    data["machine"] = {"cores": os.cpu_count(), "memory_gib": round(memory_kib / 2**20, 1)}
+    data["figures"] = {**data.get("figures", {}), **figures}
+    header = (
+        "# How long the README's commands take, measured: workflow/scripts/benchmark.py --record writes\n"
+        "# this file (schema: workflow/schemas/timings.schema.yaml), `python -m offload_repro.plan --write`\n"
+        "# renders it into the README. Each figure names the commit and day it was measured at.\n"
+    )
+    path.write_text(header + yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
 def bare_arguments(scratch: Path) -> tuple[dict[str, Any], Path]:
     """llama-baseline's CPU run record (its MaxText arguments), from a fresh copy of this checkout
     where only that row was run, when no main job was measured."""
@@ -249,8 +290,14 @@ def main() -> None:
     parser.add_argument("--skip-main-job", action="store_true", help="dry runs only (and the tiers asked for)")
     parser.add_argument("--whatif", action="store_true", help="also the what-if stage after each main job")
     parser.add_argument("--tiers", nargs="+", default=[], choices=["quick", "slow"], help="also these test tiers")
+    parser.add_argument("--ci", action="store_true", help="also bootstrap and CI (.ci/run) on a clean clone of HEAD")
+    parser.add_argument("--record", action="store_true", help="write this tree's figures into envs/timings.yaml")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="offload-repro-bench-"))
+    # what is measured is this checkout as the benchmark starts: its commit, and CI's clone of it
+    when = {"commit": commit_of(REPO), "measured_on": f"{datetime.date.today():%Y-%m-%d}"}
+    if args.ci:
+        subprocess.run(["git", "clone", "-q", str(REPO), str(scratch / "ci-clone")], check=True)
     trees = {"this tree": None, **({"against": args.against} if args.against else {})}
     measured: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     bare_runs: list[float] = []
@@ -324,8 +371,32 @@ def main() -> None:
             new_largest, old_largest = ({k: v["largest"] for k, v in m["frontiers"].items()} for m in (new, old))
             same = "identical" if new_largest == old_largest else "DIFFER"
             print(f"largest fitting micro batch of every policy and target: {same}")
-    (scratch / "benchmark.json").write_text(json.dumps({"bare_runs_s": bare_runs, **measured}, indent=1, default=str))
+    ci = None
+    if args.ci:
+        print(f"[{datetime.datetime.now():%H:%M:%S}] bootstrap and CI on a clean clone", file=sys.stderr)
+        ci = ci_run(scratch / "ci-clone")
+        print(f"bootstrap on a clean clone: {ci['bootstrap_s']} s; with CI (.ci/run): {ci['ci_s']} s")
+    (scratch / "benchmark.json").write_text(
+        json.dumps({"bare_runs_s": bare_runs, "ci": ci, **measured}, indent=1, default=str)
+    )
     print(f"raw numbers: {scratch / 'benchmark.json'}")
+    if args.record:
+        figures = {}
+        if not args.skip_main_job and not args.config:
+            jobs = len(measured["this tree"][0]["main_job_jobs_s"])
+            how = f"the cold main job on a fresh copy, {jobs} jobs"
+            figures["main_job"] = {"seconds": med("this tree", lambda m: m.get("main_job_s")), "how": how}
+        if "quick" in args.tiers:
+            figures["quick_tier"] = {
+                "seconds": med("this tree", lambda m: m.get("quick_tier_s")),
+                "how": "this checkout",
+            }
+        if ci:
+            figures["bootstrap"] = {"seconds": ci["bootstrap_s"], "how": "a clean clone"}
+            figures["ci"] = {"seconds": ci["ci_s"], "how": "`.ci/run` on a clean clone, its bootstrap included"}
+        bare_s = {"bare_maxtext_s": round(bare, 1)} if bare_runs else {}
+        recorded = {name: {**figure, **when, **bare_s} for name, figure in figures.items()}
+        print(f"recorded {sorted(recorded)} in {record_figures(recorded)}")
 
 
 if __name__ == "__main__":
