@@ -43,3 +43,8 @@ def test_a_pattern_that_does_not_compile_is_refused_naming_the_file_the_word_and
             glossary.load_glossary()
     finally:
         glossary.load_glossary.cache_clear()
+
+
+def test_a_passage_on_another_page_links_to_the_target_pages_glossary():
+    linked = str(glossary.glossed("<p>The remat row.</p>", "cpu.html"))
+    assert linked == '<p>The <a class="term" href="cpu.html#term-remat">remat</a> row.</p>'

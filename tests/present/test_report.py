@@ -472,3 +472,11 @@ def test_the_first_screen_states_what_offloading_takes_off_the_device(built, row
     assert mechanism.saved_on_device(rows["llama-qkv-offload-lhs"], every) is None
     assert mechanism.saved_on_device(rows["deepseek-offload-optimized"], every).id == "deepseek-device-mb8"
     assert mechanism.saved_on_device(rows["deepseek-device-mb2"], every) is None  # it offloads nothing
+
+
+def test_the_appendix_links_its_first_uses_of_the_words_to_the_target_pages_glossary(built):
+    page, html, _ = built
+    appendix = page.with_name(f"{page.stem}-appendix.html").read_text()
+    linked = re.findall(r'<a class="term" href="([^"#]*)#term-([a-z-]+)"', appendix)
+    assert linked and {where for where, _ in linked} == {page.name}
+    assert all(f'id="term-{term}"' in html for _, term in linked)

@@ -1,7 +1,8 @@
 """The words of the pages (report/glossary.yaml): their meanings, shown in every target page's
-glossary, and a filter that links the first use of each in a passage (each section of a page:
-the first screen, the chip's box, the verdict table, the chip's section, the tables) to its
-meaning. A use inside a link, a code span or a tag's attributes is never linked."""
+glossary, and a filter that links the first use of each in a passage (each section of a page: the
+first screen, the chip's box, the verdict table, the chip's section, the tables, and each of the
+appendix's sections, linked to the target page's glossary) to its meaning. A use inside a link, a
+code span or a tag's attributes is never linked."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def load_glossary() -> list[dict[str, Any]]:
     return terms
 
 
-def glossed(html: str) -> Markup:
-    """`html` with the first use of each glossary word in its text linked to the word's meaning."""
+def glossed(html: str, meanings_on: str = "") -> Markup:
+    """`html` with the first use of each glossary word in its text linked to the word's meaning, on
+    this page or on the page `meanings_on` (the appendix links to its target page's glossary)."""
     html = str(html)  # plain text from here: a Markup piece would escape the links added to it
     pending = [(term["id"], [re.compile(p, re.IGNORECASE) for p in term["first_use"]]) for term in load_glossary()]
     pieces, last = [], 0
@@ -45,12 +47,12 @@ def glossed(html: str) -> Markup:
     out = []
     for kind, piece in pieces:
         if kind == "text":
-            piece = _linked(piece, pending)
+            piece = _linked(piece, pending, meanings_on)
         out.append(piece)
     return Markup("".join(out))
 
 
-def _linked(text: str, pending: list[tuple[str, list[re.Pattern[str]]]]) -> str:
+def _linked(text: str, pending: list[tuple[str, list[re.Pattern[str]]]], meanings_on: str = "") -> str:
     """`text` with the first use of each pending word linked (the words linked leave `pending`); uses
     that overlap an earlier one are left for later text."""
     found = []
@@ -62,7 +64,7 @@ def _linked(text: str, pending: list[tuple[str, list[re.Pattern[str]]]]) -> str:
     for start, end, term_id in sorted(found):
         if start < last:
             continue
-        pieces += [text[last:start], f'<a class="term" href="#term-{term_id}">{text[start:end]}</a>']
+        pieces += [text[last:start], f'<a class="term" href="{meanings_on}#term-{term_id}">{text[start:end]}</a>']
         last = end
         pending[:] = [entry for entry in pending if entry[0] != term_id]
     return "".join(pieces) + text[last:]
