@@ -149,7 +149,7 @@ def test_a_cycle_would_be_found(monkeypatch):
     assert plan.cycles() == [["offload_repro.a", "offload_repro.b"]]
 
 
-@pytest.mark.parametrize(("page", "name", "block"), GENERATED, ids=["edit-table", "configuration", "layout"])
+@pytest.mark.parametrize(("page", "name", "block"), GENERATED, ids=["edit-table", "configuration", "layout", "times"])
 def test_the_generated_parts_of_the_docs_are_up_to_date(page, name, block):
     text = page.read_text()
     assert plan.with_generated(text, name, block()) == text, (

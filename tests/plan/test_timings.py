@@ -33,11 +33,22 @@ def test_the_readme_sentence_gives_each_measured_command_its_time_commit_and_day
     path = tmp_path / "timings.yaml"
     path.write_text(yaml.safe_dump(RECORD))
     said = timings.timings_block(path)
-    assert said.startswith("Measured on 2 cores and 23.5 GiB with nothing else running")
-    assert "the main job 3 min 58 s (the cold main job on a fresh copy, 39 jobs; d790516, 2026-12-07;" in said
-    assert "a bare MaxText run took 13 s)" in said
-    assert "every test as CI runs them 20 min (`.ci/run` on a clone; d790516, 2026-12-07)" in said
+    assert said.startswith("Measured on 2 cores and 23.5 GiB with nothing else running (")
+    # each figure measured at its own commit, day and bare run: said beside it
+    main = "the main job 3 min 58 s (the cold main job on a fresh copy, 39 jobs; at d790516 on 2026-12-07,"
+    assert main + " a bare MaxText run taking 12.96 s)" in said
+    assert "every test as CI runs them 20 min (`.ci/run` on a clone; at d790516 on 2026-12-07)" in said
     assert "bootstrap" not in said  # a figure not measured is not said
+    # every figure measured at one commit, day and bare run: said once
+    shared = yaml.safe_load(yaml.safe_dump(RECORD))
+    shared["figures"]["ci"]["bare_maxtext_s"] = 12.96
+    path.write_text(yaml.safe_dump(shared))
+    said = timings.timings_block(path)
+    assert said.startswith(
+        "Measured on 2 cores and 23.5 GiB with nothing else running, at d790516 on 2026-12-07, a bare MaxText run"
+        " taking 12.96 s ("
+    )
+    assert said.endswith("every test as CI runs them 20 min (`.ci/run` on a clone).") and said.count("d790516") == 1
 
 
 def test_a_figure_without_its_commit_is_refused_by_name(tmp_path):

@@ -35,17 +35,24 @@ def duration(seconds: float) -> str:
 
 
 def timings_block(path: Path = REPO_ROOT / TIMINGS_FILE) -> str:
-    """The README's sentence of measured times: each command's time, its commit and day, how it was timed."""
+    """The README's sentence of measured times: each command's time and how it was timed, with the
+    commit, the day and the bare MaxText run beside it, said once where every figure shares them."""
     record = load_timings(path)
     machine, figures = record["machine"], record["figures"]
-    parts = []
-    for name, command in COMMANDS:
-        if name in figures:
-            figure = figures[name]
-            bare = (
-                f"; a bare MaxText run took {duration(figure['bare_maxtext_s'])}" if "bare_maxtext_s" in figure else ""
-            )
-            when = f"{figure['commit']}, {figure['measured_on']}{bare}"
-            parts.append(f"{command} {duration(figure['seconds'])} ({figure['how']}; {when})")
+    measured = [(command, figures[name]) for name, command in COMMANDS if name in figures]
+    shared = {when(figure) for _, figure in measured}
+    parts = [
+        f"{command} {duration(figure['seconds'])} ({figure['how']}"
+        + ("" if len(shared) == 1 else f"; {when(figure)}")
+        + ")"
+        for command, figure in measured
+    ]
     head = f"Measured on {machine['cores']} cores and {machine['memory_gib']:g} GiB with nothing else running"
+    head += f", {shared.pop()}" if len(shared) == 1 else ""
     return f"{head} (`{TIMINGS_FILE}`, written by `workflow/scripts/benchmark.py --record`): " + "; ".join(parts) + "."
+
+
+def when(figure: dict[str, Any]) -> str:
+    """'at 5470db6 on 2026-12-07, a bare MaxText run taking 11.3 s': what a figure was measured at."""
+    bare = f", a bare MaxText run taking {figure['bare_maxtext_s']:g} s" if "bare_maxtext_s" in figure else ""
+    return f"at {figure['commit']} on {figure['measured_on']}{bare}"
