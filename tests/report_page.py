@@ -84,6 +84,11 @@ def vega_graphics(dom: str) -> int:
     return len(re.findall(r'<svg[^>]*class="marks"', dom))
 
 
+def unlinked(html: str) -> str:
+    """`html` with each glossary link replaced by its word (a linked word reads the same)."""
+    return re.sub(r'<a class="term"[^>]*>([^<]*)</a>', r"\1", html)
+
+
 def visible_text(html: str) -> str:
     """What a reader sees of a page without its scripts: tags dropped, entities decoded."""
     html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)

@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 from offload_repro.cli import main
 from offload_repro.commands import predict_device
+from report_page import unlinked
 
 KEPT = REPO / "experiments" / "device-results" / "tpu-v5e-1"
 
@@ -77,9 +78,7 @@ def test_memory_step_and_capacity_are_each_a_table_and_memory_and_step_a_chart(p
     assert "+0.4%" in baseline[: baseline.index("</tr>")]  # 10.46 GiB measured, 10.42 compiled
     # rows that are one program here say so
     plain = section[section.index('id="device-deepseek-offload-plain"') :]
-    words = re.sub(
-        r'<a class="term"[^>]*>([^<]*)</a>', r"\1", plain[: plain.index("</tr>")]
-    )  # glossary links read the same
+    words = unlinked(plain[: plain.index("</tr>")])  # glossary links read the same
     assert "one program here with deepseek-offload-optimized" in words
     assert 'href="#term-one-program"' in section  # each section links its own first use of a word
 
@@ -136,7 +135,7 @@ def test_the_first_screen_sets_the_chips_speed_beside_the_post(page):
     assert "<code>deepseek-offload-optimized</code> over <code>deepseek-remat</code> -25.9%" in line
     assert "+57.0%" in line
     # the two offload rows are one program on the chip, and the line says so
-    words = re.sub(r'<a class="term"[^>]*>([^<]*)</a>', r"\1", line)  # a word linked to the glossary reads the same
+    words = unlinked(line)
     assert "<code>deepseek-offload-plain</code> not measurable on this chip (one program here" in words
     assert "+0.0%" not in line  # a non-measurement is never printed as a number
     assert "not judging it" in line

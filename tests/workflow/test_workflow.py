@@ -38,6 +38,7 @@ from report_page import (
     reading_metrics,
     rendered_charts,
     rendered_dom,
+    unlinked,
     vega_graphics,
     visible_text,
     with_appendix,
@@ -614,7 +615,7 @@ def test_every_number_shown_twice_on_the_pages_is_one_value(main_job):
         written = set()
         for name in ("cpu", "tpu-v5e-1"):
             line = re.search(rf'<tr id="claim-{claim["id"]}".*?</tr>', dom[name], re.S).group(0)
-            line = re.sub(r'<a class="term"[^>]*>([^<]*)</a>', r"\1", line)  # a glossary link reads as its word
+            line = unlinked(line)
             written |= set(re.findall(r'<span class="tol"[^>]*>([^<]+)</span>', line))
             written |= set(re.findall(r"; tolerance (±[^(]+?) \(", " ".join(visible_text(line).split())))
         assert len(written) == 1, (claim["id"], written)

@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 import traceback
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -75,17 +76,28 @@ def own(name: str) -> bool:
 def server_key(python: str, env: dict[str, str], preload: tuple[str, ...]) -> str:
     """What decides a server: the interpreter, the package's code, the libraries' versions, the
     modules it imports and the environment it imports them in."""
-    code = hashlib.sha256()
-    for path in sorted((REPO_ROOT / "workflow/offload_repro").rglob("*.py")):
-        code.update(path.read_bytes())
     decided = {
         "python": str(Path(python).resolve()),
-        "code": code.hexdigest(),
-        "versions": {name: _version(name) for name in LIBRARIES},
+        "code": package_code(),
+        "versions": library_versions(),
         "preload": list(preload),
         "env": {name: value for name, value in sorted(env.items()) if not own(name) and name not in SHELL_VARIABLES},
     }
     return hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@cache
+def package_code() -> str:
+    """The digest of the package's code, read once per process (a stage launches many processes)."""
+    code = hashlib.sha256()
+    for path in sorted((REPO_ROOT / "workflow/offload_repro").rglob("*.py")):
+        code.update(path.read_bytes())
+    return code.hexdigest()
+
+
+@cache
+def library_versions() -> dict[str, str | None]:
+    return {name: _version(name) for name in LIBRARIES}
 
 
 def _version(name: str) -> str | None:
